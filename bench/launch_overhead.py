@@ -33,6 +33,7 @@ Usage: ``.venv/bin/python bench/launch_overhead.py [--tasks 1000] [--rounds 3] [
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import platform
@@ -42,6 +43,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from sweep.hardware import short_name
 
@@ -79,7 +81,7 @@ plan = plan_config(sys.argv[1], ConfigOverrides(hardware=os.environ["BENCH_TARGE
 ray.init(address="local", num_cpus=1, include_dashboard=False, log_to_driver=False)
 pools = pools_for(plan.hardware, ClusterInfo(None, True, _nodes()))
 spec = SandboxSpec(backend="sweep.engine", device_kind="auto", preload=("torch", "sweep.engine._evaluate"))
-s = run_tasks(plan.tasks, pools, spec, run_id="bench", on_trace=lambda t: None)
+s = run_tasks(plan.tasks, pools, spec, run_id="bench", on_traces=lambda ts: None)
 print(json.dumps({"steady_s": s.steady_s, "calls": s.calls}))
 """
 
@@ -91,7 +93,8 @@ r = launch(sys.argv[1], LaunchOptions(quiet=True))
 t1 = time.monotonic()
 s = r.stats
 print(json.dumps({"total_s": t1 - t0, "loop_s": s.loop_s, "first_ready_s": s.first_ready_s,
-                  "steady_s": s.steady_s, "workers": len(s.workers), "statuses": dict(r.statuses)}))
+                  "steady_s": s.steady_s, "workers": len(s.workers), "statuses": dict(r.statuses),
+                  "results_dir": r.results_dir}))
 """
 
 
@@ -191,13 +194,49 @@ def replacement_times(crashes: int, tmp: Path, device_kind: str, target: str) ->
     return starts[0], starts[1:]
 
 
+def sandbox_timeline(results_dir: Path) -> dict[str, float]:
+    """Split a launch's evaluation phase using its traces' provenance: the seconds spent
+    inside ``evaluate`` in the sandbox (``started_at`` -> ``finished_at``) and the gaps
+    between one evaluation's end and the next one's start in the same sandbox (receiving,
+    stamping, pickling, batch boundaries)."""
+    from datetime import datetime
+
+    marks = []
+    for log in sorted((results_dir / "traces").rglob("*.jsonl")):
+        for line in log.read_text().splitlines():
+            prov = json.loads(line).get("provenance") or {}
+            if prov.get("started_at") and prov.get("finished_at"):
+                marks.append(
+                    (
+                        datetime.fromisoformat(prov["started_at"]).timestamp(),
+                        datetime.fromisoformat(prov["finished_at"]).timestamp(),
+                    )
+                )
+    marks.sort()
+    gaps = sorted(b[0] - a[1] for a, b in itertools.pairwise(marks))
+    return {
+        "inside_s": sum(b - a for a, b in marks),
+        "gaps_s": sum(gaps),
+        "gap_median_ms": gaps[len(gaps) // 2] * 1000 if gaps else 0.0,
+        "gap_p99_ms": gaps[int(0.99 * (len(gaps) - 1))] * 1000 if gaps else 0.0,
+        "span_s": marks[-1][1] - marks[0][0] if marks else 0.0,
+    }
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    n = len(xs)
+    return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", type=int, default=1000)
-    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--crashes", type=int, default=10)
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--rep-ms", type=float, default=1.0, help="evaluation.rep_ms: longer evaluations")
+    ap.add_argument("--no-scheduler", action="store_true", help="skip the scheduler-only path")
     args = ap.parse_args()
     if args.device == "cuda":
         import torch
@@ -209,22 +248,34 @@ def main() -> None:
         # Ray gives a one-CPU worker OMP_NUM_THREADS=1; the loop gets the same one core.
         env = {"BENCH_DEVICE": "cpu", "BENCH_TARGET": "cpu", "OMP_NUM_THREADS": "1"}
 
+    rounds: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sweep-bench-") as tmp_name:
         tmp = Path(tmp_name)
         write_dataset(tmp / "data", args.tasks)
         cfg = tmp / "bench.yaml"
         write_config(cfg, tmp / "data", tmp / "results", target, args.rep_ms)
-        loops, scheds, launches = [], [], []
-        for _ in range(args.rounds):
-            loops.append(run_snippet(_LOOP, cfg, env))
-            scheds.append(run_snippet(_SCHED, cfg, env))
-            launches.append(run_snippet(_LAUNCH, cfg, env))
-            shutil.rmtree(tmp / "results", ignore_errors=True)
-        sched = min(scheds, key=lambda r: float(r[0]["steady_s"]))[0]  # type: ignore[arg-type]
-        loop = min(loops, key=lambda r: float(r[0]["evals_s"]))[0]  # type: ignore[arg-type]
-        loop_wall = min(w for _, w in loops)
-        launched = min(launches, key=lambda r: float(r[0]["steady_s"]))[0]  # type: ignore[arg-type]
-        launch_wall = min(w for _, w in launches)
+        for i in range(args.rounds):
+            row: dict[str, Any] = {}
+            # Alternate which path goes first, so a drift of the machine (clocks, load)
+            # does not always favour the same one.
+            order = ["loop", "sched", "launch"] if i % 2 == 0 else ["launch", "sched", "loop"]
+            for path in order:
+                if path == "sched" and args.no_scheduler:
+                    continue
+                code = {"loop": _LOOP, "sched": _SCHED, "launch": _LAUNCH}[path]
+                row[path], row[path + "_wall"] = run_snippet(code, cfg, env)
+                if path == "launch":
+                    row["timeline"] = sandbox_timeline(Path(str(row["launch"]["results_dir"])))
+                    shutil.rmtree(tmp / "results", ignore_errors=True)
+            rounds.append(row)
+            loop_s = float(row["loop"]["evals_s"])
+            print(
+                f"round {i + 1}: loop {loop_s:.2f} s, launch {float(row['launch']['steady_s']):.2f} s "
+                f"(ratio {float(row['launch']['steady_s']) / loop_s:.3f}), inside evaluate "
+                f"{row['timeline']['inside_s']:.2f} s, gaps {row['timeline']['gaps_s']:.2f} s",
+                file=sys.stderr,
+                flush=True,
+            )
         first, restarts = (0.0, [])
         if args.crashes:
             first, restarts = replacement_times(args.crashes, tmp, args.device, target)
@@ -233,18 +284,33 @@ def main() -> None:
     import torch
 
     n = args.tasks
-    evals_s = float(loop["evals_s"])  # type: ignore[arg-type]
-    steady = float(launched["steady_s"])  # type: ignore[arg-type]
-    sched_s = float(sched["steady_s"])  # type: ignore[arg-type]
-    rows = [
-        ("loop: evaluations (one process)", evals_s, None),
-        ("scheduler: evaluations, traces dropped", sched_s, sched_s / evals_s),
-        ("launch: evaluations (first worker ready -> last trace)", steady, steady / evals_s),
-        ("loop: whole process (imports, plan, evaluations)", loop_wall, None),
+    loops = [float(r["loop"]["evals_s"]) for r in rounds]
+    steadies = [float(r["launch"]["steady_s"]) for r in rounds]
+    scheds = [float(r["sched"]["steady_s"]) for r in rounds if "sched" in r]
+    loop_walls = [float(r["loop_wall"]) for r in rounds]
+    launch_walls = [float(r["launch_wall"]) for r in rounds]
+    inside = [r["timeline"]["inside_s"] for r in rounds]
+    gaps = [r["timeline"]["gaps_s"] for r in rounds]
+    best_loop = min(loops)
+
+    def ratios(xs: list[float], base: list[float]) -> str:
+        paired = [x / b for x, b in zip(xs, base)]
+        return f"{min(xs) / min(base):.3f}  {_median(paired):.3f}  {max(paired):.3f}"
+
+    rows: list[tuple[str, list[float], str]] = [
+        ("loop: evaluations (one process)", loops, "1.000  1.000  1.000"),
+    ]
+    if scheds:
+        rows.append(("scheduler: evaluations, traces dropped", scheds, ratios(scheds, loops)))
+    rows += [
+        ("launch: evaluations (first worker ready -> last trace)", steadies, ratios(steadies, loops)),
+        ("  of which inside evaluate(), in the sandbox", inside, ratios(inside, loops)),
+        ("  of which between evaluations (sandbox idle)", gaps, "-"),
+        ("loop: whole process (imports, plan, evaluations)", loop_walls, "1.000  1.000  1.000"),
         (
             "launch: whole command (Ray start, workers, evaluations, store)",
-            launch_wall,
-            launch_wall / loop_wall,
+            launch_walls,
+            ratios(launch_walls, loop_walls),
         ),
     ]
     cpu = platform.processor() or platform.machine()
@@ -255,31 +321,48 @@ def main() -> None:
                 break
     except OSError:
         pass
+    last = rounds[-1]
     print(
         f"machine: {cpu}, {os.cpu_count()} cores; python {platform.python_version()}, "
         f"torch {torch.__version__}, ray {ray.__version__}"
+        + (f"; GPU {torch.cuda.get_device_name(0)}" if args.device == "cuda" else "")
     )
     print(
-        f"{n} evaluations of bench_add (torch solution, 1 trial, rep_ms={args.rep_ms:g}) on {args.device}; launch used "
-        f"{launched['workers']} worker slot(s); best of {args.rounds} alternating rounds"
+        f"{n} evaluations of bench_add (torch solution, 1 trial, rep_ms={args.rep_ms:g}) on {args.device}; "
+        f"launch used {last['launch']['workers']} worker slot(s); {args.rounds} rounds, alternating order"
     )
+    print(f"statuses: loop {last['loop']['statuses']}, launch {last['launch']['statuses']}")
     print(
-        f"statuses: loop {loop['statuses']}, launch {launched['statuses']}; "
-        f"scheduler calls for {n} tasks: {sched['calls']} (short evaluations are batched)"
+        "ratio columns: best/best = fastest round of the path over the fastest loop; "
+        "median and max of the per-round ratios (each path against the loop of its round)"
     )
     print()
     width = max(len(r[0]) for r in rows)
-    print(f"{'path':<{width}}  {'wall_s':>8}  {'ms/eval':>8}  {'ratio':>6}")
-    print(f"{'-' * width}  {'-' * 8}  {'-' * 8}  {'-' * 6}")
-    for name, secs, ratio in rows:
-        r = f"{ratio:.3f}" if ratio is not None else "1.000" if "loop" in name else "-"
-        print(f"{name:<{width}}  {secs:8.2f}  {secs / n * 1000:8.2f}  {r:>6}")
+    print(f"{'path':<{width}}  {'best_s':>7}  {'median_s':>8}  {'ms/eval':>7}  best/best  median    max")
+    print(f"{'-' * width}  {'-' * 7}  {'-' * 8}  {'-' * 7}  {'-' * 9}  {'-' * 6}  {'-' * 5}")
+    for name, xs, r in rows:
+        b, m = min(xs), _median(xs)
+        parts = r.split()
+        cols = (
+            f"{parts[0]:>9}  {parts[1]:>6}  {parts[2]:>5}"
+            if len(parts) == 3
+            else f"{'-':>9}  {'-':>6}  {'-':>5}"
+        )
+        print(f"{name:<{width}}  {b:7.2f}  {m:8.2f}  {m / n * 1000:7.2f}  {cols}")
     print()
+    tl = [r["timeline"] for r in rounds]
     print(
-        f"launch start-up: {launched['first_ready_s']:.2f} s from the scheduler's start to the first worker "
-        f"ready; whole command minus its evaluations: {launch_wall - steady:.2f} s"
+        f"between evaluations in the sandbox: median gap {_median([t['gap_median_ms'] for t in tl]):.2f} ms, "
+        f"p99 {_median([t['gap_p99_ms'] for t in tl]):.2f} ms (median over rounds); the launch's evaluation "
+        f"phase minus evaluations and gaps (start of the first, delivery of the last): "
+        f"{_median([s - t['span_s'] for s, t in zip(steadies, tl)]):.2f} s"
     )
-    if restarts:
+    print(
+        f"launch start-up: {float(last['launch']['first_ready_s']):.2f} s from the scheduler's start to the "
+        f"first worker ready; whole command minus its evaluations: "
+        f"{_median([w - s for w, s in zip(launch_walls, steadies)]):.2f} s (median)"
+    )
+    if best_loop and restarts:
         restarts.sort()
         print(
             f"sandbox start: first {first:.2f} s (zygote imports torch); replacement after a crash "

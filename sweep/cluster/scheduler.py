@@ -2,7 +2,8 @@
 
 Each worker (one Ray actor per GPU) has at most ``depth`` calls in flight (2: one running,
 one queued, so a GPU never waits on the driver). Results come back in completion order
-(``ray.wait``), and each trace goes to ``on_trace`` at once.
+(``ray.wait``), and the traces of each finished call go to ``on_traces`` at once, together
+(so the driver syncs its log once per call, not once per trace).
 
 A call carries one task, or a few when evaluations are short: the driver keeps a running
 estimate of an evaluation's duration per pool and packs calls of about ``batch_target_s`` of
@@ -118,7 +119,7 @@ class _Loop:
         pools: Sequence[Pool],
         spec: SandboxSpec,
         run_id: str,
-        on_trace: Callable[[Trace], None],
+        on_traces: Callable[[Sequence[Trace]], None],
         options: SchedulerOptions,
         on_worker: Callable[[WorkerInfo], None] | None,
         on_tick: Callable[[], None] | None = None,
@@ -129,7 +130,7 @@ class _Loop:
         self.ray = ray
         self.spec = spec
         self.run_id = run_id
-        self.on_trace = on_trace
+        self.on_traces = on_traces
         self.on_worker = on_worker
         self.opt = options
         self.stats = SchedulerStats()
@@ -208,12 +209,12 @@ class _Loop:
             f"the worker running this task was lost {attempt + 1} time(s) (its node died, or its "
             f"process was killed); not retried again. Last error: {why}"
         )
-        self._emit(failure_trace(task, Status.RUNTIME_ERROR, log, stamp))
+        self._emit([failure_trace(task, Status.RUNTIME_ERROR, log, stamp)])
 
-    def _emit(self, trace: Trace) -> None:
-        self.stats.traces += 1
+    def _emit(self, traces: Sequence[Trace]) -> None:
+        self.stats.traces += len(traces)
         self.last_progress = time.monotonic()
-        self.on_trace(trace)
+        self.on_traces(traces)
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -279,9 +280,8 @@ class _Loop:
             target, one = w.pool.target, busy_s / len(blobs)
             old = self.per_eval_s.get(target)
             self.per_eval_s[target] = one if old is None else 0.7 * old + 0.3 * one
-        for blob in blobs:
-            trace: Trace = pickle.loads(blob)
-            self._emit(trace)
+        if blobs:
+            self._emit([pickle.loads(blob) for blob in blobs])
 
     def _check_stall(self) -> None:
         for target, queue in self.pending.items():
@@ -345,7 +345,7 @@ def run_tasks(
     spec: SandboxSpec,
     *,
     run_id: str,
-    on_trace: Callable[[Trace], None],
+    on_traces: Callable[[Sequence[Trace]], None],
     options: SchedulerOptions | None = None,
     on_worker: Callable[[WorkerInfo], None] | None = None,
     on_tick: Callable[[], None] | None = None,
@@ -357,7 +357,8 @@ def run_tasks(
         pools: Worker pools (see :func:`sweep.cluster.connect.pools_for`).
         spec: How workers start their sandboxes.
         run_id: Stamped on every trace.
-        on_trace: Called with each trace as soon as it arrives (write it there).
+        on_traces: Called with the traces of each finished call as soon as they arrive, in
+            the order they ran (write them there; one call's traces come together).
         options: Loop knobs.
         on_worker: Called when a worker becomes ready.
         on_tick: Called at least every half second (progress output while nothing finishes).
@@ -374,5 +375,5 @@ def run_tasks(
                 f"task {t.task_id} targets {t.hardware}, which no worker pool serves "
                 f"(pools: {', '.join(sorted(served)) or 'none'})"
             )
-    loop = _Loop(pools, spec, run_id, on_trace, options or SchedulerOptions(), on_worker, on_tick)
+    loop = _Loop(pools, spec, run_id, on_traces, options or SchedulerOptions(), on_worker, on_tick)
     return loop.run(tasks)

@@ -207,3 +207,52 @@ def test_results_folder_passes_sweep_validate(tmp_path: Path, ctx: StoreContext)
     ds, errors = validate_roots([results])
     assert (errors, ds.warnings) == ([], [])
     assert (len(ds.traces), list(ds.definitions), list(ds.solutions)) == (2, ["vec_add"], ["s1"])
+
+
+def _fsync_spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Record the file each ``os.fsync`` in the writer syncs (by name, via /proc)."""
+    import os
+
+    from sweep.store import _writer
+
+    synced: list[str] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(Path(os.readlink(f"/proc/self/fd/{fd}")).name)
+        real(fd)
+
+    monkeypatch.setattr(_writer.os, "fsync", spy)
+    return synced
+
+
+def test_write_many_syncs_each_log_once_per_group_in_order(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results, db = _paths(tmp_path)
+    synced = _fsync_spy(monkeypatch)
+    group = [make_trace("s1", f"wl-{i}", definition="vec_add" if i % 2 else "vec_mul") for i in range(6)]
+    with ResultsWriter(results, db, sweep="s", run_id="r") as w:
+        w.write_many(group)
+        assert sorted(synced) == ["vec_add.jsonl", "vec_mul.jsonl"]  # one sync per file, not per trace
+        assert w.written == 6 and w.pending == 6
+    for name, odd in (("vec_add", 1), ("vec_mul", 0)):
+        lines = (results / "traces" / name / f"{name}.jsonl").read_text().splitlines()
+        assert [json.loads(x)["workload"]["uuid"] for x in lines] == [
+            f"wl-{i}" for i in range(6) if i % 2 == odd
+        ]
+    assert query(db, "SELECT count(*) FROM traces").rows == [(6,)]
+
+
+def test_write_many_syncs_a_log_evicted_mid_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from sweep.store import _writer
+
+    monkeypatch.setattr(_writer, "_MAX_OPEN_LOGS", 1)
+    results, db = _paths(tmp_path)
+    synced = _fsync_spy(monkeypatch)
+    names = ["d_a", "d_b", "d_c"]
+    with ResultsWriter(results, db, sweep="s", run_id="r") as w:
+        w.write_many([make_trace("s1", "wl-1", definition=n) for n in names])
+        # the first two were closed to make room, after a sync; the last one is synced at the end
+        assert sorted(synced) == [f"{n}.jsonl" for n in names]
+    assert query(db, "SELECT count(*) FROM traces").rows == [(3,)]

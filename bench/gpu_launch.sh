@@ -79,5 +79,5 @@ python3 -m sweep.cli launch "$OUT/faults.yaml" --quiet 2>&1 | tee "$OUT/faults-a
 grep -q "already stored (skipped), 0 ran" "$OUT/faults-again.log"
 
 echo "== 5. per-evaluation overhead on one GPU: 1,000 short evaluations"
-python3 bench/launch_overhead.py --device cuda --tasks 1000 --rounds 2 --crashes 10 2>&1 | tee "$OUT/overhead.log"
+python3 bench/launch_overhead.py --device cuda --tasks 1000 --rounds 5 --no-scheduler --crashes 10 2>&1 | tee "$OUT/overhead.log"
 echo "gpu_launch: all steps passed; outputs in $OUT"

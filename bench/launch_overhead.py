@@ -15,19 +15,26 @@ in a fresh Python process:
   process, two tasks in flight, every trace appended (fsync) to the JSONL log and batched
   into DuckDB as it arrives.
 
-The two are run alternately ``--rounds`` times (results folder cleared in between) and the
-best round of each is kept, so load from other processes on a shared machine hurts less.
-It prints the wall times and their ratio twice: for the evaluations alone (from the first
-worker ready to the last trace, against the loop) and for the whole command (process start
-to exit, Ray start included, against the whole loop process). Then it times sandbox
+The three run ``--rounds`` times (results folder cleared in between), in alternating order
+(loop first in odd rounds, launch first in even ones), so a drift of the machine (clocks,
+other load) does not favour one path. Each path's time is compared with the loop of the
+same round: the table gives the median and the worst of those paired ratios, and the
+fastest round of each path over the fastest loop. It does so twice: for the evaluations
+alone (from the first worker ready to the last trace, against the loop) and for the whole
+command (process start to exit, Ray start included, against the whole loop process).
+
+The launch's evaluation phase is split with its traces' provenance (``started_at`` and
+``finished_at``, taken in the sandbox around ``evaluate``): time inside ``evaluate``, and
+the gaps between one evaluation's end and the next one's start (the sandbox idle: sending
+the trace, receiving and unpickling the next task, call boundaries). Then it times sandbox
 replacement after a crash (fork from the zygote) against the first start.
 
 With ``--device cuda`` (on a GPU host) the loop evaluates on ``cuda`` and the launch targets
 the machine's GPU type (``hardware: auto``) with one GPU visible (``CUDA_VISIBLE_DEVICES``
 is set to the first one): the "one GPU" comparison of the issue.
 
-Usage: ``.venv/bin/python bench/launch_overhead.py [--tasks 1000] [--rounds 3] [--crashes 10]
-[--device cpu|cuda]``
+Usage: ``.venv/bin/python bench/launch_overhead.py [--tasks 1000] [--rounds 5] [--crashes 10]
+[--device cpu|cuda] [--rep-ms 1 | --default-settings] [--no-scheduler]``
 """
 
 from __future__ import annotations
@@ -140,12 +147,16 @@ def write_dataset(root: Path, n: int) -> None:
     )
 
 
-def write_config(path: Path, data: Path, results: Path, hardware: str, rep_ms: float = 1.0) -> None:
+def write_config(path: Path, data: Path, results: Path, hardware: str, rep_ms: float | None = 1.0) -> None:
+    """The bench's sweep config; ``rep_ms=None`` keeps the default evaluation settings."""
+    evaluation = (
+        ""
+        if rep_ms is None
+        else f"evaluation: {{trials: 1, warmup_ms: 0, rep_ms: {rep_ms}, min_iterations: 1,"
+        f" max_iterations: {5 if rep_ms <= 1 else 100000}, input_sets: 1}}\n"
+    )
     path.write_text(
-        f"name: bench\ndataset: [{data}]\nhardware: {hardware}\n"
-        f"evaluation: {{trials: 1, warmup_ms: 0, rep_ms: {rep_ms}, min_iterations: 1,"
-        f" max_iterations: {5 if rep_ms <= 1 else 100000},"
-        " input_sets: 1}\n"
+        f"name: bench\ndataset: [{data}]\nhardware: {hardware}\n{evaluation}"
         f"ray: {{num_cpus: 1}}\noutput: {{results_dir: {results}}}\n"
     )
 
@@ -237,6 +248,12 @@ def main() -> None:
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--rep-ms", type=float, default=1.0, help="evaluation.rep_ms: longer evaluations")
     ap.add_argument("--no-scheduler", action="store_true", help="skip the scheduler-only path")
+    ap.add_argument(
+        "--default-settings",
+        action="store_true",
+        help="the default evaluation settings (3 trials, 25 ms warm-up, 100 ms timed per side) "
+        "instead of the shortest ones: evaluations of realistic length",
+    )
     args = ap.parse_args()
     if args.device == "cuda":
         import torch
@@ -253,7 +270,9 @@ def main() -> None:
         tmp = Path(tmp_name)
         write_dataset(tmp / "data", args.tasks)
         cfg = tmp / "bench.yaml"
-        write_config(cfg, tmp / "data", tmp / "results", target, args.rep_ms)
+        write_config(
+            cfg, tmp / "data", tmp / "results", target, None if args.default_settings else args.rep_ms
+        )
         for i in range(args.rounds):
             row: dict[str, Any] = {}
             # Alternate which path goes first, so a drift of the machine (clocks, load)
@@ -328,7 +347,9 @@ def main() -> None:
         + (f"; GPU {torch.cuda.get_device_name(0)}" if args.device == "cuda" else "")
     )
     print(
-        f"{n} evaluations of bench_add (torch solution, 1 trial, rep_ms={args.rep_ms:g}) on {args.device}; "
+        f"{n} evaluations of bench_add (torch solution, "
+        + ("default evaluation settings" if args.default_settings else f"1 trial, rep_ms={args.rep_ms:g}")
+        + f") on {args.device}; "
         f"launch used {last['launch']['workers']} worker slot(s); {args.rounds} rounds, alternating order"
     )
     print(f"statuses: loop {last['loop']['statuses']}, launch {last['launch']['statuses']}")

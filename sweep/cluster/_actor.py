@@ -14,7 +14,7 @@ import time
 from dataclasses import dataclass, replace
 
 from sweep.cluster._failures import Stamp
-from sweep.cluster.sandbox import Envelope, Sandbox, SandboxSpec, SandboxStats
+from sweep.cluster.sandbox import Done, Envelope, Sandbox, SandboxSpec, SandboxStats
 
 __all__ = ["SweepWorker", "WorkerInfo", "resolve_device_kind"]
 
@@ -77,9 +77,10 @@ class SweepWorker:
             sandbox_start_s=self._sandbox.stats.start_seconds[-1],
         )
 
-    def evaluate_batch(self, envelopes: list[Envelope]) -> tuple[list[bytes], float]:
-        """Evaluate tasks one after the other in the sandbox; one (pickled) trace each (see
-        ``Sandbox.run``), and the seconds that took (the driver sizes its calls by it)."""
+    def evaluate_batch(self, envelopes: list[Envelope]) -> tuple[list[Done], float]:
+        """Evaluate tasks one after the other in the sandbox; one result each (a trace as
+        JSON, and its stamp; see ``Sandbox.run_batch``), and the seconds that took (the
+        driver sizes its calls by it)."""
         t0 = time.monotonic()
         out = self._sandbox.run_batch(envelopes)
         return out, time.monotonic() - t0

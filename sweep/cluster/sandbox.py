@@ -14,14 +14,14 @@ has no separate build step, the whole evaluation gets ``compile_s + run_s``.
 
 from __future__ import annotations
 
-import hashlib
 import os
-import pickle
 import signal
 import socket
 import tempfile
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field, replace
+from datetime import datetime, timezone
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -30,14 +30,28 @@ from typing_extensions import Self
 
 from sweep.cluster._child import SandboxInfo
 from sweep.cluster._failures import Stamp, failure_trace, now_iso
+from sweep.cluster._packing import Done, Envelope, TaskPacker, build_key, load_task
 from sweep.cluster._zygote import ExitState, ZygoteClient, ZygoteError
 from sweep.schema import Status, Trace
 from sweep.task import Task
 
-__all__ = ["Envelope", "Sandbox", "SandboxSpec", "SandboxStartError", "SandboxStats", "build_key"]
+__all__ = [
+    "Done",
+    "Envelope",
+    "Sandbox",
+    "SandboxSpec",
+    "SandboxStartError",
+    "SandboxStats",
+    "TaskPacker",
+    "build_key",
+    "load_task",
+]
 
 _POLL_SLICE_S = 0.5
 _LOG_ROTATE_BYTES = 4 << 20
+#: Record sets (definition, solution, settings) a sandbox keeps unpickled; the supervisor
+#: tells it which to forget beyond that.
+_MAX_RECORD_SETS = 64
 
 
 class SandboxStartError(RuntimeError):
@@ -65,47 +79,6 @@ class SandboxSpec:
     workdir: str | None = None
 
 
-def build_key(task: Task) -> str:
-    """Identity of what the engine's build step makes for ``task``: the definition's
-    reference and the solution, by content."""
-    ref = hashlib.sha256(task.definition.reference.encode()).hexdigest()[:16]
-    return f"{task.definition.name}:{ref}:{task.solution.content_hash}"
-
-
-@dataclass(frozen=True)
-class Envelope:
-    """A task on its way to a sandbox: pickled once by the driver, unpickled only there.
-
-    Attributes:
-        blob: The pickled :class:`~sweep.task.Task`.
-        task_id: Its id.
-        compile_s: Deadline of the build phase.
-        run_s: Deadline of the rest.
-        attempt: How many times its worker was lost before (0 at first).
-        build_key: What the build step produces (see :func:`build_key`): a sandbox builds
-            each key once, then skips the step (and its deadline) for later tasks.
-    """
-
-    blob: bytes
-    task_id: str
-    compile_s: float
-    run_s: float
-    attempt: int = 0
-    build_key: str = ""
-
-    @classmethod
-    def of(cls, task: Task, attempt: int = 0) -> Envelope:
-        """Wrap ``task``."""
-        t = task.settings.timeouts
-        blob = pickle.dumps(task, protocol=pickle.HIGHEST_PROTOCOL)
-        return cls(blob, task.task_id, t.compile_s, t.run_s, attempt, build_key(task))
-
-    def task(self) -> Task:
-        """The task (unpickled)."""
-        task: Task = pickle.loads(self.blob)
-        return task
-
-
 @dataclass
 class SandboxStats:
     """Counters of one supervisor."""
@@ -125,6 +98,8 @@ class _Child:
     log: Path
     info: SandboxInfo
     built: set[str] = field(default_factory=set)  # build keys this process has built
+    # record sets this process holds, oldest first (it forgets what the supervisor says)
+    records: OrderedDict[str, None] = field(default_factory=OrderedDict)
 
 
 class Sandbox:
@@ -200,15 +175,7 @@ class Sandbox:
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.stats.started += 1
         log = self._workdir / f"sandbox-{self.stats.started}.log"
-        params = {
-            "backend": self.spec.backend,
-            "device_kind": self.spec.device_kind,
-            "stamp": {
-                "run_id": self.stamp.run_id,
-                "node_id": self.stamp.node_id,
-                "gpu_id": self.stamp.gpu_id,
-            },
-        }
+        params = {"backend": self.spec.backend, "device_kind": self.spec.device_kind}
         try:
             pid = zygote.fork(theirs.fileno(), str(log), params)
         except ZygoteError as e:
@@ -260,19 +227,14 @@ class Sandbox:
         Raises:
             SandboxStartError: when no sandbox can be started (not a kernel's fault).
         """
-        trace: Trace = pickle.loads(self.run_envelope(Envelope.of(task, attempt)))
-        return trace
+        return self.run_batch([Envelope.of(task, attempt)])[0].trace(task)
 
-    def run_envelope(self, env: Envelope) -> bytes:
-        """:meth:`run` for a pickled task; returns the pickled trace.
+    def run_batch(self, envs: list[Envelope]) -> list[Done]:
+        """Run several tasks, one after the other; one result each, in order.
 
-        The worker passes tasks and traces through without unpickling them (the sandbox
-        stamps the trace itself), so a healthy evaluation costs it no model work at all.
-        """
-        return self.run_batch([env])[0]
-
-    def run_batch(self, envs: list[Envelope]) -> list[bytes]:
-        """:meth:`run_envelope` for several tasks, one after the other; one trace each.
+        The supervisor passes tasks and traces through without unpickling or parsing them
+        (the receiver stamps them, see :meth:`Done.trace`), so a healthy evaluation costs it
+        no model work at all.
 
         While a task runs, the next one is already written to the sandbox's pipe when both
         are past their build step, so the sandbox starts it the moment it has sent the
@@ -280,7 +242,7 @@ class Sandbox:
         path. A task sent to a sandbox that then died or was replaced is sent again to the
         new one; its deadline starts when the previous trace arrives.
         """
-        out: list[bytes] = []
+        out: list[Done] = []
         # (sandbox, task, log offset when sent): sent ahead to the current sandbox. Its crash
         # report is read from that offset, which may include the end of the previous task's
         # output but never misses its own.
@@ -296,12 +258,25 @@ class Sandbox:
             if nxt is not None and env.build_key in child.built and nxt.build_key in child.built:
                 try:
                     sent_at = _size(child.log)
-                    child.conn.send(("eval", nxt.blob, nxt.attempt, nxt.build_key))
+                    self._post(child, nxt)
                     queued = (child, nxt, sent_at)
                 except OSError:
                     queued = None  # it died: the receive below reports env, nxt is sent anew
             out.append(self._await(child, env, stamp, offset))
         return out
+
+    def _post(self, child: _Child, env: Envelope) -> None:
+        """Write ``env`` to ``child``, with its records unless the child holds them."""
+        records: bytes | None = None
+        forget: str | None = None
+        if env.records_key in child.records:
+            child.records.move_to_end(env.records_key)
+        else:
+            records = env.records
+            if len(child.records) >= _MAX_RECORD_SETS:
+                forget, _ = child.records.popitem(last=False)
+            child.records[env.records_key] = None
+        child.conn.send(("eval", env.blob, env.attempt, env.build_key, env.records_key, records, forget))
 
     def _send(self, env: Envelope) -> tuple[_Child, Stamp, int]:
         child = self._ensure_child()
@@ -311,13 +286,13 @@ class Sandbox:
             offset = 0
         stamp = replace(self.stamp, worker_pid=child.pid, started_at=now_iso(), attempt=env.attempt)
         try:
-            child.conn.send(("eval", env.blob, env.attempt, env.build_key))
+            self._post(child, env)
         except OSError:
             pass  # it died between tasks: the receive below sees the end and reports it
         return child, stamp, offset
 
-    def _await(self, child: _Child, env: Envelope, stamp: Stamp, offset: int) -> bytes:
-        """Wait for ``env``'s trace from ``child`` under its deadlines; always one trace."""
+    def _await(self, child: _Child, env: Envelope, stamp: Stamp, offset: int) -> Done:
+        """Wait for ``env``'s trace from ``child`` under its deadlines; always one result."""
         self.stats.tasks += 1
         if env.build_key in child.built:  # the sandbox skips the build and says nothing
             phase, budget = "run", env.run_s
@@ -329,9 +304,9 @@ class Sandbox:
         while True:
             msg, state = self._receive(child, deadline)
             if state is not None:
-                return _dump(self._died(env.task(), stamp, child, offset, state, phase))
+                return _done(self._died(env.task(), stamp, child, offset, state, phase), stamp)
             if msg is None:
-                return _dump(self._timed_out(env.task(), stamp, child, offset, phase, budget))
+                return _done(self._timed_out(env.task(), stamp, child, offset, phase, budget), stamp)
             kind = msg[0]
             if kind == "built":
                 child.built.add(env.build_key)
@@ -339,15 +314,16 @@ class Sandbox:
                 deadline = time.monotonic() + budget
                 continue
             if kind == "trace":
-                blob, broken = msg[1], msg[2]
+                payload, broken, started, finished = msg[1], msg[2], msg[3], msg[4]
                 if broken:
                     self.stats.replaced_broken += 1
                     self._drop_child()
-                return bytes(blob)
+                done = replace(stamp, started_at=_iso(started), finished_at=_iso(finished))
+                return Done(bytes(payload), done)
             if kind == "error":
                 self._drop_child()
                 log = f"the engine raised instead of returning a trace:\n{msg[1]}"
-                return _dump(self._failure(env.task(), Status.RUNTIME_ERROR, log, stamp))
+                return _done(self._failure(env.task(), Status.RUNTIME_ERROR, log, stamp), stamp)
 
     def _receive(self, child: _Child, deadline: float) -> tuple[Any, ExitState | None]:
         """Next message, or ``(None, state)`` if the sandbox died, ``(None, None)`` at the deadline."""
@@ -426,8 +402,16 @@ class Sandbox:
         return self._failure(task, Status.TIMEOUT, log, stamp)
 
 
-def _dump(trace: Trace) -> bytes:
-    return pickle.dumps(trace, protocol=pickle.HIGHEST_PROTOCOL)
+def _done(trace: Trace, stamp: Stamp) -> Done:
+    """A trace the supervisor wrote (already stamped, and stamped again alike on receipt)."""
+    prov = trace.provenance
+    finished = prov.finished_at if prov is not None else None
+    return Done(trace.to_json().encode(), replace(stamp, finished_at=finished))
+
+
+def _iso(epoch: float) -> str:
+    """``now_iso``'s format for a ``time.time()`` taken in the sandbox (cheaper there)."""
+    return datetime.fromtimestamp(epoch, timezone.utc).isoformat()
 
 
 def _size(path: Path) -> int:

@@ -24,7 +24,6 @@ tasks for ``stall_timeout_s``, the loop raises :class:`~sweep.errors.ClusterErro
 from __future__ import annotations
 
 import contextlib
-import pickle
 import time
 from collections import deque
 from collections.abc import Callable, Sequence
@@ -34,7 +33,7 @@ from typing import Any
 from sweep.cluster._actor import SweepWorker, WorkerInfo
 from sweep.cluster._failures import Stamp, failure_trace, now_iso
 from sweep.cluster.connect import Pool
-from sweep.cluster.sandbox import Envelope, SandboxSpec
+from sweep.cluster.sandbox import SandboxSpec, TaskPacker
 from sweep.errors import ClusterError
 from sweep.hardware import short_name
 from sweep.schema import Status, Trace
@@ -138,6 +137,7 @@ class _Loop:
         self.workers: list[_Worker] = []
         self.owner: dict[Any, _Worker] = {}
         self.pending: dict[str, deque[_Item]] = {}
+        self.packer = TaskPacker()
         self.per_eval_s: dict[str, float] = {}  # running estimate of one evaluation, per pool
         self.budget = {id(p): p.size * options.replacements_per_worker for p in pools}
         self.start_errors: list[str] = []
@@ -225,7 +225,7 @@ class _Loop:
             queue = self.pending[w.pool.target]
             while queue and len(w.inflight) < self.opt.depth:
                 items = self._take(queue, w.pool.target)
-                ref = w.handle.evaluate_batch.remote([Envelope.of(i.task, i.attempt) for i in items])
+                ref = w.handle.evaluate_batch.remote([self.packer.pack(i.task, i.attempt) for i in items])
                 w.inflight[ref] = items
                 self.owner[ref] = w
                 self.stats.submitted += len(items)
@@ -271,17 +271,16 @@ class _Loop:
                 self.on_worker(w.info)
             return
         try:
-            blobs, busy_s = ray.get(ref)
+            results, busy_s = ray.get(ref)
         except Exception as e:  # noqa: BLE001 - actor died, a bug, or a sandbox that cannot restart
             self._retire(w, _short_error(e))  # requeues these tasks with the others in flight
             return
-        del w.inflight[ref]
-        if blobs:
-            target, one = w.pool.target, busy_s / len(blobs)
+        items = w.inflight.pop(ref)
+        if results:
+            target, one = w.pool.target, busy_s / len(results)
             old = self.per_eval_s.get(target)
             self.per_eval_s[target] = one if old is None else 0.7 * old + 0.3 * one
-        if blobs:
-            self._emit([pickle.loads(blob) for blob in blobs])
+            self._emit([done.trace(item.task) for done, item in zip(results, items, strict=True)])
 
     def _check_stall(self) -> None:
         for target, queue in self.pending.items():

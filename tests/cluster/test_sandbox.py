@@ -7,7 +7,6 @@ instead of returning a trace, hanging in its build step, failing to start.
 
 from __future__ import annotations
 
-import pickle
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -153,7 +152,7 @@ def test_batch_with_a_task_sent_ahead_that_fails(
     and its own crash report, and the tasks after it run, once each, in a new process."""
     tasks = toy_tasks([name], n_workloads=4, run_s=2.0)
     envs = [Envelope.of(t) for t in tasks]
-    traces = [pickle.loads(b) for b in fake.run_batch(envs)]
+    traces = [done.trace(t) for done, t in zip(fake.run_batch(envs), tasks, strict=True)]
     assert [t.provenance.task_id for t in traces] == [t.task_id for t in tasks]
     statuses = [t.evaluation.status for t in traces]
     assert statuses == [Status.PASSED, status, Status.PASSED, Status.PASSED], statuses

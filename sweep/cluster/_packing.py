@@ -1,0 +1,136 @@
+"""How tasks travel to a sandbox and traces come back (both sides of the pipe use this).
+
+A task is pickled with its definition, solution and settings by reference: those go apart,
+pickled once per distinct set, and a sandbox unpickles each set once and keeps it. Per task
+it then unpickles only the workload and a few strings; its trace comes back as JSON. Both
+are on the GPU's critical path (the sandbox's time between two evaluations is the GPU's
+idle time), so both are the cheapest there is.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import pickle
+from dataclasses import dataclass
+from typing import Any
+
+from sweep.cluster._failures import Stamp, stamp_trace
+from sweep.schema import Trace
+from sweep.task import Task
+
+__all__ = ["Done", "Envelope", "TaskPacker", "build_key", "load_task"]
+
+
+def build_key(task: Task) -> str:
+    """Identity of what the engine's build step makes for ``task``: the definition's
+    reference and the solution, by content."""
+    ref = hashlib.sha256(task.definition.reference.encode()).hexdigest()[:16]
+    return f"{task.definition.name}:{ref}:{task.solution.content_hash}"
+
+
+class _RefPickler(pickle.Pickler):
+    """Pickles a task with its shared records (definition, solution, settings) by index."""
+
+    def __init__(self, f: io.BytesIO, refs: tuple[object, ...]) -> None:
+        super().__init__(f, protocol=pickle.HIGHEST_PROTOCOL)
+        self._refs = {id(o): i for i, o in enumerate(refs)}
+
+    def persistent_id(self, obj: object) -> int | None:
+        return self._refs.get(id(obj))
+
+
+class _RefUnpickler(pickle.Unpickler):
+    def __init__(self, f: io.BytesIO, refs: tuple[Any, ...]) -> None:
+        super().__init__(f)
+        self._refs = refs
+
+    def persistent_load(self, pid: Any) -> Any:
+        return self._refs[pid]
+
+
+def load_task(blob: bytes, records: tuple[Any, ...]) -> Task:
+    """Unpickle a task packed by :class:`TaskPacker`, given its unpickled records."""
+    task: Task = _RefUnpickler(io.BytesIO(blob), records).load()
+    return task
+
+
+@dataclass(frozen=True)
+class Envelope:
+    """A task on its way to a sandbox: pickled once by the driver, unpickled only there.
+
+    The task's definition, solution and settings travel apart, in ``records``: one blob
+    shared by every task that has the same three, which a sandbox unpickles once and keeps.
+    Per task it then unpickles only the workload and a few strings (a few times cheaper
+    than the whole task, and on the GPU's critical path).
+
+    Attributes:
+        blob: The pickled :class:`~sweep.task.Task`, its records by reference.
+        records: The pickled ``(definition, solution, settings)``.
+        records_key: Identity of ``records`` (the same key, the same bytes).
+        task_id: Its id.
+        compile_s: Deadline of the build phase.
+        run_s: Deadline of the rest.
+        attempt: How many times its worker was lost before (0 at first).
+        build_key: What the build step produces (see :func:`build_key`): a sandbox builds
+            each key once, then skips the step (and its deadline) for later tasks.
+    """
+
+    blob: bytes
+    records: bytes
+    records_key: str
+    task_id: str
+    compile_s: float
+    run_s: float
+    attempt: int = 0
+    build_key: str = ""
+
+    @classmethod
+    def of(cls, task: Task, attempt: int = 0) -> Envelope:
+        """Wrap ``task`` on its own (a :class:`TaskPacker` shares records between tasks)."""
+        return TaskPacker().pack(task, attempt)
+
+    def task(self) -> Task:
+        """The task (unpickled)."""
+        return load_task(self.blob, pickle.loads(self.records))
+
+
+class TaskPacker:
+    """Makes envelopes, pickling each distinct (definition, solution, settings) once.
+
+    Records are recognised by identity (a plan's tasks share their record objects), and
+    kept alive here so an identity is never reused for another object.
+    """
+
+    def __init__(self) -> None:
+        self._sets: dict[tuple[int, int, int], tuple[tuple[object, ...], str, bytes, str]] = {}
+
+    def pack(self, task: Task, attempt: int = 0) -> Envelope:
+        """The envelope of ``task``."""
+        refs = (task.definition, task.solution, task.settings)
+        ident = (id(refs[0]), id(refs[1]), id(refs[2]))
+        known = self._sets.get(ident)
+        if known is None:
+            key = build_key(task)
+            records = pickle.dumps(refs, protocol=pickle.HIGHEST_PROTOCOL)
+            records_key = f"{key}:{hashlib.sha256(records).hexdigest()[:16]}"
+            known = self._sets[ident] = (refs, key, records, records_key)
+        _, key, records, records_key = known
+        f = io.BytesIO()
+        _RefPickler(f, refs).dump(task)
+        t = task.settings.timeouts
+        return Envelope(f.getvalue(), records, records_key, task.task_id, t.compile_s, t.run_s, attempt, key)
+
+
+@dataclass(frozen=True)
+class Done:
+    """What a sandbox gives back for one task: the trace as JSON (its own serialization is
+    the cheapest there is, and the sandbox's time between evaluations is the GPU's idle
+    time), and where and when it ran, stamped on by the receiver (:meth:`trace`)."""
+
+    trace_json: bytes
+    stamp: Stamp
+
+    def trace(self, task: Task) -> Trace:
+        """The trace of ``task``, its provenance stamped."""
+        return stamp_trace(Trace.model_validate_json(self.trace_json), task, self.stamp)

@@ -371,6 +371,13 @@ def main() -> None:
         )
         print(f"{name:<{width}}  {b:7.2f}  {m:8.2f}  {m / n * 1000:7.2f}  {cols}")
     print()
+    if len(loops) > 1:
+        mid = _median(loops)
+        print(
+            f"noise floor: the same loop's rounds took {min(loops):.2f}-{max(loops):.2f} s "
+            f"({(min(loops) / mid - 1) * 100:+.0f}% to {(max(loops) / mid - 1) * 100:+.0f}% around their "
+            "median); the work the launch adds to the loop is the sandbox idle time between evaluations, below"
+        )
     tl = [r["timeline"] for r in rounds]
     print(
         f"between evaluations in the sandbox: median gap {_median([t['gap_median_ms'] for t in tl]):.2f} ms, "

@@ -1,0 +1,174 @@
+"""``sweep launch`` against a Ray cluster started apart (``ray start --head``), as users run it.
+
+Two ways in, each by a driver in its own process (as a user's shell would start it):
+
+- from outside the cluster with ``--address``: the ``sweep`` package reaches the workers
+  through the runtime_env, and the dataset by its absolute path (same machine);
+- as a Ray job (``ray job submit --working-dir DIR -- python -m sweep.cli launch ...``):
+  the job's working dir is every worker's current directory, so the config names its
+  dataset by a relative path.
+
+The head node has two logical GPUs labelled H100 (the engine runs its CPU path).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from .conftest import read_traces, write_config, write_dataset
+
+_BIN = Path(sys.executable).parent
+_OK = "def run(x):\n    return x + 1\n"
+# Notes where the sandbox imported ``sweep`` from (it runs inside the evaluation).
+_WHERE = """import sweep
+
+
+def run(x):
+    with open({path!r}, "a") as f:
+        f.write(sweep.__file__ + "\\n")
+    return x + 1
+"""
+
+
+@dataclass(frozen=True)
+class Head:
+    address: str  # GCS, for ray.init / --address
+    dashboard: str  # HTTP, for ray job submit
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    return env
+
+
+@pytest.fixture(scope="module")
+def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Head]:
+    port, dash = _free_port(), _free_port()
+    home = tmp_path_factory.mktemp("head")
+    log = home / "ray-start.log"
+    cmd = [
+        str(_BIN / "ray"),
+        "start",
+        "--head",
+        "--block",
+        f"--port={port}",
+        "--num-cpus=2",
+        "--num-gpus=2",
+        "--resources=" + json.dumps({"accelerator_type:H100": 1}),
+        "--include-dashboard=true",
+        "--dashboard-host=127.0.0.1",
+        f"--dashboard-port={dash}",
+        "--disable-usage-stats",
+    ]
+    with open(log, "w") as out:
+        # Its own process group: the teardown stops this head and nothing else (``ray stop``
+        # would also stop the other test clusters of this session).
+        # Not started in the checkout: Ray workers inherit the head's current directory and
+        # put it first on sys.path, which would hide whether `sweep` reached them otherwise.
+        proc = subprocess.Popen(
+            cmd, cwd=home, stdout=out, stderr=subprocess.STDOUT, env=_env(), start_new_session=True
+        )
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{dash}/api/version", timeout=2)
+                break
+            except OSError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    pytest.fail(f"ray start --head did not come up:\n{log.read_text()[-3000:]}")
+                time.sleep(0.5)
+        yield Head(address=f"127.0.0.1:{port}", dashboard=f"http://127.0.0.1:{dash}")
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)  # `ray start --block` outlives SIGTERM for a while
+        proc.wait(30)
+
+
+def _run(cmd: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        cmd, cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout, check=False
+    )
+
+
+def _check(results: Path, n: int) -> None:
+    traces = read_traces(results)
+    assert len(traces) == n
+    assert {t["evaluation"]["status"] for t in traces} == {"PASSED"}  # type: ignore[index]
+    nodes = {t["provenance"]["node_id"] for t in traces}  # type: ignore[index]
+    gpus = {t["provenance"]["gpu_id"] for t in traces}  # type: ignore[index]
+    assert len(nodes) == 1 and None not in nodes
+    assert gpus <= {"0", "1"} and gpus
+
+
+def test_launch_with_address_from_outside_the_cluster(head: Head, tmp_path: Path) -> None:
+    where = tmp_path / "sweep-imported-from.txt"
+    data = write_dataset(tmp_path / "data", {"ok": _WHERE.format(path=str(where))}, 3)
+    cfg = write_config(tmp_path / "h100.yaml", [data], tmp_path / "results", hardware="H100")
+    outside = tmp_path / "elsewhere"  # not the repository: workers get `sweep` from the runtime_env
+    outside.mkdir()
+    proc = _run(
+        [sys.executable, "-m", "sweep.cli", "launch", str(cfg), "--address", head.address, "--quiet"], outside
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "3 ran" in proc.stdout, proc.stdout
+    _check(tmp_path / "results", 3)
+    # the workers ran the shipped copy of the package, not this checkout
+    imported = set(where.read_text().split())
+    assert imported and all("runtime_resources" in p for p in imported), imported
+    # launched again: everything is stored, nothing runs
+    again = _run(
+        [sys.executable, "-m", "sweep.cli", "launch", str(cfg), "--address", head.address, "--quiet"], outside
+    )
+    assert again.returncode == 0 and "3 already stored (skipped), 0 ran" in again.stdout, again.stdout
+
+
+def test_launch_as_a_ray_job_with_a_working_dir(head: Head, tmp_path: Path) -> None:
+    job = tmp_path / "job"
+    write_dataset(job / "data", {"ok": _OK}, 2)
+    results = tmp_path / "results"
+    (job / "sweep.yaml").write_text(
+        "name: job\ndataset: [data]\nhardware: H100\n"
+        "evaluation: {trials: 1, warmup_ms: 0, rep_ms: 1, min_iterations: 1, max_iterations: 2, input_sets: 1}\n"
+        f"output: {{results_dir: {results}}}\n"
+    )
+    proc = _run(
+        [
+            str(_BIN / "ray"),
+            "job",
+            "submit",
+            "--address",
+            head.dashboard,
+            "--working-dir",
+            str(job),
+            "--",
+            sys.executable,
+            "-m",
+            "sweep.cli",
+            "launch",
+            "sweep.yaml",
+        ],
+        tmp_path,
+    )
+    out = proc.stdout + proc.stderr
+    assert proc.returncode == 0, out
+    assert "succeeded" in out and "2 ran" in out, out
+    _check(results, 2)

@@ -13,6 +13,7 @@ The head node has two logical GPUs labelled H100 (the engine runs its CPU path).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -99,7 +100,8 @@ def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Head]:
                 time.sleep(0.5)
         yield Head(address=f"127.0.0.1:{port}", dashboard=f"http://127.0.0.1:{dash}")
     finally:
-        os.killpg(proc.pid, signal.SIGKILL)  # `ray start --block` outlives SIGTERM for a while
+        with contextlib.suppress(ProcessLookupError):  # it may have failed to start
+            os.killpg(proc.pid, signal.SIGKILL)  # `ray start --block` outlives SIGTERM for a while
         proc.wait(30)
 
 

@@ -17,9 +17,10 @@ from sweep.task import Task
 __all__ = ["Stamp", "clip_log", "failure_trace", "now_iso", "stamp_trace"]
 
 
-def now_iso() -> str:
-    """The current UTC time, ISO 8601 with microseconds."""
-    return datetime.now(timezone.utc).isoformat()
+def now_iso(epoch: float | None = None) -> str:
+    """The current UTC time (or ``epoch``, a ``time.time()`` value), ISO 8601 with microseconds."""
+    moment = datetime.now(timezone.utc) if epoch is None else datetime.fromtimestamp(epoch, timezone.utc)
+    return moment.isoformat()
 
 
 @dataclass(frozen=True)

@@ -178,8 +178,9 @@ def _run(
     spec = SandboxSpec(backend=opts.backend, device_kind="auto", preload=opts.preload)
     context = StoreContext.from_dataset(dataset)
     # The traces of each finished call are in the JSONL log (one fsync per log file for the
-    # group) before the next call's are handled; DuckDB gets them in batches every STORE_FLUSH_S (readers merge the log tail meanwhile). Flushing
-    # every 0.25 s cost ~2 ms of driver CPU per trace on a 2-core box, every 2 s ~0.85 ms.
+    # group) before the next call's are handled; DuckDB gets them in batches every
+    # STORE_FLUSH_S (readers merge the log tail meanwhile). Flushing every 0.25 s cost ~2 ms
+    # of driver CPU per trace on a 2-core box, every 2 s ~0.85 ms.
     with ResultsWriter(
         Path(out.results_dir),
         Path(out.store_path()),

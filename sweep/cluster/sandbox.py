@@ -21,7 +21,6 @@ import tempfile
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field, replace
-from datetime import datetime, timezone
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -276,7 +275,7 @@ class Sandbox:
             if len(child.records) >= _MAX_RECORD_SETS:
                 forget, _ = child.records.popitem(last=False)
             child.records[env.records_key] = None
-        child.conn.send(("eval", env.blob, env.attempt, env.build_key, env.records_key, records, forget))
+        child.conn.send(("eval", env.blob, env.build_key, env.records_key, records, forget))
 
     def _send(self, env: Envelope) -> tuple[_Child, Stamp, int]:
         child = self._ensure_child()
@@ -304,9 +303,9 @@ class Sandbox:
         while True:
             msg, state = self._receive(child, deadline)
             if state is not None:
-                return _done(self._died(env.task(), stamp, child, offset, state, phase), stamp)
+                return self._died(env.task(), stamp, child, offset, state, phase)
             if msg is None:
-                return _done(self._timed_out(env.task(), stamp, child, offset, phase, budget), stamp)
+                return self._timed_out(env.task(), stamp, child, offset, phase, budget)
             kind = msg[0]
             if kind == "built":
                 child.built.add(env.build_key)
@@ -318,12 +317,12 @@ class Sandbox:
                 if broken:
                     self.stats.replaced_broken += 1
                     self._drop_child()
-                done = replace(stamp, started_at=_iso(started), finished_at=_iso(finished))
+                done = replace(stamp, started_at=now_iso(started), finished_at=now_iso(finished))
                 return Done(bytes(payload), done)
             if kind == "error":
                 self._drop_child()
                 log = f"the engine raised instead of returning a trace:\n{msg[1]}"
-                return _done(self._failure(env.task(), Status.RUNTIME_ERROR, log, stamp), stamp)
+                return self._failure(env.task(), Status.RUNTIME_ERROR, log, stamp)
 
     def _receive(self, child: _Child, deadline: float) -> tuple[Any, ExitState | None]:
         """Next message, or ``(None, state)`` if the sandbox died, ``(None, None)`` at the deadline."""
@@ -350,20 +349,23 @@ class Sandbox:
         self._child = None
         return state
 
-    def _failure(self, task: Task, status: Status, log: str, stamp: Stamp) -> Trace:
+    def _failure(self, task: Task, status: Status, log: str, stamp: Stamp) -> Done:
+        """The result for a task the sandbox could not finish: a trace written here."""
         info = self._info
-        return failure_trace(
+        done = replace(stamp, finished_at=now_iso())
+        trace = failure_trace(
             task,
             status,
             log,
-            replace(stamp, finished_at=now_iso()),
+            done,
             device_name=info.device_name if info else None,
             libs=info.libs if info else None,
         )
+        return Done(trace.to_json().encode(), done)
 
     def _died(
         self, task: Task, stamp: Stamp, child: _Child, offset: int, state: ExitState, phase: str
-    ) -> Trace:
+    ) -> Done:
         self.stats.crashes += 1
         what = {"build": "while building/importing the solution", "run": "while running"}.get(
             phase, "during the evaluation"
@@ -385,7 +387,7 @@ class Sandbox:
 
     def _timed_out(
         self, task: Task, stamp: Stamp, child: _Child, offset: int, phase: str, budget: float
-    ) -> Trace:
+    ) -> Done:
         self.stats.timeouts += 1
         self._dump_stacks(child)
         self._drop_child()
@@ -400,18 +402,6 @@ class Sandbox:
             f"--- sandbox output (tail) ---\n{_tail(child.log, offset, task.settings.log_limit_bytes)}"
         )
         return self._failure(task, Status.TIMEOUT, log, stamp)
-
-
-def _done(trace: Trace, stamp: Stamp) -> Done:
-    """A trace the supervisor wrote (already stamped, and stamped again alike on receipt)."""
-    prov = trace.provenance
-    finished = prov.finished_at if prov is not None else None
-    return Done(trace.to_json().encode(), replace(stamp, finished_at=finished))
-
-
-def _iso(epoch: float) -> str:
-    """``now_iso``'s format for a ``time.time()`` taken in the sandbox (cheaper there)."""
-    return datetime.fromtimestamp(epoch, timezone.utc).isoformat()
 
 
 def _size(path: Path) -> int:

@@ -16,6 +16,7 @@
 #    new sandbox process after the illegal access, per-evaluation gaps on each GPU).
 # 5. Launches the fault sweep again: everything is stored, nothing runs.
 # 6. bench/launch_overhead.py --device cuda: 1,000 short evaluations, launch vs a plain loop,
+#    OVERHEAD_ROUNDS rounds (default 5; 0 skips this step),
 #    on one GPU.
 # Exit status: non-zero when any step or check fails.
 set -euo pipefail
@@ -78,6 +79,10 @@ echo "== 4. launching the fault sweep again runs nothing"
 python3 -m sweep.cli launch "$OUT/faults.yaml" --quiet 2>&1 | tee "$OUT/faults-again.log"
 grep -q "already stored (skipped), 0 ran" "$OUT/faults-again.log"
 
-echo "== 5. per-evaluation overhead on one GPU: 1,000 short evaluations"
-python3 bench/launch_overhead.py --device cuda --tasks 1000 --rounds 5 --no-scheduler --crashes 10 2>&1 | tee "$OUT/overhead.log"
+rounds=${OVERHEAD_ROUNDS:-5}
+if [ "$rounds" -gt 0 ]; then
+    echo "== 5. per-evaluation overhead on one GPU: 1,000 short evaluations, $rounds rounds"
+    python3 bench/launch_overhead.py --device cuda --tasks 1000 --rounds "$rounds" --no-scheduler --crashes 10 2>&1 \
+        | tee "$OUT/overhead.log"
+fi
 echo "gpu_launch: all steps passed; outputs in $OUT"

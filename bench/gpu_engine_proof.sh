@@ -8,13 +8,7 @@ set -uo pipefail
 REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
 OUT=${OUT:-$(mktemp -d)}
-SITE=${SWEEP_SITE:-/tmp/site}
-if ! PYTHONPATH="$SITE" python3 -c "import ray, duckdb, pydantic" 2>/dev/null; then
-    for c in .gpu/site-py312.tar.xz ../shared/gpu-host/site-py312.tar.xz; do
-        [ -f "$c" ] && { mkdir -p "$SITE"; tar -xJf "$c" -C "$SITE"; break; }
-    done
-fi
-export PYTHONPATH="$SITE:$REPO:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
+source bench/gpu_site.sh
 rc=0
 echo "== GPU tests (pytest -m gpu)"
 python3 -m pytest -q -m gpu -p no:cacheprovider tests/engine tests/backendbench 2>&1 | tee "$OUT/pytest_gpu.log" | tail -n 25 || rc=1

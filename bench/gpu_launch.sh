@@ -24,23 +24,7 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
-SITE=${SWEEP_SITE:-/tmp/site}
-
-if ! PYTHONPATH="$SITE" python3 -c "import ray, duckdb, pydantic" 2>/dev/null; then
-    bundle=""
-    for c in "${SWEEP_SITE_BUNDLE:-}" "$REPO/shared/gpu-host/site-py312.tar.xz" \
-             "$REPO/../shared/gpu-host/site-py312.tar.xz" /work/shared/gpu-host/site-py312.tar.xz; do
-        if [ -n "$c" ] && [ -f "$c" ]; then bundle=$c; break; fi
-    done
-    if [ -z "$bundle" ]; then
-        echo "gpu_launch: site-py312.tar.xz not found; set SWEEP_SITE_BUNDLE" >&2
-        exit 2
-    fi
-    mkdir -p "$SITE"
-    tar -xJf "$bundle" -C "$SITE"
-fi
-export PYTHONPATH="$SITE:$REPO:${PYTHONPATH:-}"
-unset RAY_ADDRESS
+source bench/gpu_site.sh
 python3 -c "import torch, triton, ray; print('torch', torch.__version__, 'triton', triton.__version__, \
 'ray', ray.__version__, '|', torch.cuda.device_count(), 'x', torch.cuda.get_device_name(0))"
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,power.draw --format=csv || true

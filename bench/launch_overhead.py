@@ -33,8 +33,20 @@ With ``--device cuda`` (on a GPU host) the loop evaluates on ``cuda`` and the la
 the machine's GPU type (``hardware: auto``) with one GPU visible (``CUDA_VISIBLE_DEVICES``
 is set to the first one): the "one GPU" comparison of the issue.
 
+``--attached`` adds a fourth path, ``attached``: the same ``sweep launch`` against a Ray
+that is already running on this machine (``ray start --head`` once, before the rounds, with
+the same one worker slot), as a user who runs many sweeps keeps one: the command connects
+instead of starting and stopping Ray, and ships ``sweep`` to the workers (runtime_env).
+
+``--concurrent`` (cuda, two GPUs of one model) runs the loop and the launch at the same time,
+each on a GPU of its own, swapping the GPUs every round: each pair then shares the host's
+state at that moment (the clock and load drift that sequential rounds see), which matters
+for evaluations of realistic length, whose rounds last minutes. The scheduler path is
+skipped.
+
 Usage: ``.venv/bin/python bench/launch_overhead.py [--tasks 1000] [--rounds 5] [--crashes 10]
-[--device cpu|cuda] [--rep-ms 1 | --default-settings] [--no-scheduler]``
+[--device cpu|cuda] [--rep-ms 1 | --default-settings] [--no-scheduler] [--attached]
+[--concurrent]``
 """
 
 from __future__ import annotations
@@ -162,15 +174,101 @@ def write_config(path: Path, data: Path, results: Path, hardware: str, rep_ms: f
 
 
 def run_snippet(code: str, cfg: Path, extra_env: dict[str, str]) -> tuple[dict[str, object], float]:
-    env = {**os.environ, "RAY_ADDRESS": "", **extra_env}
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-c", code, str(cfg)], cwd=REPO, env=env, capture_output=True, text=True, check=False
-    )
-    wall = time.monotonic() - t0
-    if proc.returncode != 0:
-        sys.exit(f"benchmark step failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1]), wall
+    return run_together([(code, cfg, extra_env)])[0]
+
+
+def run_together(
+    steps: list[tuple[str, Path, dict[str, str]]],
+) -> list[tuple[dict[str, object], float]]:
+    """Run each ``(code, config, env)`` in a fresh Python process, all at the same time; each
+    one's JSON result and its wall time from its own start to its own exit."""
+    import threading
+
+    results: list[tuple[int, str, str, float]] = [(0, "", "", 0.0)] * len(steps)
+
+    def one(k: int, code: str, cfg: Path, extra_env: dict[str, str]) -> None:
+        env = {**os.environ, "RAY_ADDRESS": "", **extra_env}
+        t0 = time.monotonic()
+        proc = subprocess.run(
+            [sys.executable, "-c", code, str(cfg)],
+            cwd=REPO,
+            env=env,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        results[k] = (proc.returncode, proc.stdout, proc.stderr, time.monotonic() - t0)
+
+    threads = [threading.Thread(target=one, args=(k, *step)) for k, step in enumerate(steps)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out = []
+    for code, stdout, stderr, wall in results:
+        if code != 0:
+            sys.exit(f"benchmark step failed:\n{stdout[-3000:]}\n{stderr[-3000:]}")
+        out.append((json.loads(stdout.strip().splitlines()[-1]), wall))
+    return out
+
+
+class RunningRay:
+    """A Ray head started once with ``ray start --head`` (one worker slot: one GPU, or one
+    CPU), for the ``attached`` path; stopped, with its whole process group, on exit."""
+
+    def __init__(self, home: Path, env: dict[str, str], device: str) -> None:
+        self.address = f"127.0.0.1:{_free_port()}"
+        cmd = [
+            sys.executable,
+            "-m",
+            "ray.scripts.scripts",
+            "start",
+            "--head",
+            "--block",
+            f"--port={self.address.rsplit(':', 1)[1]}",
+            "--num-cpus=1",
+            f"--num-gpus={1 if device == 'cuda' else 0}",
+            "--include-dashboard=false",
+            "--disable-usage-stats",
+        ]
+        home.mkdir(parents=True, exist_ok=True)
+        self._log = home / "ray-start.log"
+        # Started outside the checkout: its workers put their current directory first on
+        # sys.path, and the launch ships `sweep` to them as a user's would.
+        with open(self._log, "w") as log:
+            self._proc = subprocess.Popen(
+                cmd,
+                cwd=home,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, "RAY_ADDRESS": "", "RAY_USAGE_STATS_ENABLED": "0", **env},
+                start_new_session=True,
+            )
+        # `ray start` prints this once the head's processes are all up.
+        deadline = time.monotonic() + 120
+        while "Ray runtime started" not in self._log.read_text():
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                self.close()
+                sys.exit(f"ray start --head did not come up:\n{self._log.read_text()[-3000:]}")
+            time.sleep(0.2)
+
+    def close(self) -> None:
+        import signal
+
+        # `ray start --block` outlives SIGTERM for many seconds; nothing of it is kept.
+        try:
+            os.killpg(self._proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self._proc.wait()
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
 
 
 def replacement_times(crashes: int, tmp: Path, device_kind: str, target: str) -> tuple[float, list[float]]:
@@ -240,6 +338,60 @@ def _median(xs: list[float]) -> float:
     return xs[n // 2] if n % 2 else (xs[n // 2 - 1] + xs[n // 2]) / 2
 
 
+def _round(
+    i: int,
+    args: argparse.Namespace,
+    cfg: Path,
+    tmp: Path,
+    env: dict[str, str],
+    gpus: list[str],
+    head: RunningRay | None,
+) -> dict[str, Any]:
+    """One round of every path; the launches' timelines read from their traces."""
+    row: dict[str, Any] = {}
+    if args.concurrent:
+        # Swap the GPUs every round, so neither path keeps the faster one.
+        a, b = (gpus[0], gpus[1]) if i % 2 == 0 else (gpus[1], gpus[0])
+        (row["loop"], row["loop_wall"]), (row["launch"], row["launch_wall"]) = run_together(
+            [
+                (_LOOP, cfg, {**env, "CUDA_VISIBLE_DEVICES": a}),
+                (_LAUNCH, cfg, {**env, "CUDA_VISIBLE_DEVICES": b}),
+            ]
+        )
+        row["gpus"] = f"loop on GPU {a}, launch on GPU {b}"
+        row["timeline"] = sandbox_timeline(Path(str(row["launch"]["results_dir"])))
+        shutil.rmtree(tmp / "results", ignore_errors=True)
+    else:
+        # Alternate which path goes first, so a drift of the machine (clocks, load)
+        # does not always favour the same one.
+        order = ["loop", "sched", "launch", "attached"]
+        if i % 2:
+            order.reverse()
+        for path in order:
+            if (path == "sched" and args.no_scheduler) or (path == "attached" and head is None):
+                continue
+            code = {"loop": _LOOP, "sched": _SCHED, "launch": _LAUNCH, "attached": _LAUNCH}[path]
+            extra = {"RAY_ADDRESS": head.address} if path == "attached" and head is not None else {}
+            row[path], row[path + "_wall"] = run_snippet(code, cfg, {**env, **extra})
+            if path in ("launch", "attached"):
+                key = "timeline" if path == "launch" else "attached_timeline"
+                row[key] = sandbox_timeline(Path(str(row[path]["results_dir"])))
+                shutil.rmtree(tmp / "results", ignore_errors=True)
+    loop_s = float(row["loop"]["evals_s"])
+    line = (
+        f"round {i + 1}: loop {loop_s:.2f} s (whole {row['loop_wall']:.2f} s), launch "
+        f"{float(row['launch']['steady_s']):.2f} s (ratio {float(row['launch']['steady_s']) / loop_s:.3f}; "
+        f"whole {row['launch_wall']:.2f} s), inside evaluate {row['timeline']['inside_s']:.2f} s, "
+        f"gaps {row['timeline']['gaps_s']:.2f} s"
+    )
+    if "attached" in row:
+        line += f"; attached whole {row['attached_wall']:.2f} s"
+    if "gpus" in row:
+        line += f" [{row['gpus']}]"
+    print(line, file=sys.stderr, flush=True)
+    return row
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--tasks", type=int, default=1000)
@@ -254,16 +406,44 @@ def main() -> None:
         help="the default evaluation settings (3 trials, 25 ms warm-up, 100 ms timed per side) "
         "instead of the shortest ones: evaluations of realistic length",
     )
+    ap.add_argument(
+        "--attached",
+        action="store_true",
+        help="also launch against a Ray already running on this machine (ray start --head)",
+    )
+    ap.add_argument(
+        "--concurrent",
+        action="store_true",
+        help="cuda, two GPUs: run the loop and the launch at the same time, one GPU each",
+    )
+    ap.add_argument(
+        "--round-offset",
+        type=int,
+        default=0,
+        help="number the rounds from this one (which goes first, or which GPU is whose, "
+        "alternates with the round): to split rounds over several runs",
+    )
     args = ap.parse_args()
+    gpus = ["0", "0"]
     if args.device == "cuda":
         import torch
 
         target = short_name(torch.cuda.get_device_name(0))
+        if args.concurrent:
+            if torch.cuda.device_count() < 2:
+                sys.exit("--concurrent needs two GPUs")
+            if short_name(torch.cuda.get_device_name(1)) != target:
+                sys.exit("--concurrent needs two GPUs of one model")
+            gpus = ["0", "1"]
         env = {"BENCH_DEVICE": "cuda", "BENCH_TARGET": target, "CUDA_VISIBLE_DEVICES": "0"}
     else:
+        if args.concurrent:
+            sys.exit("--concurrent is for --device cuda")
         target = "cpu"
         # Ray gives a one-CPU worker OMP_NUM_THREADS=1; the loop gets the same one core.
         env = {"BENCH_DEVICE": "cpu", "BENCH_TARGET": "cpu", "OMP_NUM_THREADS": "1"}
+    if args.concurrent and args.attached:
+        sys.exit("--concurrent and --attached do not go together")
 
     rounds: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory(prefix="sweep-bench-") as tmp_name:
@@ -273,29 +453,14 @@ def main() -> None:
         write_config(
             cfg, tmp / "data", tmp / "results", target, None if args.default_settings else args.rep_ms
         )
-        for i in range(args.rounds):
-            row: dict[str, Any] = {}
-            # Alternate which path goes first, so a drift of the machine (clocks, load)
-            # does not always favour the same one.
-            order = ["loop", "sched", "launch"] if i % 2 == 0 else ["launch", "sched", "loop"]
-            for path in order:
-                if path == "sched" and args.no_scheduler:
-                    continue
-                code = {"loop": _LOOP, "sched": _SCHED, "launch": _LAUNCH}[path]
-                row[path], row[path + "_wall"] = run_snippet(code, cfg, env)
-                if path == "launch":
-                    row["timeline"] = sandbox_timeline(Path(str(row["launch"]["results_dir"])))
-                    shutil.rmtree(tmp / "results", ignore_errors=True)
-            rounds.append(row)
-            loop_s = float(row["loop"]["evals_s"])
-            print(
-                f"round {i + 1}: loop {loop_s:.2f} s, launch {float(row['launch']['steady_s']):.2f} s "
-                f"(ratio {float(row['launch']['steady_s']) / loop_s:.3f}), inside evaluate "
-                f"{row['timeline']['inside_s']:.2f} s, gaps {row['timeline']['gaps_s']:.2f} s",
-                file=sys.stderr,
-                flush=True,
-            )
-        first, restarts = (0.0, [])
+        head = RunningRay(tmp / "head", env, args.device) if args.attached else None
+        try:
+            for i in range(args.rounds):
+                rounds.append(_round(i + args.round_offset, args, cfg, tmp, env, gpus, head))
+        finally:
+            if head is not None:
+                head.close()
+        first, restarts = 0.0, list[float]()
         if args.crashes:
             first, restarts = replacement_times(args.crashes, tmp, args.device, target)
 
@@ -308,6 +473,8 @@ def main() -> None:
     scheds = [float(r["sched"]["steady_s"]) for r in rounds if "sched" in r]
     loop_walls = [float(r["loop_wall"]) for r in rounds]
     launch_walls = [float(r["launch_wall"]) for r in rounds]
+    attached_walls = [float(r["attached_wall"]) for r in rounds if "attached_wall" in r]
+    attached_steadies = [float(r["attached"]["steady_s"]) for r in rounds if "attached" in r]
     inside = [r["timeline"]["inside_s"] for r in rounds]
     gaps = [r["timeline"]["gaps_s"] for r in rounds]
     best_loop = min(loops)
@@ -332,6 +499,19 @@ def main() -> None:
             ratios(launch_walls, loop_walls),
         ),
     ]
+    if attached_walls:
+        rows += [
+            (
+                "attached: evaluations (first worker ready -> last trace)",
+                attached_steadies,
+                ratios(attached_steadies, loops),
+            ),
+            (
+                "attached: whole command (connect, workers, evaluations, store)",
+                attached_walls,
+                ratios(attached_walls, loop_walls),
+            ),
+        ]
     cpu = platform.processor() or platform.machine()
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():
@@ -350,7 +530,13 @@ def main() -> None:
         f"{n} evaluations of bench_add (torch solution, "
         + ("default evaluation settings" if args.default_settings else f"1 trial, rep_ms={args.rep_ms:g}")
         + f") on {args.device}; "
-        f"launch used {last['launch']['workers']} worker slot(s); {args.rounds} rounds, alternating order"
+        f"launch used {last['launch']['workers']} worker slot(s); {args.rounds} rounds, "
+        + (
+            "loop and launch at the same time on two GPUs, swapped every round"
+            if args.concurrent
+            else "alternating order"
+        )
+        + ("; attached = launch against a Ray started before the rounds (ray start --head)" if head else "")
     )
     print(f"statuses: loop {last['loop']['statuses']}, launch {last['launch']['statuses']}")
     print(
@@ -389,6 +575,12 @@ def main() -> None:
         f"launch start-up: {float(last['launch']['first_ready_s']):.2f} s from the scheduler's start to the "
         f"first worker ready; whole command minus its evaluations: "
         f"{_median([w - s for w, s in zip(launch_walls, steadies)]):.2f} s (median)"
+        + (
+            f"; attached: {_median([w - s for w, s in zip(attached_walls, attached_steadies)]):.2f} s"
+            if attached_walls
+            else ""
+        )
+        + f"; the loop's whole process minus its evaluations: {_median([w - x for w, x in zip(loop_walls, loops)]):.2f} s"
     )
     if best_loop and restarts:
         restarts.sort()

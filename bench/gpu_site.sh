@@ -1,0 +1,21 @@
+# Sourced by the bench/gpu_*.sh scripts on the device machine (torch and triton there, no ray,
+# duckdb or pydantic): unpacks the offline bundle site-py312.tar.xz once into $SWEEP_SITE
+# (default /tmp/site) and puts it, and the checkout (`sweep` is not pip-installed there), on
+# PYTHONPATH. The bundle is looked for at $SWEEP_SITE_BUNDLE, .gpu/, then ../shared/gpu-host/.
+SITE=${SWEEP_SITE:-/tmp/site}
+REPO=${REPO:-$(pwd)}
+if ! PYTHONPATH="$SITE" python3 -c "import ray, duckdb, pydantic" 2>/dev/null; then
+    _bundle=""
+    for _c in "${SWEEP_SITE_BUNDLE:-}" "$REPO/.gpu/site-py312.tar.xz" "$REPO/shared/gpu-host/site-py312.tar.xz" \
+              "$REPO/../shared/gpu-host/site-py312.tar.xz" /work/shared/gpu-host/site-py312.tar.xz; do
+        if [ -n "$_c" ] && [ -f "$_c" ]; then _bundle=$_c; break; fi
+    done
+    if [ -z "$_bundle" ]; then
+        echo "gpu_site: site-py312.tar.xz not found; set SWEEP_SITE_BUNDLE" >&2
+        exit 2
+    fi
+    mkdir -p "$SITE"
+    tar -xJf "$_bundle" -C "$SITE"
+fi
+export PYTHONPATH="$SITE:$REPO:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
+unset RAY_ADDRESS

@@ -373,9 +373,9 @@ def _round(
             code = {"loop": _LOOP, "sched": _SCHED, "launch": _LAUNCH, "attached": _LAUNCH}[path]
             extra = {"RAY_ADDRESS": head.address} if path == "attached" and head is not None else {}
             row[path], row[path + "_wall"] = run_snippet(code, cfg, {**env, **extra})
-            if path in ("launch", "attached"):
-                key = "timeline" if path == "launch" else "attached_timeline"
-                row[key] = sandbox_timeline(Path(str(row[path]["results_dir"])))
+            if path == "launch":
+                row["timeline"] = sandbox_timeline(Path(str(row[path]["results_dir"])))
+            if path in ("launch", "attached"):  # the next launch must find nothing stored
                 shutil.rmtree(tmp / "results", ignore_errors=True)
     loop_s = float(row["loop"]["evals_s"])
     line = (

@@ -249,9 +249,8 @@ class Sandbox:
         for i, env in enumerate(envs):
             if queued is not None and queued[0] is self._child and queued[1] is env:
                 child, offset = queued[0], queued[2]
-                stamp = replace(self.stamp, worker_pid=child.pid, started_at=now_iso(), attempt=env.attempt)
             else:
-                child, stamp, offset = self._send(env)
+                child, offset = self._send(env)
             queued = None
             nxt = envs[i + 1] if i + 1 < len(envs) else None
             if nxt is not None and env.build_key in child.built and nxt.build_key in child.built:
@@ -261,7 +260,7 @@ class Sandbox:
                     queued = (child, nxt, sent_at)
                 except OSError:
                     queued = None  # it died: the receive below reports env, nxt is sent anew
-            out.append(self._await(child, env, stamp, offset))
+            out.append(self._await(child, env, offset))
         return out
 
     def _post(self, child: _Child, env: Envelope) -> None:
@@ -277,22 +276,22 @@ class Sandbox:
             child.records[env.records_key] = None
         child.conn.send(("eval", env.blob, env.build_key, env.records_key, records, forget))
 
-    def _send(self, env: Envelope) -> tuple[_Child, Stamp, int]:
+    def _send(self, env: Envelope) -> tuple[_Child, int]:
         child = self._ensure_child()
         offset = _size(child.log)
         if offset > _LOG_ROTATE_BYTES:
             os.truncate(child.log, 0)
             offset = 0
-        stamp = replace(self.stamp, worker_pid=child.pid, started_at=now_iso(), attempt=env.attempt)
         try:
             self._post(child, env)
         except OSError:
             pass  # it died between tasks: the receive below sees the end and reports it
-        return child, stamp, offset
+        return child, offset
 
-    def _await(self, child: _Child, env: Envelope, stamp: Stamp, offset: int) -> Done:
+    def _await(self, child: _Child, env: Envelope, offset: int) -> Done:
         """Wait for ``env``'s trace from ``child`` under its deadlines; always one result."""
         self.stats.tasks += 1
+        stamp = replace(self.stamp, worker_pid=child.pid, started_at=now_iso(), attempt=env.attempt)
         if env.build_key in child.built:  # the sandbox skips the build and says nothing
             phase, budget = "run", env.run_s
         elif child.info.has_build:

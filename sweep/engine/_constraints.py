@@ -28,9 +28,6 @@ class ConstraintError(ValueError):
     """A constraint uses syntax outside the safe subset, or cannot be evaluated."""
 
 
-# The same arithmetic and comparisons as the axis-only evaluator of the schema.
-_BINOPS = BINARY_OPERATORS
-_CMPOPS = COMPARISONS
 _FUNCS: dict[str, Callable[..., Value]] = {"len": len, "min": min, "max": max, "abs": abs, "sum": sum}
 _METHODS = frozenset({"item", "numel", "dim", "size", "sum", "min", "max", "all", "any"})
 _ATTRS = frozenset({"shape", "ndim"})
@@ -90,11 +87,11 @@ def _eval(node: ast.AST, names: Mapping[str, Value]) -> Value:
         if not isinstance(target, torch.Tensor):
             raise ConstraintError(f".{node.attr} needs a tensor")
         return tuple(target.shape) if node.attr == "shape" else target.ndim
-    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+    if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPERATORS:
         left, right = _eval(node.left, names), _eval(node.right, names)
         if isinstance(node.op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > _MAX_POW:
             raise ConstraintError("exponent too large")
-        return _BINOPS[type(node.op)](left, right)
+        return BINARY_OPERATORS[type(node.op)](left, right)
     if isinstance(node, ast.UnaryOp):
         v = _eval(node.operand, names)
         if isinstance(node.op, ast.USub):
@@ -109,14 +106,14 @@ def _eval(node: ast.AST, names: Mapping[str, Value]) -> Value:
         return any(_truth(_eval(v, names)) for v in node.values)
     if isinstance(node, ast.Compare):
         for op in node.ops:
-            if type(op) not in _CMPOPS:
+            if type(op) not in COMPARISONS:
                 raise ConstraintError(f"comparison {type(op).__name__} is not allowed")
         left = _eval(node.left, names)
         if len(node.ops) == 1:  # kept as is, so ``(a >= b).all()`` works on the tensor
-            return _CMPOPS[type(node.ops[0])](left, _eval(node.comparators[0], names))
+            return COMPARISONS[type(node.ops[0])](left, _eval(node.comparators[0], names))
         for op, comp in zip(node.ops, node.comparators):
             right = _eval(comp, names)
-            if not _truth(_CMPOPS[type(op)](left, right)):
+            if not _truth(COMPARISONS[type(op)](left, right)):
                 return False
             left = right
         return True

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.backendbench import parse_trace
-from sweep.backendbench._nodes import ABBREV_TO_DTYPE, iter_tensors
+from sweep.schema.call_args import ABBREV_TO_DTYPE, iter_tensors
 
 DEFAULT_FILE = Path(__file__).resolve().parents[2] / "shared" / "data" / "backendbench" / "sample.trace.txt"
 if not DEFAULT_FILE.exists():

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from sweep.dataset import load_dataset
+from sweep.plan.dataset import load_dataset
 
 REPO = Path(__file__).resolve().parents[1]
 

@@ -32,11 +32,11 @@ sys.path.insert(0, str(REPO))
 
 from sweep.backendbench import build_records, parse_trace_file
 from sweep.config import EvalSettings, Tolerance
-from sweep.dataset import load_dataset
 from sweep.engine import EngineCache, evaluate, prepare_process
-from sweep.hardware import short_name
+from sweep.plan.dataset import load_dataset
 from sweep.schema import Definition, Solution, Trace, Workload
-from sweep.task import Task
+from sweep.schema.hardware import short_name
+from sweep.schema.task import Task
 
 GPU_TRACE = REPO / "bench" / "data" / "backendbench_gpu.trace.txt"
 EXAMPLE = REPO / "examples" / "backendbench" / "dataset"

@@ -23,11 +23,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from sweep.config import EvalSettings
-from sweep.dataset import load_dataset
 from sweep.engine import EngineCache, evaluate
-from sweep.hardware import short_name
+from sweep.plan.dataset import load_dataset
 from sweep.schema import Trace
-from sweep.task import Task
+from sweep.schema.hardware import short_name
+from sweep.schema.task import Task
 
 
 def expected_status(solution: str) -> str:

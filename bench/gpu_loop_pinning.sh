@@ -11,7 +11,7 @@ sys.path.insert(0, "bench")
 from pathlib import Path
 import launch_overhead as lo
 import torch
-from sweep.hardware import short_name
+from sweep.schema.hardware import short_name
 t = short_name(torch.cuda.get_device_name(0))
 tmp = Path(tempfile.mkdtemp())
 lo.write_dataset(tmp/"data", 1000); cfg = tmp/"b.yaml"; lo.write_config(cfg, tmp/"data", tmp/"res", t, 1.0)

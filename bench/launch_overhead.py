@@ -10,7 +10,7 @@ in a fresh Python process:
   on CPU it runs with ``OMP_NUM_THREADS=1``, as Ray runs a one-CPU worker;
 - ``scheduler``: the same worker, sandbox and driver loop, traces dropped instead of stored
   (what the scheduling machinery alone costs);
-- ``launch``: ``sweep.cluster.launch`` on an embedded local Ray with ONE worker slot (the
+- ``launch``: ``sweep.launch.driver`` on an embedded local Ray with ONE worker slot (the
   analogue of one GPU): Ray start, one long-lived worker actor, its zygote and sandbox
   process, two tasks in flight, every trace appended (fsync) to the JSONL log and batched
   into DuckDB as it arrives.
@@ -64,7 +64,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sweep.hardware import short_name
+from sweep.schema.hardware import short_name
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -107,7 +107,7 @@ print(json.dumps({"steady_s": s.steady_s, "calls": s.calls}))
 _LAUNCH = """
 import json, sys, time
 t0 = time.monotonic()
-from sweep.cluster.launch import LaunchOptions, launch
+from sweep.launch.driver import LaunchOptions, launch
 r = launch(sys.argv[1], LaunchOptions(quiet=True))
 t1 = time.monotonic()
 s = r.stats
@@ -275,8 +275,8 @@ def replacement_times(crashes: int, tmp: Path, device_kind: str, target: str) ->
     """First sandbox start, then each restart after a segfault (seconds)."""
     from sweep.cluster import Sandbox, SandboxSpec
     from sweep.config import EvalSettings
-    from sweep.dataset import load_dataset
-    from sweep.task import Task
+    from sweep.plan.dataset import load_dataset
+    from sweep.schema.task import Task
 
     root = REPO / "tests" / "data" / "cluster" / "faults"
     ds = load_dataset([str(root)])

@@ -7,19 +7,28 @@ and exits 1; nothing else should reach the user as a traceback.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pydantic
 
 __all__ = [
     "ClusterError",
     "ConfigError",
     "DatasetError",
     "EngineError",
+    "FieldError",
     "PlanError",
     "StoreError",
     "SweepError",
     "TraceParseError",
     "ValidationError",
     "did_you_mean",
+    "field_errors",
+    "format_validation_error",
+    "loc_path",
 ]
 
 
@@ -71,3 +80,110 @@ def did_you_mean(word: str, choices: Iterable[str], *, n: int = 1) -> str:
     if not matches:
         return ""
     return " (did you mean " + " or ".join(repr(m) for m in matches) + "?)"
+
+
+# ---- pydantic validation errors, one line each: file, line, field path, expectation ----
+#
+# Pydantic's own ``loc`` includes the tag of a discriminated union (``axes.M.const.value``) and
+# its messages start with ``"Value error, "`` for rules raised in validators. Both are cleaned
+# here so a user sees ``axes.M.value: Input should be greater than or equal to 1 (got 0)``.
+
+_MAX_SHOWN = 60
+
+
+def _walk(obj: object, key: str | int) -> tuple[bool, object]:
+    if isinstance(obj, dict) and isinstance(key, str) and key in obj:
+        return True, obj[key]
+    if isinstance(obj, list) and isinstance(key, int) and 0 <= key < len(obj):
+        return True, obj[key]
+    return False, None
+
+
+def loc_path(loc: Sequence[str | int], data: object) -> str:
+    """The dotted field path of a pydantic ``loc`` (``inputs.x.shape[0]``).
+
+    Union tags that pydantic inserts (``'const'``, ``'random'``, ``'function-after[...]'``)
+    are recognised by walking ``data``: a part that is not a key of the object in hand is a
+    tag and is left out.
+    """
+    out = ""
+    cur: object = data
+    for part in loc:
+        found, nxt = _walk(cur, part)
+        if not found:
+            # A tag of a union or a validator wrapper: not a place in the user's data.
+            continue
+        cur = nxt
+        if isinstance(part, int):
+            out += f"[{part}]"
+        else:
+            out += f".{part}" if out else str(part)
+    return out
+
+
+def _shown(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
+
+
+@dataclass(frozen=True)
+class FieldError:
+    """One problem pydantic found in user data, cleaned for people.
+
+    Attributes:
+        loc: Pydantic's location (tags of unions included), to find the place in a source file.
+        path: The dotted path in the user's data (``inputs.x.shape[0]``); for a missing key,
+            its parent's path and the key; ``""`` at the top level.
+        kind: Pydantic's error type (``missing``, ``extra_forbidden``, ``int_parsing``...).
+        message: Pydantic's message without its ``Value error, `` style prefixes.
+        got: `` (got <value>)``, or ``""`` where the message already says it or the value is
+            a whole mapping or list.
+    """
+
+    loc: tuple[str | int, ...]
+    path: str
+    kind: str
+    message: str
+    got: str
+
+
+def field_errors(err: pydantic.ValidationError, data: object) -> list[FieldError]:
+    """The problems of ``err`` (raised validating ``data``), one :class:`FieldError` each."""
+    out: list[FieldError] = []
+    for e in err.errors(include_url=False):
+        loc = tuple(e["loc"])
+        kind = str(e["type"])
+        if kind == "missing" and loc:
+            # The missing key is not in the data: walk to its parent, then name it.
+            above = loc_path(loc[:-1], data)
+            path = f"{above}.{loc[-1]}" if above else str(loc[-1])
+        else:
+            path = loc_path(loc, data)
+        msg = str(e["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
+        shown = e.get("input")
+        got = (
+            ""
+            if kind in ("missing", "value_error", "assertion_error") or isinstance(shown, (dict, list))
+            else f" (got {_shown(shown)})"
+        )
+        out.append(FieldError(loc=loc, path=path, kind=kind, message=msg, got=got))
+    return out
+
+
+def format_validation_error(
+    err: pydantic.ValidationError, data: object, *, prefix: str = "", missing: str = "field"
+) -> list[str]:
+    """One message per pydantic error: ``<prefix>: <path>: <message> (got <value>)``.
+
+    Args:
+        err: The error pydantic raised.
+        data: The object that was validated (to find real paths and shown values).
+        prefix: Where the record came from, e.g. ``"defs/x.json"`` or ``"wl.jsonl:3"``.
+        missing: What a missing entry is called (``"field"`` in a record, ``"key"`` in YAML).
+    """
+    lines: list[str] = []
+    for f in field_errors(err, data):
+        msg = f"required {missing} is missing" if f.kind == "missing" else f.message + f.got
+        where = ": ".join(p for p in (prefix, f.path) if p)
+        lines.append(f"{where}: {msg}" if where else msg)
+    return lines

@@ -1,4 +1,6 @@
-"""Suite-wide hooks: GPU tests run only where CUDA is present (the lent device machine)."""
+"""Suite-wide hooks and fixtures: GPU tests run only where CUDA is present (the lent device
+machine); the real data files, and BackendBench trace files imported once (used by the
+BackendBench tests and by the engine's tests of evaluating imported calls)."""
 
 from __future__ import annotations
 
@@ -34,3 +36,49 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.fail(f"shared data folder missing: {SHARED_DATA} (tests read real files from it)")
     return SHARED_DATA
+
+
+# ---- BackendBench trace files: the real ones and small local ones ----
+
+BACKENDBENCH_DATA = Path(__file__).resolve().parent / "data" / "backendbench"
+
+
+@pytest.fixture(scope="session")
+def bb_files(shared_data: Path) -> list[Path]:
+    """Every real BackendBench trace file in the shared data."""
+    files = sorted((shared_data / "backendbench").glob("*.txt"))
+    assert len(files) >= 2, f"expected the real trace files under {shared_data / 'backendbench'}"
+    return files
+
+
+@pytest.fixture(scope="session")
+def edge_file(shared_data: Path) -> Path:
+    return shared_data / "backendbench" / "edge_cases.trace.txt"
+
+
+@pytest.fixture(scope="session")
+def sample_file(shared_data: Path) -> Path:
+    return shared_data / "backendbench" / "sample.trace.txt"
+
+
+@pytest.fixture(scope="session")
+def local_data() -> Path:
+    """``tests/data/backendbench``: small hand-made traces and a kernel directory."""
+    return BACKENDBENCH_DATA
+
+
+@pytest.fixture(scope="session")
+def imported(
+    bb_files: list[Path], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, tuple[Path, object]]:
+    """Each real trace file imported once (synthetic rows included): stem -> (root, report).
+
+    Read-only for tests: copy a root before changing it.
+    """
+    from sweep.backendbench import import_backendbench
+
+    out: dict[str, tuple[Path, object]] = {}
+    for path in bb_files:
+        root = tmp_path_factory.mktemp(f"bb-{path.stem.replace('.', '-')}")
+        out[path.name] = (root, import_backendbench(path, root, include_synthetic=True))
+    return out

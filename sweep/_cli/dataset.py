@@ -22,8 +22,8 @@ from sweep._cli.options import (
 )
 
 if TYPE_CHECKING:
-    from sweep.dataset import Dataset
     from sweep.plan import Plan
+    from sweep.plan.dataset import Dataset
 
 __all__ = ["app", "plan_rows", "render_plan", "render_validation"]
 
@@ -62,7 +62,7 @@ def validate(
 
     Example: sweep validate . /data/flashinfer-trace
     """
-    from sweep.dataset import validate_roots
+    from sweep.plan.dataset import validate_roots
 
     ds, errors = validate_roots(roots)
     typer.echo(render_validation(ds, errors))

@@ -81,8 +81,8 @@ def eval_command(
 
     Example: sweep eval rmsnorm_h1024 rmsnorm_h1024_triton --device cpu -w 9160fce7
     """
-    from sweep.config import EvalSettings
-    from sweep.engine._pair import evaluate_from_dataset
+    from sweep.launch import evaluate_from_dataset
+    from sweep.schema import EvalSettings
 
     overrides: dict[str, int] = {}
     if seed is not None:

@@ -19,14 +19,14 @@ from sweep._cli.options import (
 )
 
 if TYPE_CHECKING:
-    from sweep.cluster.launch import LaunchResult
+    from sweep.launch.driver import LaunchResult
 
 __all__ = ["app", "render_launch"]
 
 
 def render_launch(result: LaunchResult) -> str:
     """The report printed at the end: the summary table, totals, timing and where results are."""
-    from sweep.cluster.report import render_summary
+    from sweep.launch.progress import render_summary
 
     lines: list[str] = []
     if result.ran:
@@ -93,8 +93,8 @@ def launch(
 
     Example: ray job submit --working-dir . -- sweep launch configs/h100.yaml
     """
-    from sweep.cluster.launch import LaunchOptions
-    from sweep.cluster.launch import launch as run_launch
+    from sweep.launch.driver import LaunchOptions
+    from sweep.launch.driver import launch as run_launch
 
     overrides = make_overrides(
         name=name,

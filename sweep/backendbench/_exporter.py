@@ -13,11 +13,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweep.backendbench._codec import decode_call
 from sweep.backendbench._format import format_row
-from sweep.backendbench._ops import op_from_tags, select_ops
+from sweep.backendbench._ops import select_ops
 from sweep.errors import DatasetError
 from sweep.schema import BackendBenchArgsInput, Definition, Workload
+from sweep.schema.call_json import decode_call
+from sweep.schema.op_tags import op_from_tags
 
 __all__ = ["ExportReport", "export_backendbench", "export_text"]
 
@@ -143,7 +144,7 @@ def export_backendbench(
         DatasetError: The dataset does not load, holds no BackendBench definition, or
             ``out`` cannot be written.
     """
-    from sweep.dataset import load_dataset
+    from sweep.plan.dataset import load_dataset
 
     ds = load_dataset([root])
     dest = Path(out)

@@ -7,7 +7,7 @@ positional stride, a trailing comma) are written as they were read.
 
 from __future__ import annotations
 
-from sweep.backendbench._nodes import (
+from sweep.schema.call_args import (
     DTYPE_TO_ABBREV,
     ArgValue,
     DeviceArg,

@@ -16,16 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweep.backendbench._codec import encode_call
-from sweep.backendbench._nodes import OpName, parse_op_name
-from sweep.backendbench._ops import mutation_tags, op_tag, select_ops
+from sweep.backendbench._ops import mutation_tags, select_ops
 from sweep.backendbench._parser import TraceRow, parse_trace_file
 from sweep.errors import DatasetError
 from sweep.schema import Definition, Trace, Workload
+from sweep.schema.call_args import OpName, parse_op_name
+from sweep.schema.call_json import encode_call
+from sweep.schema.op_tags import BACKENDBENCH_OP_TYPE, CALL_INPUT, op_tag
 
 __all__ = [
-    "CALL_INPUT",
-    "OP_TYPE",
     "ImportReport",
     "ImportedOp",
     "build_records",
@@ -33,9 +32,6 @@ __all__ = [
     "reference_source",
 ]
 
-OP_TYPE = "backendbench"
-#: Name of the one workload input that holds the call's arguments.
-CALL_INPUT = "call"
 _UUID_NAMESPACE = uuid.UUID("6f1c2a56-1b7e-4d0e-9a51-3c8e0f5b7d21")
 
 
@@ -85,7 +81,7 @@ def reference_source(op: OpName) -> str:
 def _definition(op: OpName, source_file: str, tags: list[str]) -> Definition:
     return Definition(
         name=op.folder,
-        op_type=OP_TYPE,
+        op_type=BACKENDBENCH_OP_TYPE,
         description=(
             f"ATen operator {op.qualified}, imported from the BackendBench trace {source_file}. "
             f"Each workload's '{CALL_INPUT}' input holds the whole argument list."
@@ -172,8 +168,8 @@ def build_records(
 
 def _write_op(root: Path, item: ImportedOp, report: ImportReport) -> None:
     name = item.definition.name
-    dpath = root / "definitions" / OP_TYPE / f"{name}.json"
-    wpath = root / "workloads" / OP_TYPE / f"{name}.jsonl"
+    dpath = root / "definitions" / BACKENDBENCH_OP_TYPE / f"{name}.json"
+    wpath = root / "workloads" / BACKENDBENCH_OP_TYPE / f"{name}.jsonl"
     dpath.parent.mkdir(parents=True, exist_ok=True)
     wpath.parent.mkdir(parents=True, exist_ok=True)
     dpath.write_text(json.dumps(item.definition.to_json_obj(), indent=2) + "\n", encoding="utf-8")

@@ -15,9 +15,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweep.backendbench._importer import OP_TYPE
 from sweep.errors import DatasetError
 from sweep.schema import BuildSpec, Language, Solution, SourceFile
+from sweep.schema.op_tags import BACKENDBENCH_OP_TYPE
 
 __all__ = ["KernelImportReport", "import_kernels", "solution_from_file"]
 
@@ -123,7 +123,7 @@ def import_kernels(
             except (ValueError, UnicodeDecodeError) as e:
                 report.skipped.append(f"{f}: {e}")
                 continue
-            dest = root / "solutions" / author / OP_TYPE / folder.name / f"{sol.name}.json"
+            dest = root / "solutions" / author / BACKENDBENCH_OP_TYPE / folder.name / f"{sol.name}.json"
             try:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_text(json.dumps(sol.to_json_obj(), indent=2) + "\n", encoding="utf-8")

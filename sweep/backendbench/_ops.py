@@ -1,75 +1,16 @@
-"""Operator names: selection by exact name, torch lookup, and which arguments an op mutates.
-
-Names are checked by pattern first (:func:`~sweep.backendbench._nodes.parse_op_name`) and then
-resolved by attribute lookup on ``torch.ops``, never by evaluating text. torch is imported
-only inside the functions that need it.
-"""
+"""Operator names in trace files: selection by exact name, and the ``mutates:`` tags an
+imported definition gets (from the operator's torch schema, which the engine reads)."""
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
 
-from sweep.backendbench._nodes import OpName, parse_op_name
+from sweep.engine import schema_mutations
 from sweep.errors import EngineError, ValidationError, did_you_mean
+from sweep.schema.call_args import OpName, parse_op_name
+from sweep.schema.op_tags import MutatedArg
 
-__all__ = [
-    "MutatedArg",
-    "mutation_tags",
-    "op_from_tags",
-    "op_tag",
-    "parse_mutation_tags",
-    "resolve_op",
-    "schema_mutations",
-    "select_ops",
-]
-
-_OP_TAG = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*):([A-Za-z_][A-Za-z0-9_]*)\.([A-Za-z_][A-Za-z0-9_]*)$")
-_MUTATES = re.compile(r"^mutates:([A-Za-z_][A-Za-z0-9_]*)(?:@(\d+))?$")
-
-
-@dataclass(frozen=True, slots=True)
-class MutatedArg:
-    """An argument an operator writes to (``Tensor(a!)`` in its schema).
-
-    Attributes:
-        name: The schema name (``self``, ``out``, ``running_mean``).
-        index: Its position for a positional argument; ``None`` when keyword-only.
-    """
-
-    name: str
-    index: int | None
-
-    @property
-    def tag(self) -> str:
-        """The definition tag: ``mutates:self@0``, ``mutates:out``."""
-        return f"mutates:{self.name}" + (f"@{self.index}" if self.index is not None else "")
-
-
-def op_tag(op: OpName) -> str:
-    """The definition tag naming the operator: ``aten:add.Tensor``."""
-    return f"{op.namespace}:{op.short}"
-
-
-def op_from_tags(tags: Iterable[str]) -> OpName | None:
-    """The operator named by a ``<namespace>:<op>.<overload>`` tag, if any."""
-    for tag in tags:
-        m = _OP_TAG.match(tag)
-        if m is not None and m.group(1) != "mutates":
-            return OpName(m.group(1), m.group(2), m.group(3))
-    return None
-
-
-def parse_mutation_tags(tags: Iterable[str]) -> tuple[MutatedArg, ...]:
-    """The ``mutates:<name>[@<index>]`` tags of a definition."""
-    out = []
-    for tag in tags:
-        m = _MUTATES.match(tag)
-        if m is not None:
-            out.append(MutatedArg(m.group(1), int(m.group(2)) if m.group(2) is not None else None))
-    return tuple(out)
+__all__ = ["mutation_tags", "select_ops"]
 
 
 def select_ops(available: Sequence[str], wanted: Sequence[str]) -> list[str]:
@@ -111,46 +52,6 @@ def select_ops(available: Sequence[str], wanted: Sequence[str]) -> list[str]:
     return [a for a in available if a in chosen]
 
 
-def resolve_op(name: str) -> Any:
-    """The ``torch.ops`` overload object for a qualified name, by attribute lookup only.
-
-    Raises:
-        EngineError: The name is malformed or torch has no such overload.
-    """
-    import torch
-
-    try:
-        op = parse_op_name(name)
-    except ValueError as e:
-        raise EngineError(str(e)) from None
-    try:
-        namespace = getattr(torch.ops, op.namespace)
-        packet = getattr(namespace, op.packet)
-        overload = getattr(packet, op.overload)
-    except (AttributeError, RuntimeError):
-        overload = None
-    # Identifier-shaped names can still reach Python attributes (``__class__``): accept
-    # only what really is an operator overload.
-    if not isinstance(overload, torch._ops.OpOverload):
-        raise EngineError(f"operator {name!r} does not exist in torch {torch.__version__}")
-    return overload
-
-
-def schema_mutations(name: str) -> tuple[MutatedArg, ...]:
-    """The arguments ``name`` writes to, from its torch schema.
-
-    Raises:
-        EngineError: torch has no such overload.
-    """
-    overload = resolve_op(name)
-    out = []
-    for i, arg in enumerate(overload._schema.arguments):
-        info = arg.alias_info
-        if info is not None and info.is_write:
-            out.append(MutatedArg(arg.name, None if arg.kwarg_only else i))
-    return tuple(out)
-
-
 def _mutations_by_name(op: OpName) -> tuple[MutatedArg, ...]:
     """A guess from the name alone, for operators this torch does not have."""
     if op.overload == "out" or op.overload.endswith("_out"):
@@ -168,7 +69,7 @@ def mutation_tags(name: str) -> tuple[list[str], str | None]:
     """
     op = parse_op_name(name)
     try:
-        found = schema_mutations(name)
+        found = schema_mutations(name)  # the engine owns torch: it reads the operator's schema
         warning = None
     except EngineError as e:
         found = _mutations_by_name(op)

@@ -16,7 +16,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.backendbench._nodes import (
+from sweep.errors import TraceParseError, did_you_mean
+from sweep.schema.call_args import (
     ABBREV_TO_DTYPE,
     LAYOUTS,
     MEMORY_FORMATS,
@@ -31,7 +32,6 @@ from sweep.backendbench._nodes import (
     TupleArg,
     parse_op_name,
 )
-from sweep.errors import TraceParseError, did_you_mean
 
 __all__ = ["ALLOWED_NAMES", "TraceRow", "parse_trace", "parse_trace_file"]
 

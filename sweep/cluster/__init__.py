@@ -1,6 +1,14 @@
-"""Running sweeps on Ray: sandboxes, GPU workers, the driver loop and ``sweep launch``.
+"""The schedule stage, and the only Ray code: GPU workers, their sandboxes and zygotes, the driver loop.
 
-Nothing here imports ray or torch at module level; they load when a sweep starts.
+- :mod:`sweep.cluster.connect`: reaching Ray (an address, or an embedded local Ray) and what
+  the cluster has (GPU types, counts) -> worker pools.
+- :mod:`sweep.cluster.scheduler`: the driver loop: tasks to workers in completion order,
+  a lost worker replaced, every task ending with exactly one trace.
+- :mod:`sweep.cluster.sandbox`: the supervisor of the process that evaluates (forked from a
+  zygote that imported torch once), with deadlines, crash reports and failure traces.
+
+The evaluating code is a backend module named by the caller (``sweep.engine``); nothing here
+imports it, ray or torch at module level.
 """
 
 from sweep.cluster.sandbox import Sandbox, SandboxSpec, SandboxStartError, SandboxStats

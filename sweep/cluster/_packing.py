@@ -15,9 +15,9 @@ import pickle
 from dataclasses import dataclass
 from typing import Any
 
-from sweep.cluster._failures import Stamp, stamp_trace
-from sweep.schema import Trace
-from sweep.task import Task
+from sweep.cluster._failure_traces import stamp_trace
+from sweep.schema import Provenance, Trace
+from sweep.schema.task import Task
 
 __all__ = ["Done", "Envelope", "TaskPacker", "build_key", "load_task"]
 
@@ -129,7 +129,7 @@ class Done:
     time), and where and when it ran, stamped on by the receiver (:meth:`trace`)."""
 
     trace_json: bytes
-    stamp: Stamp
+    stamp: Provenance
 
     def trace(self, task: Task) -> Trace:
         """The trace of ``task``, its provenance stamped."""

@@ -9,7 +9,7 @@ Control channel: one ``SOCK_SEQPACKET`` socket pair (message boundaries kept, fi
 descriptors passed with ``SCM_RIGHTS``). Requests and replies are JSON objects:
 
 - ``{"op": "fork", "log": PATH, "child": {...}}`` with one fd (the sandbox's end of its
-  socket) -> ``{"pid": N}``. The child runs :func:`sweep.cluster._child.child_main`.
+  socket) -> ``{"pid": N}``. The child runs :func:`sweep.cluster._sandbox_main.child_main`.
 - ``{"op": "wait", "pid": N, "timeout": S}`` -> the exit state (see :class:`ExitState`).
 - ``{"op": "kill", "pid": N}`` -> SIGKILL, reap, and the exit state.
 
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["ExitState", "ZygoteClient", "set_parent_death_signal"]
+__all__ = ["ExitState", "ZygoteClient"]
 
 _MAX_MSG = 1 << 16
 _ENTRY = "import sys; from sweep.cluster._zygote import zygote_main; sys.exit(zygote_main(sys.argv[1:]))"
@@ -64,20 +64,6 @@ def _state_obj(status: int | None) -> dict[str, Any]:
     if os.WIFSIGNALED(status):
         return {"running": False, "signal": os.WTERMSIG(status)}
     return {"running": False, "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else status}
-
-
-def set_parent_death_signal() -> None:
-    """Ask Linux to SIGKILL this process when its parent dies (no-op elsewhere)."""
-    if not sys.platform.startswith("linux"):
-        return
-    try:
-        import ctypes
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        pr_set_pdeathsig = 1
-        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
-    except (OSError, AttributeError):  # pragma: no cover - exotic libc
-        pass
 
 
 # ---------------------------------------------------------------------------------------
@@ -120,7 +106,7 @@ def _serve(ctl: socket.socket) -> None:
                 code = 1
                 try:
                     ctl.close()
-                    from sweep.cluster._child import child_main
+                    from sweep.cluster._sandbox_main import child_main
 
                     code = child_main(fds[0], req["log"], req["child"])
                 finally:

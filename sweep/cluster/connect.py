@@ -19,7 +19,7 @@ from typing import Any
 
 from sweep.config import SweepConfig
 from sweep.errors import ClusterError
-from sweep.hardware import CPU, short_name
+from sweep.schema.hardware import CPU, short_name
 
 __all__ = [
     "ClusterInfo",

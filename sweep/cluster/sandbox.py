@@ -20,19 +20,19 @@ import socket
 import tempfile
 import time
 from collections import OrderedDict
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
 from typing_extensions import Self
 
-from sweep.cluster._child import SandboxInfo
-from sweep.cluster._failures import Stamp, failure_trace, now_iso
+from sweep.cluster._failure_traces import failure_trace, now_iso
 from sweep.cluster._packing import Done, Envelope, TaskPacker, build_key, load_task
+from sweep.cluster._sandbox_main import SandboxInfo
 from sweep.cluster._zygote import ExitState, ZygoteClient, ZygoteError
-from sweep.schema import Status, Trace
-from sweep.task import Task
+from sweep.schema import Provenance, Status, Trace
+from sweep.schema.task import Task
 
 __all__ = [
     "Done",
@@ -109,9 +109,9 @@ class Sandbox:
         stamp: Where this supervisor runs (node, GPU, run id); copied into each trace.
     """
 
-    def __init__(self, spec: SandboxSpec, stamp: Stamp | None = None) -> None:
+    def __init__(self, spec: SandboxSpec, stamp: Provenance | None = None) -> None:
         self.spec = spec
-        self.stamp = stamp or Stamp()
+        self.stamp = stamp or Provenance()
         self.stats = SandboxStats()
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if spec.workdir is None:
@@ -291,7 +291,9 @@ class Sandbox:
     def _await(self, child: _Child, env: Envelope, offset: int) -> Done:
         """Wait for ``env``'s trace from ``child`` under its deadlines; always one result."""
         self.stats.tasks += 1
-        stamp = replace(self.stamp, worker_pid=child.pid, started_at=now_iso(), attempt=env.attempt)
+        stamp = self.stamp.model_copy(
+            update={"worker_pid": child.pid, "started_at": now_iso(), "attempt": env.attempt}
+        )
         if env.build_key in child.built:  # the sandbox skips the build and says nothing
             phase, budget = "run", env.run_s
         elif child.info.has_build:
@@ -316,7 +318,9 @@ class Sandbox:
                 if broken:
                     self.stats.replaced_broken += 1
                     self._drop_child()
-                done = replace(stamp, started_at=now_iso(started), finished_at=now_iso(finished))
+                done = stamp.model_copy(
+                    update={"started_at": now_iso(started), "finished_at": now_iso(finished)}
+                )
                 return Done(bytes(payload), done)
             if kind == "error":
                 self._drop_child()
@@ -348,10 +352,10 @@ class Sandbox:
         self._child = None
         return state
 
-    def _failure(self, task: Task, status: Status, log: str, stamp: Stamp) -> Done:
+    def _failure(self, task: Task, status: Status, log: str, stamp: Provenance) -> Done:
         """The result for a task the sandbox could not finish: a trace written here."""
         info = self._info
-        done = replace(stamp, finished_at=now_iso())
+        done = stamp.model_copy(update={"finished_at": now_iso()})
         trace = failure_trace(
             task,
             status,
@@ -363,7 +367,7 @@ class Sandbox:
         return Done(trace.to_json().encode(), done)
 
     def _died(
-        self, task: Task, stamp: Stamp, child: _Child, offset: int, state: ExitState, phase: str
+        self, task: Task, stamp: Provenance, child: _Child, offset: int, state: ExitState, phase: str
     ) -> Done:
         self.stats.crashes += 1
         what = {"build": "while building/importing the solution", "run": "while running"}.get(
@@ -385,7 +389,7 @@ class Sandbox:
         _wait_quiet(child.log, start, 2.0)
 
     def _timed_out(
-        self, task: Task, stamp: Stamp, child: _Child, offset: int, phase: str, budget: float
+        self, task: Task, stamp: Provenance, child: _Child, offset: int, phase: str, budget: float
     ) -> Done:
         self.stats.timeouts += 1
         self._dump_stacks(child)

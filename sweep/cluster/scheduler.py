@@ -30,14 +30,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sweep.cluster._actor import SweepWorker, WorkerInfo
-from sweep.cluster._failures import Stamp, failure_trace, now_iso
+from sweep.cluster._failure_traces import failure_trace, now_iso
+from sweep.cluster._worker_actor import SweepWorker, WorkerInfo
 from sweep.cluster.connect import Pool
 from sweep.cluster.sandbox import SandboxSpec, TaskPacker
 from sweep.errors import ClusterError
-from sweep.hardware import short_name
-from sweep.schema import Status, Trace
-from sweep.task import Task
+from sweep.schema import Provenance, Status, Trace
+from sweep.schema.hardware import short_name
+from sweep.schema.task import Task
 
 __all__ = ["SchedulerOptions", "SchedulerStats", "run_tasks"]
 
@@ -197,7 +197,7 @@ class _Loop:
             return
         self.stats.lost += 1
         info = w.info
-        stamp = Stamp(
+        stamp = Provenance(
             run_id=self.run_id,
             node_id=info.node_id if info else None,
             gpu_id=info.gpu_id if info else None,

@@ -5,13 +5,16 @@ compilers are loaded by the functions below when they run.
 
 Public API:
 
-- :func:`evaluate`: evaluate one :class:`~sweep.task.Task`; never raises for what the
+- :func:`evaluate`: evaluate one :class:`~sweep.schema.Task`; never raises for what the
   solution does (build failures, exceptions, wrong outputs are statuses).
 - :func:`evaluate_pair`: one solution over several workloads (for ``sweep eval``).
 - :func:`build`: the build phase alone, for callers that give compilation its own deadline.
 - :class:`EngineCache`: builds, reference outputs and reference timings kept across tasks.
 - :func:`prepare_process`: call first in a fresh evaluating process (on CPU it sets
   ``TRITON_INTERPRET=1`` before triton is imported).
+- :func:`cuda_problem`: whether this process's CUDA context still works (asked by the cluster).
+- :func:`resolve_op`, :func:`schema_mutations`: an ATen operator by name and the arguments
+  its schema writes (the engine is the one package that imports torch).
 
 A workload with a ``backendbench_args`` input (an imported BackendBench operator call) is
 evaluated through the same phases by ``_bbpath.BackendBenchRun``; every other one by
@@ -24,14 +27,22 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from sweep.engine._aten_ops import resolve_op, schema_mutations
 from sweep.engine._cache import EngineCache
 
 if TYPE_CHECKING:
-    from sweep.config import EvalSettings
-    from sweep.schema import Definition, Solution, Trace, Workload
-    from sweep.task import Task
+    from sweep.schema import Definition, EvalSettings, Solution, Task, Trace, Workload
 
-__all__ = ["EngineCache", "build", "evaluate", "evaluate_pair", "prepare_process"]
+__all__ = [
+    "EngineCache",
+    "build",
+    "cuda_problem",
+    "evaluate",
+    "evaluate_pair",
+    "prepare_process",
+    "resolve_op",
+    "schema_mutations",
+]
 
 
 def prepare_process(device_kind: str) -> None:
@@ -43,6 +54,14 @@ def prepare_process(device_kind: str) -> None:
     """
     if device_kind.startswith("cpu"):
         os.environ["TRITON_INTERPRET"] = "1"
+
+
+def cuda_problem(device: str) -> str | None:
+    """Why this process's CUDA context on ``device`` is unusable (after a sticky error), or
+    ``None`` when it still computes correctly. The cluster asks this after a failed evaluation."""
+    from sweep.engine import _envinfo
+
+    return _envinfo.cuda_problem(device)
 
 
 def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None = None) -> Trace:

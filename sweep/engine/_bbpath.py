@@ -32,29 +32,29 @@ from typing import Any
 
 import torch
 
-from sweep.backendbench import (
-    CALL_INPUT,
+from sweep.engine._aten_ops import resolve_op
+from sweep.engine._cache import EngineCache
+from sweep.engine._call_compare import compare_call
+from sweep.engine._call_inputs import (
     CallSpec,
     clone_call,
-    compare_call,
     describe_call,
     is_backendbench,
     materialize,
     materialize_meta,
     mutated_values,
-    resolve_op,
 )
-from sweep.engine._cache import EngineCache
 from sweep.engine._compare import tolerance
 from sweep.engine._envinfo import memory_budget
+from sweep.engine._global_state import TorchFlags
 from sweep.engine._inputs import MemoryPlan, set_seed
 from sweep.engine._outcome import Stop, bits
 from sweep.engine._run import Run
-from sweep.engine._state import TorchFlags
 from sweep.engine._timing import flush_bytes
 from sweep.errors import SweepError
 from sweep.schema import Status
-from sweep.task import Task
+from sweep.schema.op_tags import CALL_INPUT
+from sweep.schema.task import Task
 
 __all__ = ["BackendBenchRun", "new_run"]
 

@@ -1,4 +1,4 @@
-"""Capturing what an evaluation prints, down to the file descriptors, and capping logs."""
+"""Capturing what an evaluation prints, down to the file descriptors."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-__all__ = ["Captured", "cap_log", "capture_output"]
+__all__ = ["Captured", "capture_output"]
 
 
 @dataclass
@@ -74,22 +74,3 @@ def capture_output() -> Iterator[Captured]:
         result.text = tmp.read().decode("utf-8", errors="replace")
         text_stream.detach()
         tmp.close()
-
-
-def cap_log(text: str, limit_bytes: int) -> str:
-    """``text`` cut to at most ``limit_bytes`` UTF-8 bytes, keeping its head and tail.
-
-    The head usually says what went wrong first and the tail holds the final traceback;
-    the middle is replaced by a marker saying how much was cut.
-    """
-    data = text.encode("utf-8", errors="replace")
-    if len(data) <= limit_bytes:
-        return text
-    marker_len = 64
-    keep = max(limit_bytes - marker_len, 0)
-    head_n = keep // 2
-    tail_n = keep - head_n
-    cut = len(data) - head_n - tail_n
-    marker = f"\n... [{cut} bytes cut] ...\n".encode()
-    out = data[:head_n] + marker + (data[len(data) - tail_n :] if tail_n else b"")
-    return out.decode("utf-8", errors="ignore")

@@ -20,8 +20,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sweep.config import Tolerance
-from sweep.schema import Definition, Status
+from sweep.schema import Definition, Status, Tolerance
 
 __all__ = [
     "DEFAULT_TOLERANCES",

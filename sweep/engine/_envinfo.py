@@ -1,4 +1,4 @@
-"""The device an evaluation runs on: resolving it, naming it, and its memory budget."""
+"""The device an evaluation runs on: resolving it, naming it, its memory budget and its health."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import torch
 
 from sweep.engine._nvml import Nvml
 from sweep.errors import EngineError
-from sweep.hardware import CPU, record_name
 from sweep.schema import Environment
+from sweep.schema.hardware import CPU, record_name
 
-__all__ = ["device_name", "environment", "memory_budget", "nvml_for", "resolve_device"]
+__all__ = ["cuda_problem", "device_name", "environment", "memory_budget", "nvml_for", "resolve_device"]
 
 _BUDGET_FRACTION = 0.8
 
@@ -119,3 +119,18 @@ def memory_budget(setting_gb: float | None, device: torch.device) -> tuple[int, 
         return int(_BUDGET_FRACTION * avail), f"80% of the GPU's free memory ({avail / (1 << 30):.2f} GiB)"
     avail = _mem_available()
     return int(_BUDGET_FRACTION * avail), f"80% of available RAM ({avail / (1 << 30):.2f} GiB)"
+
+
+def cuda_problem(device: str) -> str | None:
+    """Why this process's CUDA context on ``device`` is unusable, or ``None`` when a small
+    computation there still gives the right answer (a kernel fault can surface only at
+    the next synchronisation)."""
+    try:
+        torch.cuda.synchronize()
+        probe = torch.ones(4, device=device)
+        if float(probe.sum().item()) != 4.0:
+            return "CUDA health probe returned a wrong value"
+        torch.cuda.synchronize()
+    except Exception as e:  # noqa: BLE001 - any failure means the context is gone
+        return f"CUDA health probe failed: {e}"
+    return None

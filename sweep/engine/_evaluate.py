@@ -12,28 +12,28 @@ from datetime import datetime, timezone
 
 import torch
 
-from sweep.config import EvalSettings
 from sweep.engine import prepare_process
 from sweep.engine._bbpath import new_run
 from sweep.engine._cache import EngineCache
-from sweep.engine._capture import cap_log, capture_output
+from sweep.engine._capture import capture_output
 from sweep.engine._envinfo import environment, nvml_for, resolve_device
+from sweep.engine._global_state import preserved_state
 from sweep.engine._nvml import Nvml
 from sweep.engine._outcome import Result, Stop, traceback_text
 from sweep.engine._run import run_phases
-from sweep.engine._state import preserved_state
-from sweep.hardware import short_name
 from sweep.schema import (
     Definition,
     Environment,
+    EvalSettings,
     Evaluation,
-    Provenance,
     Solution,
     Status,
     Trace,
     Workload,
 )
-from sweep.task import Task
+from sweep.schema.hardware import short_name
+from sweep.schema.task import Task
+from sweep.schema.trace_log import clip_log
 
 __all__ = ["build", "default_cache", "evaluate", "evaluate_pair"]
 
@@ -125,7 +125,7 @@ def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None
         "status": result.status,
         "environment": env,
         "timestamp": _now(),
-        "log": cap_log(log, task.settings.log_limit_bytes),
+        "log": clip_log(log, task.settings.log_limit_bytes),
         "seed": run.seed,
     }
     for name in ("correctness", "performance", "timing", "reference_timing", "clocks"):
@@ -133,17 +133,7 @@ def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None
         if value is not None:
             fields[name] = value
     evaluation = Evaluation(**fields)
-    prov: dict[str, object] = {
-        "task_id": task.task_id,
-        "sweep": task.sweep or None,
-        "solution_hash": task.solution.content_hash,
-        "settings_hash": task.settings.settings_hash(),
-        "config_hash": task.config_hash or None,
-        "worker_pid": os.getpid(),
-        "started_at": started,
-        "finished_at": _now(),
-    }
-    provenance = Provenance(**{k: v for k, v in prov.items() if v is not None})
+    provenance = task.provenance(worker_pid=os.getpid(), started_at=started, finished_at=_now())
     return Trace(
         definition=task.definition.name,
         workload=task.workload,

@@ -11,18 +11,7 @@ import torch
 
 from sweep.schema import Clocks, Correctness, Performance, Status, TimingStats
 
-__all__ = ["STICKY_CUDA", "Result", "Stop", "bits", "nbytes", "traceback_text", "triton_mode_problem"]
-
-#: Error texts after which a CUDA context is unusable; only a new process recovers.
-STICKY_CUDA = (
-    "illegal memory access",
-    "illegal address",
-    "unspecified launch failure",
-    "device-side assert",
-    "misaligned address",
-    "illegal instruction",
-    "cuda error: unknown error",
-)
+__all__ = ["Result", "Stop", "bits", "nbytes", "traceback_text", "triton_mode_problem"]
 
 
 def triton_mode_problem(device: torch.device) -> str | None:

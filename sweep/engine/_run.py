@@ -21,7 +21,6 @@ from collections.abc import Callable
 
 import torch
 
-from sweep.config import EvalSettings
 from sweep.engine._build import (
     BuildError,
     Built,
@@ -40,10 +39,10 @@ from sweep.engine._compare import (
 )
 from sweep.engine._constraints import ConstraintError, constraint_inputs, evaluate_constraint
 from sweep.engine._envinfo import memory_budget
+from sweep.engine._global_state import TorchFlags, pinned_flags
 from sweep.engine._inputs import InputError, InputSet, base_seed, make_inputs, memory_plan, torch_dtype
 from sweep.engine._nvml import Nvml
 from sweep.engine._outcome import (
-    STICKY_CUDA,
     Result,
     Stop,
     bits,
@@ -51,12 +50,12 @@ from sweep.engine._outcome import (
     traceback_text,
     triton_mode_problem,
 )
-from sweep.engine._state import TorchFlags, pinned_flags
 from sweep.engine._timing import flush_bytes, time_calls
 from sweep.schema import (
     Clocks,
     Correctness,
     Definition,
+    EvalSettings,
     Performance,
     RandomInput,
     Solution,
@@ -65,9 +64,10 @@ from sweep.schema import (
     Workload,
     check_workload,
 )
-from sweep.task import Task
+from sweep.schema.task import Task
+from sweep.schema.trace_log import sticky_cuda_error
 
-__all__ = ["STICKY_CUDA", "Result", "Run", "Stop", "run_phases", "traceback_text", "triton_mode_problem"]
+__all__ = ["Result", "Run", "Stop", "run_phases", "traceback_text", "triton_mode_problem"]
 
 _BUILD_FAILED_AT_CALL = "Error building extension"
 
@@ -354,8 +354,7 @@ class Run:
     def _note_sticky(self, e: BaseException) -> None:
         if self.device.type != "cuda":
             return
-        text = str(e).lower()
-        if any(m in text for m in STICKY_CUDA):
+        if sticky_cuda_error(str(e)) is not None:
             self.cache.fatal_error = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"
 
     def _check(self, got: object, expected: list[torch.Tensor], where: str) -> None:

@@ -16,8 +16,7 @@ from collections.abc import Callable
 
 import torch
 
-from sweep.config import EvalSettings
-from sweep.schema import TimingStats
+from sweep.schema import EvalSettings, TimingStats
 
 __all__ = ["FLUSH_MIN_BYTES", "flush_bytes", "stats_of", "time_calls"]
 

@@ -1,8 +1,17 @@
-"""FlashInfer-Bench records as frozen pydantic v2 models. No torch import here."""
+"""The records every stage shares, as frozen pydantic v2 models. No torch import here.
+
+FlashInfer-Bench's records (Definition, Solution, Workload, Trace), plus what travels with
+them through the pipeline: the evaluation settings, the :class:`Task`, hardware names
+(:mod:`sweep.schema.hardware`) and the call-argument format of imported operator calls
+(:mod:`sweep.schema.call_args`, :mod:`sweep.schema.call_json`, :mod:`sweep.schema.op_tags`).
+Nothing here imports from a stage above it.
+"""
 
 from sweep.schema.checks import check_workload, constraint_names, eval_axis_constraint
 from sweep.schema.definition import SEED_DTYPES, AxisConst, AxisVar, Definition, DType, TensorSpec
+from sweep.schema.settings import EvalSettings, Timeouts, Tolerance
 from sweep.schema.solution import Binding, BuildSpec, Language, Solution, SourceFile
+from sweep.schema.task import Task, task_id
 from sweep.schema.trace import (
     Clocks,
     Correctness,
@@ -37,6 +46,7 @@ __all__ = [
     "DType",
     "Definition",
     "Environment",
+    "EvalSettings",
     "Evaluation",
     "InputSpec",
     "Language",
@@ -48,11 +58,15 @@ __all__ = [
     "Solution",
     "SourceFile",
     "Status",
+    "Task",
     "TensorSpec",
+    "Timeouts",
     "TimingStats",
+    "Tolerance",
     "Trace",
     "Workload",
     "check_workload",
     "constraint_names",
     "eval_axis_constraint",
+    "task_id",
 ]

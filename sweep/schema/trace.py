@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from datetime import datetime
 from enum import Enum
+from typing import ClassVar
 
 from pydantic import Field, JsonValue, field_validator, model_validator
 
@@ -137,7 +138,28 @@ class Evaluation(Record):
 
 
 class Provenance(Record):
-    """Extension: where a trace came from in a sweep (absent in upstream files)."""
+    """Extension: where a trace came from in a sweep (absent in upstream files).
+
+    Two kinds of field: which task it was (:data:`IDENTITY_FIELDS`, decided by the plan) and
+    where and when it ran (:data:`RUN_FIELDS`, stamped by the process that owns the GPU).
+    """
+
+    IDENTITY_FIELDS: ClassVar[tuple[str, ...]] = (
+        "task_id",
+        "sweep",
+        "solution_hash",
+        "config_hash",
+        "settings_hash",
+    )
+    RUN_FIELDS: ClassVar[tuple[str, ...]] = (
+        "run_id",
+        "node_id",
+        "gpu_id",
+        "worker_pid",
+        "started_at",
+        "finished_at",
+        "attempt",
+    )
 
     task_id: str | None = None
     sweep: str | None = None

@@ -53,7 +53,7 @@ class BackendBenchArgsInput(Record):  # type: ignore[no-redef]
 
     Extension beyond FlashInfer-Bench. It stands for all the arguments at once: a definition
     whose workloads use it declares no inputs of its own. ``args``/``kwargs`` hold the argument
-    tree in the tagged JSON form of ``sweep.backendbench._codec`` (README, "BackendBench
+    tree in the tagged JSON form of ``sweep.schema.call_json`` (README, "BackendBench
     import"): tensors are lazy descriptions (shape, dtype, stride, device) that the engine
     materializes with ``sweep.backendbench.materialize``.
 
@@ -76,7 +76,7 @@ class BackendBenchArgsInput(Record):  # type: ignore[no-redef]
     @model_validator(mode="after")
     def _check_tree(self) -> BackendBenchArgsInput:
         # Imported here: sweep.backendbench imports the schema, not the other way round.
-        from sweep.backendbench._codec import decode_call
+        from sweep.schema.call_json import decode_call
 
         decode_call(self.args, self.kwargs)
         return self

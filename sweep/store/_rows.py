@@ -13,8 +13,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from sweep.hardware import record_name
 from sweep.schema import Definition, Solution, TimingStats, Trace, Workload
+from sweep.schema.hardware import record_name
 from sweep.store._context import StoreContext
 from sweep.store._schema import arrow_schema
 

@@ -18,8 +18,8 @@ from sweep.backendbench import (
     select_ops,
 )
 from sweep.cli import app
-from sweep.dataset import load_dataset
 from sweep.errors import ValidationError
+from sweep.plan.dataset import load_dataset
 from sweep.schema import BackendBenchArgsInput, check_workload
 
 OPS = [

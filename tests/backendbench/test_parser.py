@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from sweep.backendbench import TensorArg, parse_trace, parse_trace_file
-from sweep.backendbench._nodes import DeviceArg, DTypeArg, LayoutArg, TupleArg, iter_tensors
 from sweep.errors import TraceParseError
+from sweep.schema.call_args import DeviceArg, DTypeArg, LayoutArg, TupleArg, iter_tensors
 
 
 def _cnt_lines(path: Path) -> list[str]:

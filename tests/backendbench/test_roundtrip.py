@@ -9,9 +9,9 @@ import pytest
 from typer.testing import CliRunner
 
 from sweep.backendbench import ImportReport, export_backendbench, import_backendbench, parse_trace_file
-from sweep.backendbench._codec import decode_call, decode_value, encode_call
 from sweep.backendbench._format import format_row
 from sweep.cli import app
+from sweep.schema.call_json import decode_call, decode_value, encode_call
 
 
 def _squash(text: str) -> list[str]:

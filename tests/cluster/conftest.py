@@ -14,7 +14,7 @@ import pytest
 
 from sweep.config import EvalSettings, Timeouts
 from sweep.schema import Definition, Solution, Workload
-from sweep.task import Task
+from sweep.schema.task import Task
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "cluster"

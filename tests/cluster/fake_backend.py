@@ -13,7 +13,7 @@ import time
 from typing import Any
 
 from sweep.schema import Correctness, Environment, Evaluation, Performance, Status, Trace
-from sweep.task import Task
+from sweep.schema.task import Task
 
 PREPARED: list[str] = []
 

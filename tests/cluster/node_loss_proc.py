@@ -21,7 +21,7 @@ def main() -> None:
     import ray
     from ray.cluster_utils import Cluster
 
-    from sweep.cluster.launch import LaunchOptions, LaunchResult, launch
+    from sweep.launch.driver import LaunchOptions, LaunchResult, launch
     from sweep.plan import load_config
 
     config = load_config(sys.argv[1])

@@ -9,9 +9,9 @@ from typer.testing import CliRunner
 
 from sweep._cli.launch import render_launch
 from sweep.cli import app
-from sweep.cluster.launch import LaunchResult
-from sweep.cluster.report import Tally
 from sweep.cluster.scheduler import SchedulerStats
+from sweep.launch.driver import LaunchResult
+from sweep.launch.progress import Tally
 from sweep.plan import Exclusion
 
 from .conftest import write_config, write_dataset

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from sweep.cluster.connect import ClusterInfo, NodeInfo, auto_target, pools_for, resolve_address
-from sweep.cluster.launch import _portable
 from sweep.config import SweepConfig
 from sweep.errors import ClusterError
+from sweep.launch.driver import _portable
 
 from .conftest import toy_tasks
 

@@ -15,9 +15,9 @@ import pytest
 from typer.testing import CliRunner
 
 from sweep.cli import app
-from sweep.cluster.launch import LaunchOptions, launch
 from sweep.cluster.scheduler import SchedulerOptions
 from sweep.errors import ClusterError
+from sweep.launch.driver import LaunchOptions, launch
 from sweep.store import completed_task_ids
 
 from .conftest import DATA, read_traces, write_config, write_dataset

@@ -9,9 +9,8 @@ import pytest
 
 from sweep.cluster import Sandbox, SandboxSpec
 from sweep.cluster import sandbox as sandbox_mod
-from sweep.cluster._failures import Stamp
 from sweep.cluster.sandbox import Done, Envelope, TaskPacker, load_task
-from sweep.schema import Status
+from sweep.schema import Provenance, Status
 
 from .conftest import FAKE_BACKEND, toy_tasks
 
@@ -52,7 +51,7 @@ def test_different_content_gets_a_different_records_key() -> None:
 
 def test_done_stamps_the_trace_on_receipt() -> None:
     task = toy_tasks(["a"])[0]
-    with Sandbox(SandboxSpec(backend=FAKE_BACKEND, preload=()), Stamp(run_id="r-9", gpu_id="3")) as sb:
+    with Sandbox(SandboxSpec(backend=FAKE_BACKEND, preload=()), Provenance(run_id="r-9", gpu_id="3")) as sb:
         (done,) = sb.run_batch([Envelope.of(task, attempt=2)])
     assert isinstance(done, Done) and b"r-9" not in done.trace_json  # the sandbox does not stamp
     trace = done.trace(task)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import time
 
-from sweep.cluster.report import Progress, Tally, render_summary
+from sweep.launch.progress import Progress, Tally, render_summary
 from sweep.schema import Correctness, Environment, Evaluation, Performance, Status, Trace, Workload
 
 _WL = Workload(uuid="w", axes={}, inputs={})

@@ -13,19 +13,18 @@ from pathlib import Path
 import pytest
 
 from sweep.cluster import Sandbox, SandboxSpec, SandboxStartError
-from sweep.cluster._failures import Stamp
 from sweep.cluster.sandbox import Envelope
 from sweep.config import EvalSettings, Timeouts
-from sweep.dataset import load_dataset
-from sweep.schema import Status
-from sweep.task import Task
+from sweep.plan.dataset import load_dataset
+from sweep.schema import Provenance, Status
+from sweep.schema.task import Task
 
 from .conftest import DATA, FAKE_BACKEND, toy_tasks
 
 
 @pytest.fixture(scope="module")
 def fake() -> Iterator[Sandbox]:
-    with Sandbox(SandboxSpec(backend=FAKE_BACKEND, preload=()), Stamp(run_id="r", gpu_id="7")) as sb:
+    with Sandbox(SandboxSpec(backend=FAKE_BACKEND, preload=()), Provenance(run_id="r", gpu_id="7")) as sb:
         yield sb
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sweep.dataset import Origin, load_dataset, validate_roots
 from sweep.errors import DatasetError
+from sweep.plan.dataset import Origin, load_dataset, validate_roots
 from sweep.schema import ScalarInput
 
 
@@ -327,7 +327,7 @@ def test_loading_imports_no_torch(fixtures: Path) -> None:
     import sys
 
     code = (
-        "import sys; from sweep.dataset import load_dataset; "
+        "import sys; from sweep.plan.dataset import load_dataset; "
         f"load_dataset([{str(fixtures / 'good')!r}]); "
         "print(sorted(m for m in ('torch', 'triton', 'ray', 'duckdb') if m in sys.modules))"
     )

@@ -16,7 +16,7 @@ import pytest
 from sweep.config import EvalSettings
 from sweep.engine import EngineCache, evaluate
 from sweep.schema import Definition, Solution, Trace, Workload
-from sweep.task import Task
+from sweep.schema.task import Task
 
 ENGINE_DATA = Path(__file__).resolve().parent.parent / "data" / "engine"
 REPO = Path(__file__).resolve().parent.parent.parent

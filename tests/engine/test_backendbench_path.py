@@ -20,12 +20,12 @@ from typer.testing import CliRunner
 from sweep.backendbench import build_records, import_backendbench, import_kernels, parse_trace
 from sweep.cli import app
 from sweep.config import EvalSettings
-from sweep.dataset import Dataset, load_dataset
 from sweep.engine import EngineCache, evaluate
 from sweep.engine._inputs import base_seed
 from sweep.plan import expand, load_config
+from sweep.plan.dataset import Dataset, load_dataset
 from sweep.schema import Definition, Trace, Workload
-from sweep.task import Task
+from sweep.schema.task import Task
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "backendbench"

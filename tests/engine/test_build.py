@@ -8,7 +8,7 @@ import pytest
 
 from sweep.engine import EngineCache, build
 from sweep.engine._build import BuildError, build_solution, solution_folder
-from sweep.task import Task
+from sweep.schema.task import Task
 
 HELPERS_A = "SCALE = 1.0\n\ndef combine(x, y):\n    return x * SCALE + y\n"
 MAIN_A = (
@@ -181,7 +181,7 @@ import sys, triton.language  # imported before TRITON_INTERPRET=1: compiled-only
 from sweep.engine import EngineCache, evaluate
 from sweep.schema import Definition, Solution, Workload
 from sweep.config import EvalSettings
-from sweep.task import Task
+from sweep.schema.task import Task
 d = Definition.model_validate_json(open(sys.argv[1]).read())
 s = Solution.model_validate_json(open(sys.argv[2]).read())
 w = Workload.model_validate_json(open(sys.argv[3]).read())

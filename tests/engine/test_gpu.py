@@ -58,9 +58,9 @@ SHIPPED = textwrap.dedent(
     """
     import json, sys
     from sweep.config import EvalSettings
-    from sweep.dataset import load_dataset
+    from sweep.plan.dataset import load_dataset
     from sweep.engine import EngineCache, evaluate, prepare_process
-    from sweep.task import Task
+    from sweep.schema.task import Task
     prepare_process("cuda")
     ds = load_dataset([sys.argv[1]])
     settings = EvalSettings(trials=2, warmup_ms=0, rep_ms=1, min_iterations=2, max_iterations=6, input_sets=2)
@@ -165,7 +165,7 @@ STICKY = textwrap.dedent(
     from sweep.config import EvalSettings
     from sweep.engine import EngineCache, evaluate
     from sweep.schema import Definition, Solution, Workload
-    from sweep.task import Task
+    from sweep.schema.task import Task
     d = Definition.model_validate_json(open(sys.argv[1]).read())
     bad = Solution.model_validate_json(open(sys.argv[2]).read())
     good = Solution.model_validate_json(open(sys.argv[3]).read())

@@ -85,7 +85,7 @@ EVAL_ONE = textwrap.dedent(
     from sweep.config import EvalSettings
     from sweep.engine import evaluate
     from sweep.schema import Definition, Solution, Workload
-    from sweep.task import Task
+    from sweep.schema.task import Task
     d = Definition.model_validate_json(open(sys.argv[1]).read())
     s = Solution.model_validate_json(open(sys.argv[2]).read())
     w = Workload.model_validate_json(open(sys.argv[3]).read())

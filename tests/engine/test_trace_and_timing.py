@@ -10,7 +10,7 @@ from sweep.config import EvalSettings
 from sweep.engine import EngineCache, evaluate_pair
 from sweep.engine._timing import stats_of
 from sweep.schema import Trace
-from sweep.task import Task
+from sweep.schema.task import Task
 
 GOOD = "def run(x, y):\n    return x + y\n"
 
@@ -91,7 +91,7 @@ def test_evaluate_pair_runs_every_workload(kit, vadd) -> None:
 
 
 def test_shipped_pytorch_and_triton_solutions_pass_on_cpu(kit) -> None:
-    from sweep.dataset import load_dataset
+    from sweep.plan.dataset import load_dataset
 
     ds = load_dataset([kit.repo])
     settings = kit.fast.model_copy(

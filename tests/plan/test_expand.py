@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from sweep.config import ConfigOverrides, SweepConfig
-from sweep.dataset import Dataset, load_dataset
 from sweep.errors import PlanError
 from sweep.plan import Exclusion, Plan, expand, load_config, plan_config, target_hardware
+from sweep.plan.dataset import Dataset, load_dataset
 
 REPO = Path(__file__).resolve().parents[2]
 FIX = REPO / "tests" / "data" / "dataset"

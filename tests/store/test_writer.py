@@ -198,7 +198,7 @@ def test_every_logged_line_is_valid_json_for_flashinfer_bench(tmp_path: Path) ->
 
 
 def test_results_folder_passes_sweep_validate(tmp_path: Path, ctx: StoreContext) -> None:
-    from sweep.dataset import validate_roots
+    from sweep.plan.dataset import validate_roots
 
     results, db = _paths(tmp_path)
     with ResultsWriter(results, db, sweep="s", run_id="r", context=ctx) as w:

@@ -10,8 +10,11 @@ import hashlib
 
 from pydantic import BaseModel, ConfigDict
 
-from sweep.config import EvalSettings
-from sweep.schema import Definition, Solution, Workload
+from sweep.schema.definition import Definition
+from sweep.schema.settings import EvalSettings
+from sweep.schema.solution import Solution
+from sweep.schema.trace import Provenance
+from sweep.schema.workload import Workload
 
 __all__ = ["Task", "task_id"]
 
@@ -72,3 +75,17 @@ class Task(BaseModel):
             sweep=sweep,
             config_hash=config_hash,
         )
+
+    def provenance(self, **run: str | int | None) -> Provenance:
+        """The provenance of this task's trace: its identity (task id, sweep, solution,
+        config and settings hashes; empty ones left out) and the ``run`` fields given
+        (``Provenance.RUN_FIELDS``: where and when it ran; ``None`` values left out)."""
+        identity: dict[str, str | int | None] = {
+            "task_id": self.task_id,
+            "sweep": self.sweep or None,
+            "solution_hash": self.solution.content_hash,
+            "settings_hash": self.settings.settings_hash(),
+            "config_hash": self.config_hash or None,
+        }
+        fields = {**identity, **run}
+        return Provenance(**{k: v for k, v in fields.items() if v is not None})

@@ -35,20 +35,9 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from sweep.cluster._packing import load_task
-from sweep.cluster._zygote import set_parent_death_signal
+from sweep.schema.trace_log import sticky_cuda_error
 
-__all__ = ["STICKY_CUDA_MARKERS", "Backend", "SandboxInfo", "child_main", "load_backend"]
-
-#: Error texts after which a CUDA context is unusable (only a new process recovers).
-STICKY_CUDA_MARKERS = (
-    "illegal memory access",
-    "illegal address",
-    "unspecified launch failure",
-    "device-side assert",
-    "misaligned address",
-    "an illegal instruction",
-    "CUDA error: unknown error",
-)
+__all__ = ["Backend", "SandboxInfo", "child_main", "load_backend"]
 
 
 @dataclass(frozen=True)
@@ -68,13 +57,17 @@ class Backend:
 
     The module must define ``evaluate(task, *, device, cache) -> Trace``. Optional:
     ``prepare_process(device_kind)`` (called first), ``EngineCache`` (one per process) and
-    ``build(task, *, device, cache)`` (the compile phase, timed by its own deadline).
+    ``build(task, *, device, cache)`` (the compile phase, timed by its own deadline) and
+    ``cuda_problem(device) -> str | None`` (why this process's CUDA context is unusable:
+    the sandbox asks after every failed evaluation on a GPU, since a kernel fault can
+    surface only at the next synchronisation).
     """
 
     evaluate: Callable[..., Any]
     prepare: Callable[[str], Any] | None
     cache_factory: Callable[[], Any] | None
     build: Callable[..., Any] | None
+    cuda_problem: Callable[[str], str | None] | None
 
 
 def load_backend(module: str) -> Backend:
@@ -88,6 +81,7 @@ def load_backend(module: str) -> Backend:
         prepare=getattr(mod, "prepare_process", None),
         cache_factory=getattr(mod, "EngineCache", None),
         build=getattr(mod, "build", None),
+        cuda_problem=getattr(mod, "cuda_problem", None),
     )
 
 
@@ -106,29 +100,32 @@ def _describe(device: str, has_build: bool) -> SandboxInfo:
     return SandboxInfo(pid=os.getpid(), device=device, device_name=name, libs=libs, has_build=has_build)
 
 
-def _cuda_broken(device: str, trace: Any) -> str | None:
+def _broken(device: str, trace: Any, backend: Backend) -> str | None:
     """Why this process must be replaced after ``trace``, or ``None`` when it is healthy."""
     evaluation = getattr(trace, "evaluation", None)
     status = getattr(getattr(evaluation, "status", None), "value", "PASSED")
     if status == "PASSED":
         return None
-    log = str(getattr(evaluation, "log", "")).lower()
-    for marker in STICKY_CUDA_MARKERS:
-        if marker.lower() in log:
-            return f"sticky CUDA error in the trace log ({marker!r})"
-    if not device.startswith("cuda"):
+    marker = sticky_cuda_error(str(getattr(evaluation, "log", "")))
+    if marker is not None:
+        return f"sticky CUDA error in the trace log ({marker!r})"
+    if not device.startswith("cuda") or backend.cuda_problem is None:
         return None
-    try:  # a kernel fault can surface only at the next synchronisation
-        import torch
+    return backend.cuda_problem(device)
 
-        torch.cuda.synchronize()
-        probe = torch.ones(4, device=device)
-        if float(probe.sum().item()) != 4.0:
-            return "CUDA health probe returned a wrong value"
-        torch.cuda.synchronize()
-    except Exception as e:  # noqa: BLE001 - any failure means the context is gone
-        return f"CUDA health probe failed: {e}"
-    return None
+
+def set_parent_death_signal() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (no-op elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - exotic libc
+        pass
 
 
 _CRASH_LOG: Any = None
@@ -191,7 +188,7 @@ def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
                 built.add(key)
                 conn.send(("built",))
             trace = backend.evaluate(task, device=device, cache=cache)
-            broken = getattr(cache, "fatal_error", None) or _cuda_broken(device, trace)
+            broken = getattr(cache, "fatal_error", None) or _broken(device, trace, backend)
             finished = time.time()
             payload = trace.to_json().encode()
         except BaseException:  # noqa: BLE001 - even SystemExit from a solution is a result

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from typing import TypeAlias
 
-from sweep.backendbench._nodes import (
+from sweep.schema.call_args import (
     ABBREV_TO_DTYPE,
     ITEMSIZE,
     LAYOUTS,

@@ -23,8 +23,7 @@ from typing import Literal, TypeVar
 
 import pydantic
 
-from sweep._dataset_errors import format_validation_error
-from sweep.errors import DatasetError, did_you_mean
+from sweep.errors import DatasetError, did_you_mean, format_validation_error
 from sweep.schema import Definition, Solution, Trace, Workload, check_workload
 
 __all__ = ["LAYOUT", "Dataset", "Origin", "RecordKind", "load_dataset", "validate_roots"]

@@ -25,8 +25,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sweep.backendbench._codec import decode_call
-from sweep.backendbench._nodes import (
+from sweep.errors import EngineError
+from sweep.schema import BackendBenchArgsInput, Definition, Workload
+from sweep.schema.call_args import (
     ArgValue,
     DeviceArg,
     DTypeArg,
@@ -36,9 +37,8 @@ from sweep.backendbench._nodes import (
     TupleArg,
     iter_tensors,
 )
-from sweep.backendbench._ops import MutatedArg, op_from_tags, parse_mutation_tags
-from sweep.errors import EngineError
-from sweep.schema import BackendBenchArgsInput, Definition, Workload
+from sweep.schema.call_json import decode_call
+from sweep.schema.op_tags import MutatedArg, op_from_tags, parse_mutation_tags
 
 __all__ = [
     "CallSpec",

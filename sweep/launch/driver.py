@@ -19,14 +19,14 @@ from pathlib import Path
 from typing import TextIO
 
 from sweep.cluster.connect import ClusterInfo, Pool, RayConnection, auto_target, connect, pools_for
-from sweep.cluster.report import Progress, SummaryRow, Tally
 from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
 from sweep.config import ConfigOverrides, SweepConfig, apply_overrides
-from sweep.dataset import Dataset, load_dataset
+from sweep.launch.progress import Progress, SummaryRow, Tally
 from sweep.plan import Exclusion, Plan, expand, load_config
+from sweep.plan.dataset import Dataset, load_dataset
 from sweep.schema import Trace
-from sweep.task import Task
+from sweep.schema.task import Task
 
 __all__ = ["STORE_FLUSH_S", "LaunchOptions", "LaunchResult", "launch", "new_run_id"]
 

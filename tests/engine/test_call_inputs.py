@@ -7,11 +7,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from sweep.backendbench import (
+from sweep.backendbench import build_records, parse_trace, parse_trace_file
+from sweep.engine._call_inputs import (
     CallSpec,
     InputTooLarge,
-    TensorArg,
-    build_records,
     call_input,
     check_budget,
     clone_call,
@@ -19,13 +18,11 @@ from sweep.backendbench import (
     is_backendbench,
     materialize,
     mutated_values,
-    parse_trace,
-    parse_trace_file,
 )
-from sweep.backendbench._nodes import DeviceArg, DTypeArg
-from sweep.backendbench._ops import MutatedArg
 from sweep.errors import EngineError
 from sweep.schema import Definition, Workload
+from sweep.schema.call_args import DeviceArg, DTypeArg, TensorArg
+from sweep.schema.op_tags import MutatedArg
 
 
 def _spec(text: str, op: str = "aten.x.default") -> CallSpec:

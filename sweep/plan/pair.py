@@ -1,19 +1,16 @@
-"""Picking one definition, one solution and its workloads out of dataset roots (for ``sweep eval``).
-
-No torch at module level: the CLI imports this to report selection errors quickly.
-"""
+"""Picking one definition, one solution and its workloads out of dataset roots (for ``sweep eval``)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.config import EvalSettings
 from sweep.errors import EngineError, did_you_mean
-from sweep.schema import Definition, Solution, Trace, Workload
+from sweep.plan.dataset import load_dataset
+from sweep.schema import Definition, Solution, Workload
 
-__all__ = ["PairSelection", "evaluate_from_dataset", "select_pair"]
+__all__ = ["PairSelection", "select_pair"]
 
 
 @dataclass(frozen=True)
@@ -45,8 +42,6 @@ def select_pair(
         EngineError: A name or uuid is unknown or ambiguous, or the solution belongs to
             another definition.
     """
-    from sweep.dataset import load_dataset
-
     ds = load_dataset(list(roots))
     defn = ds.definitions.get(definition)
     if defn is None:
@@ -81,43 +76,3 @@ def select_pair(
     workloads = chosen or list(available)
     wl_roots = [ds.root_of("workload", w.uuid) for w in workloads]
     return PairSelection(definition=defn, solution=sol, workloads=workloads, roots=wl_roots)
-
-
-def evaluate_from_dataset(
-    roots: Sequence[str | Path],
-    definition: str,
-    solution: str,
-    *,
-    workload_ids: Sequence[str] = (),
-    settings: EvalSettings | None = None,
-    device: str | None = None,
-    on_trace: Callable[[Trace], None] | None = None,
-) -> list[Trace]:
-    """Evaluate one solution of one definition over its workloads, in this process.
-
-    Safetensors inputs resolve against the root each workload came from.
-
-    Raises:
-        DatasetError: A root cannot be loaded.
-        EngineError: Unknown names, or an invalid/unavailable ``device``.
-    """
-    pick = select_pair(roots, definition, solution, workload_ids)
-    from sweep.engine import EngineCache, _evaluate
-
-    settings = settings or EvalSettings()
-    cache = EngineCache()
-    traces: list[Trace] = []
-    for wl, root in zip(pick.workloads, pick.roots):
-        traces.extend(
-            _evaluate.evaluate_pair(
-                pick.definition,
-                pick.solution,
-                [wl],
-                settings,
-                dataset_root=str(root),
-                device=device,
-                cache=cache,
-                on_trace=on_trace,
-            )
-        )
-    return traces

@@ -14,85 +14,23 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue, field_validator
+from pydantic import Field, JsonValue, field_validator
+
+from sweep.schema.settings import EvalSettings, StrictModel
 
 __all__ = [
     "ConfigOverrides",
     "DefinitionSelect",
-    "EvalSettings",
     "OutputSettings",
     "RaySettings",
     "SolutionSelect",
     "SweepConfig",
-    "Timeouts",
-    "Tolerance",
     "WorkloadSelect",
     "apply_overrides",
 ]
 
 
-class _Strict(BaseModel):
-    """Base for what users write: unknown keys are errors, values are frozen."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Tolerance(_Strict):
-    """Absolute and relative tolerance; ``None`` keeps the per-dtype default.
-
-    An element is wrong only when BOTH ``|x - y| > atol`` and ``|x - y| > rtol * |y|``
-    (FlashInfer-Bench's rule).
-    """
-
-    atol: float | None = Field(default=None, ge=0)
-    rtol: float | None = Field(default=None, ge=0)
-
-
-class Timeouts(_Strict):
-    """Seconds allowed for each phase of one evaluation."""
-
-    compile_s: float = Field(default=900.0, gt=0)
-    run_s: float = Field(default=120.0, gt=0)
-
-
-class EvalSettings(_Strict):
-    """How each evaluation is run. Its hash decides which stored results are comparable."""
-
-    seed: int = 0
-    trials: int = Field(default=3, ge=1, description="correctness trials, fresh inputs each")
-    warmup_ms: float = Field(default=25.0, ge=0)
-    rep_ms: float = Field(default=100.0, gt=0, description="target time spent in timed calls")
-    min_iterations: int = Field(default=10, ge=1)
-    max_iterations: int = Field(default=1000, ge=1)
-    input_sets: int = Field(default=4, ge=1, description="distinct inputs rotated while timing")
-    tolerance: Tolerance = Tolerance()
-    op_type_tolerance: dict[str, Tolerance] = Field(default_factory=dict)
-    definition_tolerance: dict[str, Tolerance] = Field(default_factory=dict)
-    timeouts: Timeouts = Timeouts()
-    memory_budget_gb: float | None = Field(
-        default=None, gt=0, description="per task; None = 80% of the device's free memory"
-    )
-    log_limit_bytes: int = Field(default=16384, ge=256)
-
-    def settings_hash(self) -> str:
-        """Stable hash of every setting that changes what a measurement means."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def tolerance_for(self, definition: str, op_type: str) -> Tolerance:
-        """The tolerance override for one definition: per-definition, then per-op_type,
-        then global (each field falls through separately when ``None``)."""
-        layers = [
-            self.definition_tolerance.get(definition),
-            self.op_type_tolerance.get(op_type),
-            self.tolerance,
-        ]
-        atol = next((t.atol for t in layers if t is not None and t.atol is not None), None)
-        rtol = next((t.rtol for t in layers if t is not None and t.rtol is not None), None)
-        return Tolerance(atol=atol, rtol=rtol)
-
-
-class DefinitionSelect(_Strict):
+class DefinitionSelect(StrictModel):
     """Which definitions to sweep; empty lists select everything. Filters combine with AND."""
 
     names: list[str] = Field(default_factory=list, description="exact names or globs (fnmatch)")
@@ -100,7 +38,7 @@ class DefinitionSelect(_Strict):
     tags: list[str] = Field(default_factory=list, description="a definition needs all of these")
 
 
-class SolutionSelect(_Strict):
+class SolutionSelect(StrictModel):
     """Which solutions to sweep; empty lists select everything."""
 
     names: list[str] = Field(default_factory=list, description="exact names or globs (fnmatch)")
@@ -108,14 +46,14 @@ class SolutionSelect(_Strict):
     languages: list[Literal["python", "triton", "cuda", "cpp", "tilelang"]] = Field(default_factory=list)
 
 
-class WorkloadSelect(_Strict):
+class WorkloadSelect(StrictModel):
     """Which workloads of each definition to run."""
 
     limit_per_definition: int | None = Field(default=None, ge=1)
     uuids: list[str] = Field(default_factory=list)
 
 
-class RaySettings(_Strict):
+class RaySettings(StrictModel):
     """Where to run: ``address`` of an existing cluster, or none for an embedded local Ray."""
 
     address: str | None = None
@@ -124,7 +62,7 @@ class RaySettings(_Strict):
     num_gpus: int | None = Field(default=None, ge=0, description="embedded Ray only")
 
 
-class OutputSettings(_Strict):
+class OutputSettings(StrictModel):
     """Where results go (relative paths are relative to the config file's folder)."""
 
     results_dir: str = "results"
@@ -135,7 +73,7 @@ class OutputSettings(_Strict):
         return self.store or str(Path(self.results_dir) / "sweep.duckdb")
 
 
-class SweepConfig(_Strict):
+class SweepConfig(StrictModel):
     """One sweep: what to evaluate (dataset and selections), on what, and how."""
 
     name: str = Field(min_length=1)
@@ -162,7 +100,7 @@ class SweepConfig(_Strict):
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-class ConfigOverrides(_Strict):
+class ConfigOverrides(StrictModel):
     """What the command line may override in a config; ``None`` keeps the YAML value."""
 
     name: str | None = Field(default=None, min_length=1)

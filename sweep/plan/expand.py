@@ -18,23 +18,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweep._config_load import read_config_file, resolve_paths
-from sweep.config import ConfigOverrides, SweepConfig, apply_overrides
-from sweep.dataset import Dataset, load_dataset
+from sweep.config import ConfigOverrides, SweepConfig, load_config
 from sweep.errors import PlanError, did_you_mean
-from sweep.hardware import CPU, short_name, solution_targets_match
+from sweep.plan.dataset import Dataset, load_dataset
 from sweep.schema import Definition, Solution, Workload
-from sweep.task import Task
+from sweep.schema.hardware import CPU, short_name, solution_targets_match
+from sweep.schema.task import Task
 
-__all__ = [
-    "ConfigOverrides",
-    "Exclusion",
-    "Plan",
-    "expand",
-    "load_config",
-    "plan_config",
-    "target_hardware",
-]
+__all__ = ["Exclusion", "Plan", "expand", "plan_config", "target_hardware"]
 
 
 @dataclass(frozen=True)
@@ -76,23 +67,6 @@ def target_hardware(config: SweepConfig) -> str:
     if config.hardware.strip().lower() == "auto":
         return CPU
     return short_name(config.hardware)
-
-
-def load_config(path: str | Path, overrides: ConfigOverrides | None = None) -> SweepConfig:
-    """Read a sweep config, resolve its paths, apply command-line overrides.
-
-    Relative ``dataset`` and ``output`` paths in the file are made absolute against the
-    file's folder; relative paths in ``overrides`` against the current directory.
-
-    Raises:
-        ConfigError: The file is missing or malformed (messages carry ``file:line``).
-    """
-    p = Path(path)
-    config = read_config_file(p)
-    config = resolve_paths(config, p.resolve().parent)
-    if overrides is not None and not overrides.is_empty():
-        config = resolve_paths(apply_overrides(config, overrides), Path.cwd())
-    return config
 
 
 def _match_names(patterns: Sequence[str], names: Iterable[str]) -> set[str]:

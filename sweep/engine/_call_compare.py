@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from sweep.backendbench._args import CallSpec, mutated_values
+from sweep.engine._call_inputs import CallSpec, mutated_values
 
 __all__ = ["Comparison", "compare_call", "compare_values"]
 

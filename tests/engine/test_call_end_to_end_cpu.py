@@ -7,14 +7,10 @@ from pathlib import Path
 
 import torch
 
-from sweep.backendbench import (
-    ImportReport,
-    clone_call,
-    compare_call,
-    describe_call,
-    materialize,
-)
-from sweep.dataset import load_dataset
+from sweep.backendbench import ImportReport, import_backendbench, import_kernels
+from sweep.engine._call_compare import compare_call
+from sweep.engine._call_inputs import clone_call, describe_call, materialize
+from sweep.plan.dataset import load_dataset
 
 # Operators of edge_cases.trace.txt whose CPU kernels accept BackendBench's random inputs.
 # Left out: cuDNN-only ops, half-precision FFT (no CPU kernel), index-taking ops (random
@@ -63,3 +59,39 @@ def test_real_rows_run_through_the_reference(
             assert verdict.ok, (name, w.uuid, verdict)
             ran += 1
     assert ran >= 25
+
+
+def test_the_imported_kernel_matches_the_reference_on_cpu(
+    local_data: Path, edge_file: Path, tmp_path: Path
+) -> None:
+    """The imported solution's entry point, called like the ATen op, agrees with the reference."""
+    import importlib.util
+
+    import torch
+
+    import_backendbench(edge_file, tmp_path, ops=["add.Tensor"])
+    report = import_kernels(local_data / "kernels", tmp_path)
+    ds = load_dataset([tmp_path])
+    defn = ds.definitions["add__Tensor"]
+    sol = ds.solutions["add__Tensor_implementation"]
+    path = tmp_path / "impl.py"
+    path.write_text(sol.sources[0].content)
+    spec_ = importlib.util.spec_from_file_location("bb_test_impl", path)
+    assert spec_ is not None and spec_.loader is not None
+    module = importlib.util.module_from_spec(spec_)
+    spec_.loader.exec_module(module)
+    impl = getattr(module, sol.spec.entry_symbol)
+    ref_ns: dict[str, object] = {}
+    exec(compile(defn.reference, "reference.py", "exec"), ref_ns)  # noqa: S102  (generated reference)
+    run = ref_ns["run"]
+    assert callable(run)
+    for w in ds.workloads["add__Tensor"]:
+        call = describe_call(defn, w)
+        args, kwargs = materialize(call, torch.Generator().manual_seed(0), "cpu")
+        ra, rk = clone_call(args, kwargs)
+        sa, sk = clone_call(args, kwargs)
+        verdict = compare_call(
+            call, (run(*ra, **rk), ra, rk), (impl(*sa, **sk), sa, sk), atol=1e-3, rtol=1e-3
+        )
+        assert verdict.ok, verdict
+    assert report.solutions

@@ -7,8 +7,9 @@ import math
 import pytest
 import torch
 
-from sweep.backendbench import CallSpec, clone_call, compare_call, compare_values
-from sweep.backendbench._ops import MutatedArg
+from sweep.engine._call_compare import compare_call, compare_values
+from sweep.engine._call_inputs import CallSpec, clone_call
+from sweep.schema.op_tags import MutatedArg
 
 
 def cmp(e: object, a: object, atol: float = 1e-2, rtol: float = 1e-2) -> tuple[bool, str, str]:

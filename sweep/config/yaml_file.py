@@ -16,11 +16,10 @@ from typing import NoReturn, Union
 import pydantic
 import yaml
 
-from sweep._dataset_errors import loc_path
-from sweep.config import SweepConfig
-from sweep.errors import ConfigError, did_you_mean
+from sweep.config.models import ConfigOverrides, SweepConfig, apply_overrides
+from sweep.errors import ConfigError, did_you_mean, field_errors, loc_path
 
-__all__ = ["read_config_file", "resolve_paths"]
+__all__ = ["load_config", "read_config_file", "resolve_paths"]
 
 _Loc = Sequence[str | int]
 
@@ -122,31 +121,23 @@ def _raise(lines: list[str], path: str) -> NoReturn:
 
 
 def _format_errors(err: pydantic.ValidationError, data: object, root: yaml.Node, path: str) -> list[str]:
+    """The config's problems with the line each is on; unknown keys get a "did you mean"."""
     lines: list[str] = []
-    for e in err.errors(include_url=False):
-        loc = list(e["loc"])
-        dotted = loc_path(loc, data) or "(top level)"
-        node, _found = _node_at(root, loc)
+    for f in field_errors(err, data):
+        node, _found = _node_at(root, f.loc)
         where = f"{path}:{_mark(node)}"
-        if e["type"] == "extra_forbidden":
-            key = str(loc[-1])
-            parent = loc[:-1]
+        if f.kind == "extra_forbidden":
+            key = str(f.loc[-1])
+            parent = f.loc[:-1]
             allowed = _allowed_keys(SweepConfig, parent)
             inside = f" in {loc_path(parent, data)}" if parent else ""
             hint = did_you_mean(key, allowed)
             listing = f"; allowed: {', '.join(allowed)}" if allowed and not hint else ""
             lines.append(f"{where}: unknown key {key!r}{inside}{hint}{listing}")
-            continue
-        msg = str(e["msg"])
-        msg = msg.removeprefix("Value error, ")
-        if e["type"] == "missing":
-            above = loc_path(loc[:-1], data)
-            missing = f"{above}.{loc[-1]}" if above else str(loc[-1])
-            lines.append(f"{where}: {missing}: required key is missing")
-            continue
-        shown = e.get("input")
-        got = "" if isinstance(shown, (dict, list)) else f" (got {shown!r})"
-        lines.append(f"{where}: {dotted}: {msg}{got}")
+        elif f.kind == "missing":
+            lines.append(f"{where}: {f.path}: required key is missing")
+        else:
+            lines.append(f"{where}: {f.path or '(top level)'}: {f.message}{f.got}")
     return lines
 
 
@@ -202,3 +193,20 @@ def resolve_paths(config: SweepConfig, base: Path) -> SweepConfig:
     if config.output.store is not None:
         out["store"] = _resolve(base, config.output.store)
     return SweepConfig.model_validate(data)
+
+
+def load_config(path: str | Path, overrides: ConfigOverrides | None = None) -> SweepConfig:
+    """Read a sweep config, resolve its paths, apply command-line overrides.
+
+    Relative ``dataset`` and ``output`` paths in the file are made absolute against the
+    file's folder; relative paths in ``overrides`` against the current directory.
+
+    Raises:
+        ConfigError: The file is missing or malformed (messages carry ``file:line``).
+    """
+    p = Path(path)
+    config = read_config_file(p)
+    config = resolve_paths(config, p.resolve().parent)
+    if overrides is not None and not overrides.is_empty():
+        config = resolve_paths(apply_overrides(config, overrides), Path.cwd())
+    return config

@@ -13,8 +13,8 @@ import socket
 import time
 from dataclasses import dataclass, replace
 
-from sweep.cluster._failures import Stamp
 from sweep.cluster.sandbox import Done, Envelope, Sandbox, SandboxSpec, SandboxStats
+from sweep.schema import Provenance
 
 __all__ = ["SweepWorker", "WorkerInfo", "resolve_device_kind"]
 
@@ -61,7 +61,7 @@ class SweepWorker:
         self._node_id = ctx.get_node_id()
         self._gpu_id = ",".join(gpu_ids) or None
         spec = replace(spec, device_kind=resolve_device_kind(spec.device_kind, gpu_ids))
-        stamp = Stamp(run_id=run_id, node_id=self._node_id, gpu_id=self._gpu_id)
+        stamp = Provenance(run_id=run_id, node_id=self._node_id, gpu_id=self._gpu_id)
         self._sandbox = Sandbox(spec, stamp)
 
     def ready(self) -> WorkerInfo:

@@ -1,0 +1,88 @@
+"""Traces the scheduler writes itself: when the sandbox dies, hangs, or the worker is lost.
+
+The engine writes the trace of every evaluation that returns. When it cannot (the process
+running it was killed, crashed, or its node vanished), the supervisor or the driver writes
+one here, so every task still ends with exactly one trace.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from sweep.schema import Environment, Evaluation, Provenance, Status, Trace
+from sweep.schema.hardware import record_name
+from sweep.schema.task import Task
+from sweep.schema.trace_log import clip_log
+
+__all__ = ["failure_trace", "now_iso", "stamp_trace"]
+
+
+def now_iso(epoch: float | None = None) -> str:
+    """The current UTC time (or ``epoch``, a ``time.time()`` value), ISO 8601 with microseconds."""
+    moment = datetime.now(timezone.utc) if epoch is None else datetime.fromtimestamp(epoch, timezone.utc)
+    return moment.isoformat()
+
+
+def _provenance(task: Task, stamp: Provenance, base: Provenance | None) -> Provenance:
+    """Task identity (where the engine left it empty) plus the run fields of ``stamp`` (always)."""
+    if base is None:
+        base = task.provenance()
+    else:
+        gaps = [k for k in Provenance.IDENTITY_FIELDS if getattr(base, k) is None]
+        if gaps:  # the identity is computed only where the engine left a gap
+            identity = task.provenance()
+            base = base.model_copy(
+                update={k: getattr(identity, k) for k in gaps if getattr(identity, k) is not None}
+            )
+    run = {k: getattr(stamp, k) for k in Provenance.RUN_FIELDS if getattr(stamp, k) is not None}
+    return base.model_copy(update=run)
+
+
+def stamp_trace(trace: Trace, task: Task, stamp: Provenance) -> Trace:
+    """``trace`` with its provenance carrying the task identity and the run fields of ``stamp``
+    (``Provenance.RUN_FIELDS``: where and when it ran).
+
+    The scheduler's own fields (run, node, GPU, worker, start/end, attempt) win over what the
+    engine wrote: they bracket the whole evaluation, as seen by the process that owns the GPU.
+    """
+    return trace.model_copy(update={"provenance": _provenance(task, stamp, trace.provenance)})
+
+
+def failure_trace(
+    task: Task,
+    status: Status,
+    log: str,
+    stamp: Provenance,
+    *,
+    device_name: str | None = None,
+    libs: dict[str, str] | None = None,
+) -> Trace:
+    """A RUNTIME_ERROR or TIMEOUT trace for ``task`` that the engine could not write.
+
+    Args:
+        task: The task that failed.
+        status: ``Status.RUNTIME_ERROR`` or ``Status.TIMEOUT``.
+        log: Why, with the tail of the sandbox's output; clipped to the task's log limit.
+        stamp: Where and when it ran.
+        device_name: The raw device name, when the sandbox reported one.
+        libs: Library versions, when the sandbox reported them.
+    """
+    env = Environment(
+        hardware=record_name(task.hardware),
+        libs=dict(libs or {}),
+        **({"device_name": device_name} if device_name else {}),
+    )
+    evaluation = Evaluation(
+        status=status,
+        environment=env,
+        timestamp=stamp.finished_at or now_iso(),
+        log=clip_log(f"{status.value}: {log}", task.settings.log_limit_bytes),
+        seed=task.settings.seed,
+    )
+    trace = Trace(
+        definition=task.definition.name,
+        workload=task.workload,
+        solution=task.solution.name,
+        evaluation=evaluation,
+    )
+    return stamp_trace(trace, task, stamp)

@@ -1,0 +1,55 @@
+"""``sweep eval``: one solution of one definition over its workloads, in this process (no Ray).
+
+The in-process path of the launch stage: the plan stage picks the pair, the engine
+evaluates each workload, the caller gets each trace as it is ready.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from sweep.plan import select_pair
+from sweep.schema import EvalSettings, Trace
+
+__all__ = ["evaluate_from_dataset"]
+
+
+def evaluate_from_dataset(
+    roots: Sequence[str | Path],
+    definition: str,
+    solution: str,
+    *,
+    workload_ids: Sequence[str] = (),
+    settings: EvalSettings | None = None,
+    device: str | None = None,
+    on_trace: Callable[[Trace], None] | None = None,
+) -> list[Trace]:
+    """Evaluate one solution of one definition over its workloads, in this process.
+
+    Safetensors inputs resolve against the root each workload came from.
+
+    Raises:
+        DatasetError: A root cannot be loaded.
+        EngineError: Unknown names, or an invalid/unavailable ``device``.
+    """
+    pick = select_pair(roots, definition, solution, workload_ids)
+    from sweep.engine import EngineCache, evaluate_pair
+
+    settings = settings or EvalSettings()
+    cache = EngineCache()
+    traces: list[Trace] = []
+    for wl, root in zip(pick.workloads, pick.roots):
+        traces.extend(
+            evaluate_pair(
+                pick.definition,
+                pick.solution,
+                [wl],
+                settings,
+                dataset_root=str(root),
+                device=device,
+                cache=cache,
+                on_trace=on_trace,
+            )
+        )
+    return traces

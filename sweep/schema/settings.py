@@ -1,0 +1,75 @@
+"""Evaluation settings: how each evaluation is run (the ``evaluation`` section of a sweep config).
+
+They live with the records because a :class:`~sweep.schema.task.Task` carries them to the
+engine and their hash is part of every task id; ``sweep.config`` re-exports them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["EvalSettings", "StrictModel", "Timeouts", "Tolerance"]
+
+
+class StrictModel(BaseModel):
+    """Base for what users write: unknown keys are errors, values are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Tolerance(StrictModel):
+    """Absolute and relative tolerance; ``None`` keeps the per-dtype default.
+
+    An element is wrong only when BOTH ``|x - y| > atol`` and ``|x - y| > rtol * |y|``
+    (FlashInfer-Bench's rule).
+    """
+
+    atol: float | None = Field(default=None, ge=0)
+    rtol: float | None = Field(default=None, ge=0)
+
+
+class Timeouts(StrictModel):
+    """Seconds allowed for each phase of one evaluation."""
+
+    compile_s: float = Field(default=900.0, gt=0)
+    run_s: float = Field(default=120.0, gt=0)
+
+
+class EvalSettings(StrictModel):
+    """How each evaluation is run. Its hash decides which stored results are comparable."""
+
+    seed: int = 0
+    trials: int = Field(default=3, ge=1, description="correctness trials, fresh inputs each")
+    warmup_ms: float = Field(default=25.0, ge=0)
+    rep_ms: float = Field(default=100.0, gt=0, description="target time spent in timed calls")
+    min_iterations: int = Field(default=10, ge=1)
+    max_iterations: int = Field(default=1000, ge=1)
+    input_sets: int = Field(default=4, ge=1, description="distinct inputs rotated while timing")
+    tolerance: Tolerance = Tolerance()
+    op_type_tolerance: dict[str, Tolerance] = Field(default_factory=dict)
+    definition_tolerance: dict[str, Tolerance] = Field(default_factory=dict)
+    timeouts: Timeouts = Timeouts()
+    memory_budget_gb: float | None = Field(
+        default=None, gt=0, description="per task; None = 80% of the device's free memory"
+    )
+    log_limit_bytes: int = Field(default=16384, ge=256)
+
+    def settings_hash(self) -> str:
+        """Stable hash of every setting that changes what a measurement means."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def tolerance_for(self, definition: str, op_type: str) -> Tolerance:
+        """The tolerance override for one definition: per-definition, then per-op_type,
+        then global (each field falls through separately when ``None``)."""
+        layers = [
+            self.definition_tolerance.get(definition),
+            self.op_type_tolerance.get(op_type),
+            self.tolerance,
+        ]
+        atol = next((t.atol for t in layers if t is not None and t.atol is not None), None)
+        rtol = next((t.rtol for t in layers if t is not None and t.rtol is not None), None)
+        return Tolerance(atol=atol, rtol=rtol)

@@ -32,7 +32,7 @@ from pathlib import Path
 
 from sweep.schema import Trace
 from sweep.store import Store, ingest, query
-from sweep.store._rows import RowBatch
+from sweep.store._row_batch import RowBatch
 from sweep.store._schema import TABLES, column_names
 
 DEFINITIONS = 50

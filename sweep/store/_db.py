@@ -20,7 +20,7 @@ from sweep.store._schema import SCHEMA_VERSION, TABLES, column_names, create_tab
 if TYPE_CHECKING:
     import duckdb
 
-    from sweep.store._rows import RowBatch
+    from sweep.store._row_batch import RowBatch
 
 _T = TypeVar("_T")
 

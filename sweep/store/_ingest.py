@@ -18,10 +18,17 @@ import pydantic
 from sweep.errors import StoreError
 from sweep.schema import Definition, Solution, Trace
 from sweep.store._db import AddCounts, LogMark, insert_relations
-from sweep.store._files import LogReader, Source, find_sources, first_error, head_hash, parse_json_record
-from sweep.store._rows import RowBatch
+from sweep.store._row_batch import RowBatch
 from sweep.store._schema import SCHEMA_VERSION, TABLES
 from sweep.store._store import Store
+from sweep.store._trace_files import (
+    LogReader,
+    Source,
+    find_sources,
+    first_error,
+    head_hash,
+    parse_json_record,
+)
 
 __all__ = ["BATCH_ROWS", "IngestReport", "ingest", "ingest_into"]
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING
 from sweep.errors import StoreError
 from sweep.schema import Definition, Solution, Trace
 from sweep.store._db import insert_batch, set_meta
-from sweep.store._rows import Known, RowBatch
+from sweep.store._row_batch import Known, RowBatch
 from sweep.store._schema import SCHEMA_VERSION, create_tables_sql
 
 if TYPE_CHECKING:

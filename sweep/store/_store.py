@@ -21,7 +21,6 @@ import pydantic
 
 from sweep.errors import StoreError
 from sweep.schema import Trace
-from sweep.store._context import StoreContext
 from sweep.store._db import (
     AddCounts,
     LogMark,
@@ -35,9 +34,10 @@ from sweep.store._db import (
     retry_on_lock,
     schema_version,
 )
-from sweep.store._files import LogReader, head_hash, log_files
-from sweep.store._rows import RowBatch
+from sweep.store._row_batch import RowBatch
 from sweep.store._schema import SCHEMA_VERSION, TABLES, VIEW_DEPENDS, views_sql
+from sweep.store._store_context import StoreContext
+from sweep.store._trace_files import LogReader, head_hash, log_files
 
 if TYPE_CHECKING:
     import duckdb

@@ -131,7 +131,7 @@ def test_sweep_report_shows_backendbench_scores_of_the_example(
 ) -> None:
     from sweep.store import Store, StoreContext
     from sweep.store._report import build_report
-    from sweep.store._rows import RowBatch
+    from sweep.store._row_batch import RowBatch
 
     dataset, traces = example_sweep
     ctx = StoreContext.from_dataset(dataset)

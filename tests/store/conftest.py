@@ -10,7 +10,7 @@ import pytest
 
 from sweep.schema import Definition, Solution, Trace
 from sweep.store import Store
-from sweep.store._rows import RowBatch
+from sweep.store._row_batch import RowBatch
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "store"

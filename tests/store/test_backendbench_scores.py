@@ -10,7 +10,7 @@ import pytest
 
 from sweep.store import Store, StoreContext
 from sweep.store._report import build_report, render_text
-from sweep.store._rows import RowBatch
+from sweep.store._row_batch import RowBatch
 
 from .conftest import make_definition, make_solution, make_trace, rows
 

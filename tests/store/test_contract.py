@@ -14,7 +14,7 @@ import pytest
 from sweep.errors import StoreError
 from sweep.store import Store, StoreContext
 from sweep.store._query import run_sql
-from sweep.store._rows import RowBatch
+from sweep.store._row_batch import RowBatch
 
 from .conftest import batch_of, make_definition, make_solution, make_trace, rows
 

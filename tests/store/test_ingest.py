@@ -10,7 +10,7 @@ import pytest
 
 from sweep.errors import StoreError
 from sweep.store import Store, StoreContext, export_parquet, ingest, query
-from sweep.store._rows import RowBatch
+from sweep.store._row_batch import RowBatch
 
 from .conftest import make_definition, make_solution, make_trace
 

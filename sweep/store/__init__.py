@@ -12,9 +12,10 @@ Layout under a results folder::
 No DuckDB or Arrow import happens at import time of this package.
 """
 
-from sweep.store._db import AddCounts, StoreLockedError
+from sweep.store._connection import StoreLockedError
 from sweep.store._export import ExportReport, export_parquet
 from sweep.store._ingest import IngestReport, ingest
+from sweep.store._insert import AddCounts
 from sweep.store._query import QueryResult, query
 from sweep.store._schema import SCHEMA_VERSION, VIEW_NAMES
 from sweep.store._store import Session, Store

@@ -4,7 +4,7 @@ Builds a synthetic dataset root in a temporary folder (by default 2,000 definiti
 solutions and 2,000 workload files of 10 lines each, shaped like the shipped ones) and times,
 in the same run:
 
-- ``load_dataset``: :func:`sweep.dataset.load_dataset` (json + pydantic validation, workload
+- ``load_dataset``: :func:`sweep.plan.load_dataset` (json + pydantic validation, workload
   checks against definitions, duplicate detection, origins);
 - ``json-only``: reading and ``json.loads`` of every file and line, nothing else: the floor
   for any loader that reads the same files.

@@ -31,9 +31,7 @@ import time
 from pathlib import Path
 
 from sweep.schema import Trace
-from sweep.store import Store, ingest, query
-from sweep.store._rows import RowBatch
-from sweep.store._schema import TABLES, column_names
+from sweep.store import TABLES, RowBatch, Store, column_names, ingest, query
 
 DEFINITIONS = 50
 SOLUTIONS = 4

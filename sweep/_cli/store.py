@@ -115,7 +115,7 @@ def query(
     Example: sweep query "SELECT solution, hardware, op_speedup FROM leaderboard ORDER BY 3 DESC"
     """
     from sweep.store import query as run_query
-    from sweep.store._render import format_table, to_csv, to_json
+    from sweep.store.render import format_table, to_csv, to_json
 
     if as_json and as_csv:
         raise StoreError("choose one of --json and --csv")
@@ -145,8 +145,7 @@ def report(
 
     Example: sweep report --html results/report.html
     """
-    from sweep.store._html import render_html
-    from sweep.store._report import build_report, render_text
+    from sweep.store.render import build_report, render_html, render_text
 
     rep = build_report(store, results_dir=results_dir, top=top)
     typer.echo(render_text(rep))

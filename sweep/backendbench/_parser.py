@@ -6,7 +6,7 @@ rows with ``eval`` and full builtins; these files come from third parties, so he
 split by one regular expression into tokens and read by a small recursive-descent parser that
 knows only literals, ``T(...)`` and an allow-list of names. Anything else is refused with the
 file, line, column and the offending text. Nothing is executed and nothing is allocated:
-tensors stay :class:`~sweep.backendbench._nodes.TensorArg` descriptions.
+tensors stay :class:`~sweep.schema.call_args.TensorArg` descriptions.
 """
 
 from __future__ import annotations

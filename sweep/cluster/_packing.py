@@ -65,7 +65,7 @@ class Envelope:
     than the whole task, and on the GPU's critical path).
 
     Attributes:
-        blob: The pickled :class:`~sweep.task.Task`, its records by reference.
+        blob: The pickled :class:`~sweep.schema.Task`, its records by reference.
         records: The pickled ``(definition, solution, settings)``.
         records_key: Identity of ``records`` (the same key, the same bytes).
         task_id: Its id.

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import Field, JsonValue, model_validator
 
 from sweep.schema._base import Record
+from sweep.schema.call_json import decode_call
 
 __all__ = [
     "BackendBenchArgsInput",
@@ -55,7 +56,7 @@ class BackendBenchArgsInput(Record):  # type: ignore[no-redef]
     whose workloads use it declares no inputs of its own. ``args``/``kwargs`` hold the argument
     tree in the tagged JSON form of ``sweep.schema.call_json`` (README, "BackendBench
     import"): tensors are lazy descriptions (shape, dtype, stride, device) that the engine
-    materializes with ``sweep.backendbench.materialize``.
+    materializes when it evaluates the call.
 
     Attributes:
         args: Positional arguments.
@@ -75,9 +76,6 @@ class BackendBenchArgsInput(Record):  # type: ignore[no-redef]
 
     @model_validator(mode="after")
     def _check_tree(self) -> BackendBenchArgsInput:
-        # Imported here: sweep.backendbench imports the schema, not the other way round.
-        from sweep.schema.call_json import decode_call
-
         decode_call(self.args, self.kwargs)
         return self
 

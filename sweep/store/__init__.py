@@ -9,30 +9,41 @@ Layout under a results folder::
                                             views latest, best, cross_hardware, leaderboard,
                                             op_scores, backend_scores; macro perf_at(p)
 
+Writing: :class:`ResultsWriter` (the sweep driver's logs and store), :func:`ingest` (files,
+folders, Parquet exports), :class:`Store` with :class:`RowBatch` (rows built in Python).
+Reading: :func:`query` (SQL), :meth:`Store.session`, :func:`export_parquet`. Showing answers
+and the report (text tables, JSON, CSV, HTML) is :mod:`sweep.store.render`, which reads
+through this package and is never imported by it.
+
 No DuckDB or Arrow import happens at import time of this package.
 """
 
-from sweep.store._context import StoreContext
-from sweep.store._db import AddCounts, StoreLockedError
+from sweep.store._connection import StoreLockedError
 from sweep.store._export import ExportReport, export_parquet
 from sweep.store._ingest import IngestReport, ingest
+from sweep.store._insert import AddCounts
 from sweep.store._query import QueryResult, query
-from sweep.store._schema import SCHEMA_VERSION, VIEW_NAMES
+from sweep.store._row_batch import RowBatch
+from sweep.store._schema import SCHEMA_VERSION, TABLES, VIEW_NAMES, column_names
 from sweep.store._store import Session, Store
+from sweep.store._store_context import StoreContext
 from sweep.store._writer import ResultsWriter, completed_task_ids, log_path
 
 __all__ = [
     "SCHEMA_VERSION",
+    "TABLES",
     "VIEW_NAMES",
     "AddCounts",
     "ExportReport",
     "IngestReport",
     "QueryResult",
     "ResultsWriter",
+    "RowBatch",
     "Session",
     "Store",
     "StoreContext",
     "StoreLockedError",
+    "column_names",
     "completed_task_ids",
     "export_parquet",
     "ingest",

@@ -17,10 +17,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sweep.errors import StoreError
-from sweep.store._db import count
-from sweep.store._files import EXPORT_FORMAT
+from sweep.store._connection import count
 from sweep.store._schema import SCHEMA_VERSION
 from sweep.store._store import Store
+from sweep.store._trace_files import EXPORT_FORMAT
 
 __all__ = ["ExportReport", "export_parquet"]
 

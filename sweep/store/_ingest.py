@@ -17,11 +17,18 @@ import pydantic
 
 from sweep.errors import StoreError
 from sweep.schema import Definition, Solution, Trace
-from sweep.store._db import AddCounts, LogMark, insert_relations
-from sweep.store._files import LogReader, Source, find_sources, first_error, head_hash, parse_json_record
-from sweep.store._rows import RowBatch
+from sweep.store._insert import AddCounts, LogMark, insert_relations
+from sweep.store._row_batch import RowBatch
 from sweep.store._schema import SCHEMA_VERSION, TABLES
-from sweep.store._store import Store
+from sweep.store._trace_files import (
+    LogReader,
+    Source,
+    find_sources,
+    first_error,
+    head_hash,
+    parse_json_record,
+)
+from sweep.store._writable_store import WritableStore
 
 __all__ = ["BATCH_ROWS", "IngestReport", "ingest", "ingest_into"]
 
@@ -70,7 +77,7 @@ class IngestReport:
 
 
 class _Ingest:
-    def __init__(self, store: Store, report: IngestReport, batch_rows: int) -> None:
+    def __init__(self, store: WritableStore, report: IngestReport, batch_rows: int) -> None:
         self.store = store
         self.report = report
         self.batch_rows = batch_rows
@@ -168,7 +175,7 @@ def _parquet_select(con: object, table: str, files: str, hive: bool) -> str:
     return f"SELECT {', '.join(cols)} FROM {src}"
 
 
-def _ingest_export(store: Store, folder: Path) -> AddCounts:
+def _ingest_export(store: WritableStore, folder: Path) -> AddCounts:
     try:
         manifest = json.loads((folder / "manifest.json").read_text())
     except (OSError, ValueError) as e:
@@ -199,7 +206,7 @@ def _ingest_export(store: Store, folder: Path) -> AddCounts:
 
 
 def ingest_into(
-    store: Store, paths: Sequence[Path], *, allow_empty: bool = False, batch_rows: int = BATCH_ROWS
+    store: WritableStore, paths: Sequence[Path], *, allow_empty: bool = False, batch_rows: int = BATCH_ROWS
 ) -> IngestReport:
     """Ingest files and folders into an open store (see :func:`ingest`).
 
@@ -246,7 +253,7 @@ def ingest(paths: Sequence[Path], store_path: Path, *, lock_timeout_s: float = 3
     Raises:
         StoreError: A path does not exist or holds nothing to ingest, or the store is locked.
     """
-    store = Store(store_path, lock_timeout_s=lock_timeout_s)
+    store = WritableStore(store_path, lock_timeout_s=lock_timeout_s)
     try:
         return ingest_into(store, paths)
     finally:

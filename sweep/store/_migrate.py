@@ -1,4 +1,5 @@
-"""Migrations of older stores to the current schema, each in one transaction.
+"""Bringing a database to the current schema: creating the tables in an empty one, migrating
+an older store (each step in one transaction), refreshing the views.
 
 Columns are derived from each trace's ``record``, so a migration rebuilds the tables with the
 current row builder from the old records, keeping what the old rows knew beyond the record
@@ -13,14 +14,15 @@ from typing import TYPE_CHECKING
 
 from sweep.errors import StoreError
 from sweep.schema import Definition, Solution, Trace
-from sweep.store._db import insert_batch, set_meta
-from sweep.store._rows import Known, RowBatch
-from sweep.store._schema import SCHEMA_VERSION, create_tables_sql
+from sweep.store._connection import fetch_one, schema_version, set_meta
+from sweep.store._insert import insert_batch
+from sweep.store._row_batch import Known, RowBatch
+from sweep.store._schema import SCHEMA_VERSION, create_tables_sql, views_hash, views_sql
 
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["V1_SCHEMA", "migrate"]
+__all__ = ["V1_SCHEMA", "ensure_schema", "migrate"]
 
 #: Schema version 1, as the first kernel-sweep stores were laid out: JSON text for axes,
 #: libs and tags, the raw timestamp string, hardware as recorded, keys ``sha1(record)``, no
@@ -105,3 +107,36 @@ def migrate(con: duckdb.DuckDBPyConnection, version: int) -> None:
         except BaseException:
             con.execute("ROLLBACK")
             raise
+
+
+def ensure_schema(con: duckdb.DuckDBPyConnection, *, where: str = "store") -> None:
+    """Create the tables in an empty database, migrate an older store, refresh the views.
+
+    Args:
+        con: A read-write connection.
+        where: The store's name for messages.
+
+    Raises:
+        StoreError: The store is newer than this kernel-sweep, or not a store at all.
+    """
+    version = schema_version(con)
+    if version is not None and version > SCHEMA_VERSION:
+        raise StoreError(
+            f"{where} has schema version {version}, newer than this kernel-sweep supports "
+            f"({SCHEMA_VERSION}); upgrade kernel-sweep to read it"
+        )
+    if version is None:
+        con.execute("BEGIN")
+        for stmt in create_tables_sql():
+            con.execute(stmt)
+        set_meta(con, "schema_version", str(SCHEMA_VERSION))
+        con.execute("COMMIT")
+    elif version < SCHEMA_VERSION:
+        migrate(con, version)
+    row = fetch_one(con, "SELECT value FROM store_meta WHERE key = 'views_hash'")
+    if row is None or row[0] != views_hash():
+        con.execute("BEGIN")
+        for stmt in views_sql():
+            con.execute(stmt)
+        set_meta(con, "views_hash", views_hash())
+        con.execute("COMMIT")

@@ -24,6 +24,7 @@ __all__ = [
     "arrow_schema",
     "column_names",
     "create_tables_sql",
+    "table_columns",
     "views_hash",
     "views_sql",
 ]
@@ -258,6 +259,11 @@ GROUP BY author, hardware"""
 def column_names(table: str) -> list[str]:
     """The columns of one of :data:`TABLES`, in order."""
     return [c for c, _ in TABLES[table]]
+
+
+def table_columns() -> dict[str, list[str]]:
+    """Column names of every table (for messages)."""
+    return {t: column_names(t) for t in TABLES}
 
 
 def create_tables_sql(*, prefix: str = "") -> list[str]:

@@ -1,4 +1,5 @@
-"""Store: a DuckDB file or an in-memory database, and read sessions over it.
+"""Store: a DuckDB file or an in-memory database (see :class:`WritableStore`), and read
+sessions over it.
 
 A read session is always an in-memory DuckDB. For a store file it attaches the file
 read-only, adds the lines of the sweep's JSONL logs that are not in the file yet (a running
@@ -21,31 +22,20 @@ import pydantic
 
 from sweep.errors import StoreError
 from sweep.schema import Trace
-from sweep.store._context import StoreContext
-from sweep.store._db import (
-    AddCounts,
-    LogMark,
-    StoreLockedError,
-    count,
-    ensure_schema,
-    init_connection,
-    insert_batch,
-    new_traces_sql,
-    open_db,
-    retry_on_lock,
-    schema_version,
-)
-from sweep.store._files import LogReader, head_hash, log_files
-from sweep.store._rows import RowBatch
+from sweep.store._connection import StoreLockedError, count, init_connection, retry_on_lock, schema_version
+from sweep.store._ingest import ingest_into
+from sweep.store._insert import LogMark, new_traces_sql
+from sweep.store._row_batch import RowBatch
 from sweep.store._schema import SCHEMA_VERSION, TABLES, VIEW_DEPENDS, views_sql
+from sweep.store._store_context import StoreContext
+from sweep.store._trace_files import LogReader, head_hash, log_files
+from sweep.store._writable_store import WritableStore
 
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["DEFAULT_LOCK_TIMEOUT_S", "Session", "Store", "read_log_tails"]
+__all__ = ["Session", "Store", "read_log_tails"]
 
-#: How long readers and ingest wait for a writer's batch to finish before giving up.
-DEFAULT_LOCK_TIMEOUT_S = 3.0
 _TAIL_NOTE_MIN = 1000
 
 
@@ -133,74 +123,13 @@ def read_log_tails(
     return new_marks, warnings
 
 
-class Store:
+class Store(WritableStore):
     """A results store: a DuckDB file (``path``), or an in-memory database (``path=None``).
 
     A file store opens the file only for the duration of one write or one read session, so
-    other processes can get in between.
+    other processes can get in between. Writing is :class:`WritableStore`'s; this class adds
+    read sessions.
     """
-
-    def __init__(self, path: Path | None = None, *, lock_timeout_s: float = DEFAULT_LOCK_TIMEOUT_S):
-        self.path = path
-        self.lock_timeout_s = lock_timeout_s
-        self._mem: duckdb.DuckDBPyConnection | None = None
-        self._schema_ok = False
-        if path is None:
-            import duckdb
-
-            self._mem = duckdb.connect(":memory:")
-            init_connection(self._mem)
-            ensure_schema(self._mem, where="in-memory store")
-
-    @classmethod
-    def memory(cls) -> Store:
-        """A new, empty in-memory store."""
-        return cls(None)
-
-    def __repr__(self) -> str:
-        return f"Store({self.path or ':memory:'})"
-
-    @property
-    def where(self) -> str:
-        """The store's name for messages."""
-        return str(self.path) if self.path is not None else "in-memory store"
-
-    @contextmanager
-    def writing(self, *, timeout_s: float | None = None) -> Iterator[duckdb.DuckDBPyConnection]:
-        """A read-write connection, with the schema created or migrated; closed afterwards.
-
-        Raises:
-            StoreLockedError: Another process held the file for the whole wait.
-        """
-        if self._mem is not None:
-            yield self._mem
-            return
-        assert self.path is not None
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        wait = self.lock_timeout_s if timeout_s is None else timeout_s
-        con = open_db(self.path, read_only=False, timeout_s=wait)
-        try:
-            if not self._schema_ok:
-                ensure_schema(con, where=str(self.path))
-                self._schema_ok = True
-            yield con
-        finally:
-            con.close()
-
-    def add(
-        self, batch: RowBatch, marks: list[LogMark] | None = None, *, timeout_s: float | None = None
-    ) -> AddCounts:
-        """Insert a batch (see :func:`sweep.store._db.insert_batch`)."""
-        if not len(batch) and not marks:
-            return AddCounts(present=batch.duplicates)
-        with self.writing(timeout_s=timeout_s) as con:
-            return insert_batch(con, batch, marks or [])
-
-    def log_marks(self, con: duckdb.DuckDBPyConnection, catalog: str = "") -> dict[str, LogMark]:
-        """Stored log progress, by absolute log path."""
-        prefix = f"{catalog}." if catalog else ""
-        rows = con.execute(f'SELECT path, "offset", head_hash FROM {prefix}log_progress').fetchall()
-        return {r[0]: LogMark(r[0], int(r[1]), r[2]) for r in rows}
 
     @contextmanager
     def session(
@@ -322,9 +251,7 @@ class Store:
 
     @contextmanager
     def _log_session(self, results: Path, note: str) -> Iterator[Session]:
-        from sweep.store._ingest import ingest_into
-
-        mem = Store.memory()
+        mem = WritableStore.memory()
         try:
             report = ingest_into(mem, [results], allow_empty=True)
             assert mem._mem is not None
@@ -332,9 +259,3 @@ class Store:
             yield Session(mem._mem, "log", notes)
         finally:
             mem.close()
-
-    def close(self) -> None:
-        """Close an in-memory store (a file store holds nothing open between calls)."""
-        if self._mem is not None:
-            self._mem.close()
-            self._mem = None

@@ -25,11 +25,11 @@ from typing_extensions import Self
 
 from sweep.errors import StoreError
 from sweep.schema import Provenance, Trace
-from sweep.store._context import StoreContext
-from sweep.store._db import LogMark, insert_batch
-from sweep.store._files import head_hash
-from sweep.store._rows import RowBatch
+from sweep.store._insert import LogMark, insert_batch
+from sweep.store._row_batch import RowBatch
 from sweep.store._store import Store, read_log_tails
+from sweep.store._store_context import StoreContext
+from sweep.store._trace_files import head_hash
 
 __all__ = ["ResultsWriter", "completed_task_ids", "log_path"]
 

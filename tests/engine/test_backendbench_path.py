@@ -129,9 +129,8 @@ def test_example_sweep_passes_aten_and_fails_the_wrong_kernels(
 def test_sweep_report_shows_backendbench_scores_of_the_example(
     example_sweep: tuple[Dataset, list[tuple[Task, Trace]]], tmp_path: Path
 ) -> None:
-    from sweep.store import Store, StoreContext
-    from sweep.store._report import build_report
-    from sweep.store._rows import RowBatch
+    from sweep.store import RowBatch, Store, StoreContext
+    from sweep.store.render import build_report
 
     dataset, traces = example_sweep
     ctx = StoreContext.from_dataset(dataset)

@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from sweep.schema import Definition, Solution, Trace
-from sweep.store import Store
-from sweep.store._rows import RowBatch
+from sweep.store import RowBatch, Store
 
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "store"

@@ -12,9 +12,8 @@ from datetime import datetime, timezone
 import pytest
 
 from sweep.errors import StoreError
-from sweep.store import Store, StoreContext
+from sweep.store import RowBatch, Store, StoreContext
 from sweep.store._query import run_sql
-from sweep.store._rows import RowBatch
 
 from .conftest import batch_of, make_definition, make_solution, make_trace, rows
 

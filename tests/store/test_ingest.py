@@ -9,8 +9,7 @@ from pathlib import Path
 import pytest
 
 from sweep.errors import StoreError
-from sweep.store import Store, StoreContext, export_parquet, ingest, query
-from sweep.store._rows import RowBatch
+from sweep.store import RowBatch, Store, StoreContext, export_parquet, ingest, query
 
 from .conftest import make_definition, make_solution, make_trace
 

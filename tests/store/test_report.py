@@ -7,10 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from sweep.store import Store, StoreContext
-from sweep.store._html import render_html
-from sweep.store._report import build_report, render_text
-from sweep.store._rows import RowBatch
+from sweep.store import RowBatch, Store, StoreContext
+from sweep.store.render import build_report, render_html, render_text
 
 from .conftest import make_definition, make_solution, make_trace
 

@@ -7,8 +7,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sweep.store._query import run_sql
-from sweep.store._render import format_table
 from sweep.store._store import Session, Store
+from sweep.store.render._formats import format_table
 
 __all__ = ["Report", "ReportTable", "SpeedupBar", "build_report", "render_text"]
 

@@ -12,7 +12,7 @@ __all__ = ["DatasetLike", "StoreContext"]
 
 
 class DatasetLike(Protocol):
-    """The part of :class:`sweep.dataset.Dataset` the store reads."""
+    """The part of :class:`sweep.plan.Dataset` the store reads."""
 
     @property
     def definitions(self) -> Mapping[str, Definition]: ...
@@ -68,7 +68,7 @@ class StoreContext:
 
     @classmethod
     def from_dataset(cls, dataset: DatasetLike) -> StoreContext:
-        """The context of a loaded dataset (:func:`sweep.dataset.load_dataset`)."""
+        """The context of a loaded dataset (:func:`sweep.plan.load_dataset`)."""
         return cls(
             definitions=dict(dataset.definitions),
             solutions=dict(dataset.solutions),

@@ -3,7 +3,9 @@
 It also writes ``v1_traces.jsonl``, the traces the store holds, so the test can check that
 ingesting them into the migrated store adds nothing. Run from the repository root:
 
-    .venv/bin/python tests/data/store/make_v1_store.py
+    .venv/bin/python tests/store/make_v1_store.py
+
+The files go to ``tests/data/store/``.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import duckdb
 from sweep.schema import Definition, Solution, Trace
 from sweep.store._migrate import V1_SCHEMA
 
-HERE = Path(__file__).resolve().parent
+HERE = Path(__file__).resolve().parent.parent / "data" / "store"
 
 DEFINITION = Definition.model_validate(
     {

@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from sweep.schema import Definition, Solution, TimingStats, Trace, Workload
 from sweep.schema.hardware import record_name
-from sweep.store._context import StoreContext
 from sweep.store._schema import arrow_schema
+from sweep.store._store_context import StoreContext
 
 if TYPE_CHECKING:
     import pyarrow as pa

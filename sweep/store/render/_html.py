@@ -6,8 +6,8 @@ import html
 import math
 from collections.abc import Sequence
 
-from sweep.store._render import cell
-from sweep.store._report import Report, ReportTable, SpeedupBar
+from sweep.store.render._formats import cell
+from sweep.store.render._report import Report, ReportTable, SpeedupBar
 
 __all__ = ["render_html", "speedup_chart"]
 

@@ -16,9 +16,10 @@ Public API:
 - :func:`resolve_op`, :func:`schema_mutations`: an ATen operator by name and the arguments
   its schema writes (the engine is the one package that imports torch).
 
-A workload with a ``backendbench_args`` input (an imported BackendBench operator call) is
-evaluated through the same phases by ``_bbpath.BackendBenchRun``; every other one by
-``_run.Run``.
+Every evaluation runs the same phases (``_phases.EvalRun``); what depends on the kind of
+workload is its call path (the ``_callpath.CallPath`` protocol): ``_aten_call.AtenCall`` for a
+workload with a ``backendbench_args`` input (an imported BackendBench operator call),
+``_named_inputs.NamedInputs`` for every other one; ``_phases.new_run`` picks it.
 """
 
 from __future__ import annotations

@@ -1,6 +1,7 @@
 """The engine's entry points: ``evaluate`` (one task, one Trace), ``build``, ``evaluate_pair``.
 
-The phases of an evaluation live in ``_run``; here: the device and Triton's mode, output
+The phases of an evaluation live in ``_phases`` (what differs per kind of workload in its
+call paths, ``_named_inputs`` and ``_aten_call``); here: the device and Triton's mode, output
 capture, restoring global state, and turning the outcome into a Trace with its provenance.
 """
 
@@ -13,14 +14,13 @@ from datetime import datetime, timezone
 import torch
 
 from sweep.engine import prepare_process
-from sweep.engine._bbpath import new_run
 from sweep.engine._cache import EngineCache
 from sweep.engine._capture import capture_output
 from sweep.engine._envinfo import environment, nvml_for, resolve_device
 from sweep.engine._global_state import preserved_state
 from sweep.engine._nvml import Nvml
 from sweep.engine._outcome import Result, Stop, traceback_text
-from sweep.engine._run import run_phases
+from sweep.engine._phases import new_run
 from sweep.schema import (
     Definition,
     Environment,
@@ -98,7 +98,7 @@ def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None
     with preserved_state() as flags, capture_output() as captured:
         run = new_run(task, dev, cache, flags)
         try:
-            result = run_phases(run, nvml)
+            result = run.run_phases(nvml)
         except Stop as stop:
             result = Result(
                 status=stop.status,

@@ -1,9 +1,10 @@
 """The BackendBench path: evaluating one traced ATen call (a ``backendbench_args`` workload).
 
 An imported operator's definition declares no inputs or outputs: each workload holds the
-whole argument tree of one call. :class:`BackendBenchRun` keeps the phases, the timer, the
-statuses and the guarantees of the normal path (``_run.Run``) and replaces only what
-depends on named inputs:
+whole argument tree of one call. :class:`AtenCall` is the call path of such a workload:
+the phases, the timer, the statuses and the guarantees are those of every evaluation
+(``_phases.RunState``); it supplies only what differs from named inputs
+(``_named_inputs.NamedInputs``):
 
 - setup: the bytes the call needs are counted from its lazy description (outputs from the
   operator's ``meta`` kernel, or assumed as large as the inputs when it has none) and
@@ -28,35 +29,33 @@ from __future__ import annotations
 import inspect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
 from sweep.engine._aten_ops import resolve_op
-from sweep.engine._cache import EngineCache
 from sweep.engine._call_compare import compare_call
 from sweep.engine._call_inputs import (
     CallSpec,
     clone_call,
     describe_call,
-    is_backendbench,
     materialize,
     materialize_meta,
     mutated_values,
 )
 from sweep.engine._compare import tolerance
 from sweep.engine._envinfo import memory_budget
-from sweep.engine._global_state import TorchFlags
 from sweep.engine._inputs import MemoryPlan, set_seed
 from sweep.engine._outcome import Stop, bits
-from sweep.engine._run import Run
 from sweep.engine._timing import flush_bytes
 from sweep.errors import SweepError
 from sweep.schema import Status
 from sweep.schema.op_tags import CALL_INPUT
-from sweep.schema.task import Task
 
-__all__ = ["BackendBenchRun", "new_run"]
+if TYPE_CHECKING:
+    from sweep.engine._run_state import RunState
+
+__all__ = ["AtenCall"]
 
 Args = tuple[list[Any], dict[str, Any]]
 
@@ -66,13 +65,6 @@ _STATUS = {
     "value": Status.INCORRECT_NUMERICAL,
     "structure": Status.INCORRECT_NUMERICAL,
 }
-
-
-def new_run(task: Task, device: torch.device, cache: EngineCache, flags: TorchFlags) -> Run:
-    """The evaluation state for ``task``: the BackendBench path for a ``backendbench_args``
-    workload, the normal path otherwise."""
-    cls = BackendBenchRun if is_backendbench(task.definition, task.workload) else Run
-    return cls(task, device, cache, flags)
 
 
 @dataclass
@@ -179,11 +171,11 @@ def _bind_problem(fn: Callable[..., object], call: CallSpec) -> str | None:
     return None
 
 
-class BackendBenchRun(Run):
-    """One evaluation of a traced ATen call (see the module docstring)."""
+class AtenCall:
+    """The call path of a traced ATen call (see the module docstring)."""
 
-    def __init__(self, task: Task, device: torch.device, cache: EngineCache, flags: TorchFlags) -> None:
-        super().__init__(task, device, cache, flags)
+    def __init__(self, run: RunState) -> None:
+        self.run = run
         self.call: CallSpec | None = None
         self.budget: int | None = None
         #: Slots: the solution's argument buffers, refilled in place for every input set (so
@@ -200,30 +192,30 @@ class BackendBenchRun(Run):
         """The call, described on first use (the build phase may run without setup)."""
         if self.call is None:
             try:
-                self.call = describe_call(self.defn, self.wl)
+                self.call = describe_call(self.run.defn, self.run.wl)
             except SweepError as e:
                 raise Stop(
-                    Status.RUNTIME_ERROR, f"cannot read the call of workload {self.wl.uuid}: {e}"
+                    Status.RUNTIME_ERROR, f"cannot read the call of workload {self.run.wl.uuid}: {e}"
                 ) from None
         return self.call
 
     # ---- setup and build -------------------------------------------------------------
 
     def setup(self) -> None:
-        self._preflight()
+        run = self.run
         call = self.spec
         out_bytes, how = _output_bytes(call)
-        have_flush = str(self.device) in self.cache.flush_buffers
+        have_flush = str(run.device) in run.cache.flush_buffers
         plan = MemoryPlan(
             input_bytes=call.nbytes,
             output_bytes=out_bytes,
-            input_sets=self.settings.input_sets,
-            flush_bytes=0 if have_flush else flush_bytes(self.device),
+            input_sets=run.settings.input_sets,
+            flush_bytes=0 if have_flush else flush_bytes(run.device),
             # Operators that write their arguments: a pristine copy per slot, and the
             # reference's written arguments kept for the comparison.
             kept_copies=2 if call.mutates else 0,
         )
-        budget, source = memory_budget(self.settings.memory_budget_gb, self.device)
+        budget, source = memory_budget(run.settings.memory_budget_gb, run.device)
         if plan.total > budget:
             big = max(call.tensors(), key=lambda t: t.nbytes, default=None)
             largest = (
@@ -239,28 +231,22 @@ class BackendBenchRun(Run):
             )
         self.budget = budget
 
-    def build(self) -> None:
-        self._build_reference_and_solution()
-        assert self.solution is not None
-        if self.dps:
+    def check_entry_point(self, fn: Callable[..., object]) -> str | None:
+        if self.run.dps:
             raise Stop(
                 Status.COMPILE_ERROR,
-                f"solution {self.sol.name!r} sets destination_passing_style, but a BackendBench operator "
+                f"solution {self.run.sol.name!r} sets destination_passing_style, but a BackendBench operator "
                 "is called like the ATen operator (arguments in, result returned): set it to false",
             )
-        problem = _bind_problem(self.solution.fn, self.spec)
-        if problem:
-            raise Stop(Status.COMPILE_ERROR, f"entry point {self.sol.spec.entry_point!r}: {problem}")
-        if self.solution.note:
-            self.notes.append(self.solution.note)
+        return _bind_problem(fn, self.spec)
 
     # ---- inputs and the reference ----------------------------------------------------
 
     def _materialize(self, index: int) -> Args:
         # A host generator: the same values on every machine, as on the normal path.
-        gen = torch.Generator().manual_seed(set_seed(self.seed, index, CALL_INPUT))
+        gen = torch.Generator().manual_seed(set_seed(self.run.seed, index, CALL_INPUT))
         try:
-            return materialize(self.spec, gen, self.device, max_bytes=self.budget)
+            return materialize(self.spec, gen, self.run.device, max_bytes=self.budget)
         except (SweepError, RuntimeError) as e:
             raise Stop(Status.RUNTIME_ERROR, f"cannot make input set {index}: {e}") from None
 
@@ -275,20 +261,20 @@ class BackendBenchRun(Run):
     def _declared(self) -> set[str]:
         """Paths of the arguments the operator writes (its schema, or as seen of the reference)."""
         dummy = (list(range(len(self.spec.args))), dict.fromkeys(self.spec.kwargs))
-        return {p for p, _ in mutated_values(self.spec, *dummy)} | set(self.ref_mutated)
+        return {p for p, _ in mutated_values(self.spec, *dummy)} | set(self.run.ref_mutated)
 
     def _expected(self, index: int, args: Args) -> _Expected:
-        key = (self.def_key, self.wl_key, self.seed, index, str(self.device))
-        hit = self.cache.call_outputs.get(key)
+        run = self.run
+        key = (run.def_key, run.wl_key, run.seed, index, str(run.device))
+        hit = run.cache.call_outputs.get(key)
         if isinstance(hit, _Expected):
-            self.cache.hits["call_output"] += 1
+            run.cache.hits["call_output"] += 1
             return hit
         ra, rk = clone_call(*args)
-        out = self._call_reference(index, *ra, **rk)
+        out = run.reference_value(index, *ra, **rk)
         for path in _written(args, (ra, rk)):
-            if path not in self.ref_mutated:
-                self.ref_mutated.append(path)
-                self.cache.mutating_references[self.def_key] = list(self.ref_mutated)
+            if path not in run.ref_mutated:
+                run.reference_wrote(path)
         declared = self._declared()
         # Keep only the arguments compared later (the operator's written ones), in place.
         expected = _Expected(
@@ -297,7 +283,7 @@ class BackendBenchRun(Run):
             {k: v for k, v in rk.items() if _under(f"kwargs[{k!r}]", declared)},
         )
         tensors = _tree_tensors(out) + [t for _, t in _leaves(expected.args, expected.kwargs)]
-        self.cache.call_outputs.put(key, expected, sum(t.numel() * t.element_size() for t in tensors))
+        run.cache.call_outputs.put(key, expected, sum(t.numel() * t.element_size() for t in tensors))
         return expected
 
     # ---- checking ------------------------------------------------------------------------
@@ -306,7 +292,7 @@ class BackendBenchRun(Run):
         if self._tol is None:
             atol = rtol = 0.0
             for t in _tree_tensors(expected.out) + [t for _, t in _leaves(expected.args, expected.kwargs)]:
-                a, r = tolerance(str(t.dtype).removeprefix("torch."), self.tol)
+                a, r = tolerance(str(t.dtype).removeprefix("torch."), self.run.tol)
                 atol, rtol = max(atol, a), max(rtol, r)
             self._tol = (atol, rtol)
         return self._tol
@@ -316,11 +302,11 @@ class BackendBenchRun(Run):
         v = compare_call(
             self.spec, (expected.out, expected.args, expected.kwargs), (got, *args), atol=atol, rtol=rtol
         )
-        self.stats.update(v.max_abs_error, v.max_rel_error)
+        self.run.stats.update(v.max_abs_error, v.max_rel_error)
         if v.ok:
             return
         status = _STATUS[v.kind]
-        correctness = self._correctness() if status is Status.INCORRECT_NUMERICAL else None
+        correctness = self.run.correctness_record() if status is Status.INCORRECT_NUMERICAL else None
         raise Stop(status, f"{v.path} ({where}): {v.detail}", correctness=correctness)
 
     def _check_writes(self, before: Args, after: Args, where: str) -> None:
@@ -333,31 +319,26 @@ class BackendBenchRun(Run):
                 f"the solution wrote into {', '.join(stray)} ({where}), which "
                 f"{self.spec.op or 'the operator'} leaves unchanged: an ATen operator must not "
                 "modify arguments it does not write",
-                correctness=self._correctness(),
+                correctness=self.run.correctness_record(),
             )
         if written:
             self.sol_writes = True
 
-    def correctness(self) -> None:
-        assert self.solution is not None
-        for trial in range(self.settings.trials):
-            args = self._materialize(trial)
-            expected = self._expected(trial, args)
-            sa, sk = self._fill(trial % self.settings.input_sets, args)
-            try:
-                with torch.no_grad():
-                    got = self.solution.fn(*sa, **sk)
-                    self._sync()
-            except Exception as e:  # noqa: BLE001 - any failure of the kernel is a status
-                raise self._solution_failed(e, f"trial {trial}") from None
-            self._verdict(got, (sa, sk), expected, f"trial {trial}")
-            self._check_writes(args, (sa, sk), f"trial {trial}")
-            del args, sa, sk, got
+    def trial(self, index: int) -> None:
+        assert self.run.solution is not None
+        args = self._materialize(index)
+        expected = self._expected(index, args)
+        slot = index % self.run.settings.input_sets
+        sa, sk = self._fill(slot, args)
+        got = self.run.call_solution(self.call_solution, slot, f"trial {index}")
+        self._verdict(got, (sa, sk), expected, f"trial {index}")
+        self._check_writes(args, (sa, sk), f"trial {index}")
+        del args, sa, sk, got
 
-    # ---- timing hooks (the phase itself is ``Run.timing``) -------------------------------
+    # ---- timing (the phase itself is ``RunState.timing``) ---------------------------------
 
-    def _prepare_timing(self, first: int, sets: int) -> list[object]:
-        keep = self._ref_mutates() or self.sol_writes
+    def prepare_timing(self, first: int, sets: int) -> list[object]:
+        keep = self.reference_mutates() or self.sol_writes
         expected: list[object] = []
         for j in range(sets):
             args = self._materialize(first + j)
@@ -367,38 +348,39 @@ class BackendBenchRun(Run):
                 self.kept[j] = args  # untouched: the callees ran on clones and on the slot
         return expected
 
-    def _restore(self, k: int) -> None:
-        if not _copy_into(self.calls[k], self.kept[k]):
+    def restore(self, slot: int) -> None:
+        if not _copy_into(self.calls[slot], self.kept[slot]):
             raise Stop(
                 Status.RUNTIME_ERROR,
-                f"cannot restore the arguments of input set {k} before a timed call: a callee "
+                f"cannot restore the arguments of input set {slot} before a timed call: a callee "
                 "changed the shape or strides of an argument",
             )
 
-    def _ref_call(self, k: int) -> object:
-        assert self.reference is not None
-        args, kwargs = self.calls[k]
-        return self.reference.fn(*args, **kwargs)
-
-    def _call(self, slot: int) -> object:
-        assert self.solution is not None
+    def call_reference(self, slot: int) -> object:
+        reference = self.run.reference
+        assert reference is not None
         args, kwargs = self.calls[slot]
-        return self.solution.fn(*args, **kwargs)
+        return reference.fn(*args, **kwargs)
 
-    def _ref_mutates(self) -> bool:
-        return bool(self.spec.mutates) or bool(self.ref_mutated)
+    def call_solution(self, slot: int) -> object:
+        solution = self.run.solution
+        assert solution is not None
+        args, kwargs = self.calls[slot]
+        return solution.fn(*args, **kwargs)
 
-    def _sol_mutates(self) -> bool:
+    def reference_mutates(self) -> bool:
+        return bool(self.spec.mutates) or bool(self.run.ref_mutated)
+
+    def solution_mutates(self) -> bool:
         return self.sol_writes
 
-    def _reset_outputs(self, sets: int) -> None:
+    def reset_outputs(self, sets: int) -> None:
         pass  # results are returned, never written into buffers of ours
 
-    def _check_timed(self, got: object, expected: object, k: int, where: str) -> None:
+    def check_timed(self, got: object, expected: object, slot: int, where: str) -> None:
         assert isinstance(expected, _Expected)
-        self._verdict(got, self.calls[k], expected, where)
+        self._verdict(got, self.calls[slot], expected, where)
 
     def release(self) -> None:
         self.calls.clear()
         self.kept.clear()
-        super().release()

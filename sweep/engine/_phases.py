@@ -1,0 +1,271 @@
+"""The phases of one evaluation, on one device, in this process.
+
+Phases, each of which can end the evaluation with a status (see :class:`Stop`):
+
+1. setup: the workload must match the definition; the memory the task needs is counted
+   and compared with the budget before anything is allocated;
+2. build: the reference, then the solution (COMPILE_ERROR on failure) and its signature;
+3. correctness: ``settings.trials`` trials, each on a fresh input set; the reference runs
+   on a clone of the inputs and the solution on its own copy, held in fixed "slot"
+   buffers that are refilled in place between trials;
+4. timing: the slots are refilled with input sets never seen before; the reference and
+   the solution are timed rotating over the slots; the outputs of the last timed call
+   on each slot are checked against the reference again, so a kernel that serves stale
+   results (cached by input address, or computed once) fails.
+
+:class:`EvalRun` holds the state every evaluation shares and runs the phases; what depends
+on the kind of workload (making inputs, calling, checking) is its :class:`CallPath`, which
+:func:`new_run` picks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import torch
+
+from sweep.engine._aten_call import AtenCall
+from sweep.engine._build import BuildError, Built, build_solution, interpreter_mode, reference_solution
+from sweep.engine._cache import EngineCache
+from sweep.engine._call_inputs import is_backendbench
+from sweep.engine._callpath import CallPath
+from sweep.engine._global_state import TorchFlags, pinned_flags
+from sweep.engine._named_inputs import NamedInputs
+from sweep.engine._nvml import Nvml
+from sweep.engine._outcome import Result, Stop, traceback_text, triton_mode_problem
+from sweep.engine._run_state import RunState
+from sweep.engine._timing import flush_bytes, time_calls
+from sweep.schema import (
+    Clocks,
+    Performance,
+    Solution,
+    Status,
+    TimingStats,
+    check_workload,
+)
+from sweep.schema.task import Task
+
+__all__ = ["EvalRun", "new_run"]
+
+
+def new_run(task: Task, device: torch.device, cache: EngineCache, flags: TorchFlags) -> EvalRun:
+    """The evaluation of ``task``: the BackendBench path (:class:`AtenCall`) for a
+    ``backendbench_args`` workload, the normal path (:class:`NamedInputs`) otherwise."""
+    path = AtenCall if is_backendbench(task.definition, task.workload) else NamedInputs
+    return EvalRun(task, device, cache, flags, path)
+
+
+class EvalRun(RunState):
+    """The phases of one evaluation over the shared state; what depends on the kind of
+    workload (making inputs, calling, checking) is its ``path``."""
+
+    def __init__(
+        self,
+        task: Task,
+        device: torch.device,
+        cache: EngineCache,
+        flags: TorchFlags,
+        path: Callable[[RunState], CallPath],
+    ) -> None:
+        super().__init__(task, device, cache, flags)
+        self.path = path(self)
+
+    # ---- setup and build -------------------------------------------------------------
+
+    def _preflight(self) -> None:
+        """The checks every path makes first: a usable device, a matching workload."""
+        if self.cache.fatal_error and self.device.type == "cuda":
+            raise Stop(
+                Status.RUNTIME_ERROR,
+                "this process's CUDA context is unusable after an earlier error "
+                f"({self.cache.fatal_error}); evaluate in a new process",
+            )
+        problems = check_workload(self.defn, self.wl)
+        if problems:
+            raise Stop(
+                Status.RUNTIME_ERROR,
+                f"workload {self.wl.uuid} does not match definition {self.defn.name!r}: "
+                + "; ".join(problems),
+            )
+
+    def setup(self) -> None:
+        self._preflight()
+        self.path.setup()
+
+    def build(self) -> None:
+        self._build_reference_and_solution()
+        assert self.solution is not None
+        problem = self.path.check_entry_point(self.solution.fn)
+        if problem:
+            raise Stop(Status.COMPILE_ERROR, f"entry point {self.sol.spec.entry_point!r}: {problem}")
+        if self.solution.note:
+            self.notes.append(self.solution.note)
+
+    def _build_reference_and_solution(self) -> None:
+        if self.sol.spec.language.value == "triton":
+            problem = triton_mode_problem(self.device)
+            if problem:
+                raise Stop(Status.RUNTIME_ERROR, f"cannot evaluate a Triton solution here: {problem}")
+        self.reference = self._built(reference_solution(self.defn), is_reference=True)
+        if self.sol.spec.language.value == "cuda" and self.device.type != "cuda":
+            raise Stop(
+                Status.COMPILE_ERROR,
+                f"solution {self.sol.name!r} is written in CUDA and needs a CUDA device; "
+                f"this evaluation runs on {self.device.type}",
+            )
+        self.solution = self._built(self.sol, is_reference=False)
+
+    def _built(self, sol: Solution, *, is_reference: bool) -> Built:
+        key = ("ref:" if is_reference else "sol:") + sol.content_hash + ":" + interpreter_mode()
+        hit = self.cache.solutions.get(key)
+        if hit is None:
+            try:
+                hit = build_solution(
+                    sol, cuda_ok=self.device.type == "cuda", lock_timeout_s=self.settings.timeouts.compile_s
+                )
+            except BuildError as e:
+                # A compiled build that failed is deterministic and costly: keep the failure.
+                # Python imports are cheap and retried every time.
+                if sol.spec.entry_file.endswith(".py"):
+                    raise self._build_stop(e, is_reference, cached=False) from None
+                hit = e
+            self.cache.solutions[key] = hit
+        else:
+            self.cache.hits["solution"] += 1
+        if isinstance(hit, BuildError):
+            raise self._build_stop(hit, is_reference, cached=True)
+        return hit
+
+    def _build_stop(self, e: BuildError, is_reference: bool, *, cached: bool) -> Stop:
+        again = " (this build failed earlier in this process and is not retried)" if cached else ""
+        if is_reference:
+            return Stop(
+                Status.RUNTIME_ERROR,
+                f"the reference of definition {self.defn.name!r} cannot be loaded: {e}{again}",
+                e.log,
+            )
+        return Stop(Status.COMPILE_ERROR, f"{e}{again}", e.log)
+
+    # ---- correctness -------------------------------------------------------------------
+
+    def correctness(self) -> None:
+        for trial in range(self.settings.trials):
+            self.path.trial(trial)
+
+    # ---- timing ------------------------------------------------------------------------
+
+    def _flush(self) -> torch.Tensor | None:
+        if self.device.type != "cuda":
+            return None
+        key = str(self.device)
+        buf = self.cache.flush_buffers.get(key)
+        if buf is None:
+            buf = torch.empty(flush_bytes(self.device), dtype=torch.int8, device=self.device)
+            self.cache.flush_buffers[key] = buf
+        return buf
+
+    def _time_reference(
+        self, flush: torch.Tensor | None, restore: Callable[[int], None] | None
+    ) -> TimingStats:
+        try:
+            with pinned_flags(self.flags), torch.no_grad():
+                stats, _ = time_calls(
+                    self.path.call_reference,
+                    self.settings.input_sets,
+                    self.settings,
+                    self.device,
+                    flush,
+                    restore,
+                )
+        except Exception as e:  # noqa: BLE001
+            self.note_sticky(e)
+            raise Stop(
+                Status.RUNTIME_ERROR,
+                f"the reference raised {type(e).__name__} while timed: {e}",
+                traceback_text(e),
+            ) from None
+        return stats
+
+    def timing(self, nvml: Nvml) -> tuple[TimingStats, TimingStats, Clocks | None]:
+        """Time the reference, then right after it the solution, on the same fresh input sets."""
+        path = self.path
+        flush = self._flush()
+        sets = self.settings.input_sets
+        first = self.settings.trials  # timing sets are never the ones the trials used
+        expected = path.prepare_timing(first, sets)
+        ref_mutates = path.reference_mutates()
+        ref_stats = self._time_reference(flush, path.restore if ref_mutates else None)
+        if ref_mutates:
+            for j in range(sets):
+                path.restore(j)
+        path.reset_outputs(sets)
+        self.sync()
+        before = nvml.read()
+        try:
+            with torch.no_grad():
+                stats, last = time_calls(
+                    path.call_solution,
+                    sets,
+                    self.settings,
+                    self.device,
+                    flush,
+                    path.restore if path.solution_mutates() else None,
+                )
+            self.sync()
+        except Exception as e:  # noqa: BLE001
+            raise self.solution_failed(e, "while timed") from None
+        after = nvml.read()
+        clocks = None
+        if nvml.available:
+            clocks = Clocks(
+                sm_clock_mhz_before=before.sm_clock_mhz,
+                sm_clock_mhz_after=after.sm_clock_mhz,
+                sm_clock_mhz_max=nvml.max_sm_clock(),
+                throttle_reasons_before=before.reasons,
+                throttle_reasons_after=after.reasons,
+            )
+        for j in range(sets):
+            try:
+                path.check_timed(last[j], expected[j], j, f"last timed call on input set {first + j}")
+            except Stop as stop:
+                if stop.status is Status.INCORRECT_NUMERICAL:
+                    stop.message += (
+                        "; the outputs of timed calls differ from the reference although the "
+                        "correctness trials passed: the solution may reuse results across calls "
+                        "(caching by input address, or computing once)"
+                    )
+                raise
+        return stats, ref_stats, clocks
+
+    # ---- all of it ---------------------------------------------------------------------
+
+    def run_phases(self, nvml: Nvml) -> Result:
+        """Setup, build, correctness and timing; the PASSED result (a phase raises ``Stop``)."""
+        self.setup()
+        self.build()
+        self.correctness()
+        stats, ref_stats, clocks = self.timing(nvml)
+        latency = stats.p50_ms
+        ref_latency = ref_stats.p50_ms
+        speedup = ref_latency / latency if latency > 0 else 0.0
+        summary = (
+            f"PASSED: {self.settings.trials} trial(s) + {self.settings.input_sets} timed input set(s) match "
+            f"the reference (max abs err {self.stats.max_abs:.3g}, max rel err {self.stats.max_rel:.3g}); "
+            f"latency {latency:.4f} ms (median of {stats.iterations}, {stats.clock}), reference "
+            f"{ref_latency:.4f} ms, speedup {speedup:.3f}x"
+        )
+        return Result(
+            status=Status.PASSED,
+            messages=[summary, *self.notes],
+            correctness=self.correctness_record(),
+            performance=Performance(
+                latency_ms=latency, reference_latency_ms=ref_latency, speedup_factor=speedup
+            ),
+            timing=stats,
+            reference_timing=ref_stats,
+            clocks=clocks,
+        )
+
+    def release(self) -> None:
+        """Drop every buffer this evaluation holds."""
+        self.path.release()

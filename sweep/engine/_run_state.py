@@ -1,0 +1,132 @@
+"""The state one evaluation's phases and its call path share.
+
+:class:`RunState` holds the task, the device, the cache, the seed, the tolerance, the error
+statistics, the notes and the built reference and solution, and the helpers a call path
+uses to call them. The phases (``_phases.EvalRun``) extend it; a call path
+(``_callpath.CallPath``) is given it and needs nothing else of the engine's driver.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Callable
+
+import torch
+
+from sweep.engine._build import Built
+from sweep.engine._cache import EngineCache
+from sweep.engine._compare import ErrorStats
+from sweep.engine._global_state import TorchFlags, pinned_flags
+from sweep.engine._inputs import base_seed
+from sweep.engine._outcome import Stop, traceback_text
+from sweep.schema import Correctness, Definition, EvalSettings, Solution, Status, Workload
+from sweep.schema.task import Task
+from sweep.schema.trace_log import sticky_cuda_error
+
+__all__ = ["RunState"]
+
+_BUILD_FAILED_AT_CALL = "Error building extension"
+
+
+def _key(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+class RunState:
+    """The state of one evaluation that every phase and both call paths share, and the
+    helpers the paths call (reference and solution calls that turn failures into statuses)."""
+
+    def __init__(
+        self,
+        task: Task,
+        device: torch.device,
+        cache: EngineCache,
+        flags: TorchFlags,
+    ) -> None:
+        self.task = task
+        self.defn: Definition = task.definition
+        self.sol: Solution = task.solution
+        self.wl: Workload = task.workload
+        self.settings: EvalSettings = task.settings
+        self.device = device
+        self.cache = cache
+        self.flags = flags
+        self.seed = base_seed(self.settings.seed, self.wl.uuid)
+        self.dps = self.sol.spec.destination_passing_style
+        self.tol = self.settings.tolerance_for(self.defn.name, self.defn.op_type)
+        self.def_key = _key(self.defn.to_json())
+        self.wl_key = _key(self.wl.to_json())
+        self.stats = ErrorStats()
+        self.notes: list[str] = []
+        self.solution: Built | None = None
+        self.reference: Built | None = None
+        #: Inputs (named inputs, or argument paths of a call) the reference writes into:
+        #: restored after each timed reference call.
+        self.ref_mutated: list[str] = list(cache.mutating_references.get(self.def_key, []))
+
+    # ---- helpers of the call paths ---------------------------------------------------
+
+    def sync(self) -> None:
+        """Wait for the device (CUDA) to finish what was queued."""
+        if self.device.type == "cuda":
+            torch.cuda.synchronize(self.device)
+
+    def reference_value(self, index: int, *args: object, **kwargs: object) -> object:
+        """The reference's value on input set ``index`` (synchronized); its failure is a
+        RUNTIME_ERROR that names the definition and the input set."""
+        assert self.reference is not None
+        try:
+            with pinned_flags(self.flags), torch.no_grad():
+                value = self.reference.fn(*args, **kwargs)
+                self.sync()
+        except Exception as e:  # noqa: BLE001 - any failure of the reference is reported
+            self.note_sticky(e)
+            raise Stop(
+                Status.RUNTIME_ERROR,
+                f"the reference of {self.defn.name!r} raised {type(e).__name__} on input set {index}: {e}",
+                traceback_text(e),
+            ) from None
+        return value
+
+    def reference_wrote(self, name: str) -> None:
+        """Record that the reference writes into input ``name`` (kept per definition in the cache)."""
+        self.ref_mutated.append(name)
+        self.cache.mutating_references[self.def_key] = list(self.ref_mutated)
+
+    def call_solution(self, call: Callable[[int], object], slot: int, where: str) -> object:
+        """The solution's value on slot ``slot`` (``call(slot)``: the path's own call,
+        synchronized); any exception it raises ends the evaluation with its status (``where``
+        names the call)."""
+        try:
+            with torch.no_grad():
+                got = call(slot)
+                self.sync()
+        except Exception as e:  # noqa: BLE001 - any failure of the kernel is a status
+            raise self.solution_failed(e, where) from None
+        return got
+
+    def correctness_record(self) -> Correctness:
+        """The largest errors seen so far, for the trace."""
+        return Correctness(max_absolute_error=self.stats.max_abs, max_relative_error=self.stats.max_rel)
+
+    def solution_failed(self, e: BaseException, where: str) -> Stop:
+        """The status of a solution call that raised ``e`` (COMPILE_ERROR when its extension
+        failed to build at the call, else RUNTIME_ERROR); notes a sticky CUDA error."""
+        self.note_sticky(e)
+        text = str(e)
+        if _BUILD_FAILED_AT_CALL in text:
+            return Stop(
+                Status.COMPILE_ERROR, f"the solution's extension failed to build ({where})", traceback_text(e)
+            )
+        return Stop(
+            Status.RUNTIME_ERROR,
+            f"the solution raised {type(e).__name__} ({where}): {text}",
+            traceback_text(e),
+        )
+
+    def note_sticky(self, e: BaseException) -> None:
+        """After a sticky CUDA error, mark the cache: this process must not evaluate again."""
+        if self.device.type != "cuda":
+            return
+        if sticky_cuda_error(str(e)) is not None:
+            self.cache.fatal_error = f"{type(e).__name__}: {str(e).strip().splitlines()[0][:200]}"

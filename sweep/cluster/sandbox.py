@@ -29,6 +29,7 @@ from typing_extensions import Self
 
 from sweep.cluster._failure_traces import failure_trace, now_iso
 from sweep.cluster._packing import Done, Envelope, TaskPacker, build_key, load_task
+from sweep.cluster._sandbox_log import crash_log, file_size, output_tail, timeout_log, wait_quiet
 from sweep.cluster._sandbox_main import SandboxInfo
 from sweep.cluster._zygote import ExitState, ZygoteClient, ZygoteError
 from sweep.schema import Provenance, Status, Trace
@@ -197,7 +198,7 @@ class Sandbox:
             why = "did not report ready in time" if state.running else state.describe()
             raise SandboxStartError(
                 f"the sandbox process (backend {self.spec.backend!r}, device {self.spec.device_kind}) "
-                f"failed to start: {why}\n{_tail(log, 0, 8192)}"
+                f"failed to start: {why}\n{output_tail(log, 0, 8192)}"
             )
         info: SandboxInfo = msg[1]
         self._info = info
@@ -255,7 +256,7 @@ class Sandbox:
             nxt = envs[i + 1] if i + 1 < len(envs) else None
             if nxt is not None and env.build_key in child.built and nxt.build_key in child.built:
                 try:
-                    sent_at = _size(child.log)
+                    sent_at = file_size(child.log)
                     self._post(child, nxt)
                     queued = (child, nxt, sent_at)
                 except OSError:
@@ -278,7 +279,7 @@ class Sandbox:
 
     def _send(self, env: Envelope) -> tuple[_Child, int]:
         child = self._ensure_child()
-        offset = _size(child.log)
+        offset = file_size(child.log)
         if offset > _LOG_ROTATE_BYTES:
             os.truncate(child.log, 0)
             offset = 0
@@ -370,23 +371,17 @@ class Sandbox:
         self, task: Task, stamp: Provenance, child: _Child, offset: int, state: ExitState, phase: str
     ) -> Done:
         self.stats.crashes += 1
-        what = {"build": "while building/importing the solution", "run": "while running"}.get(
-            phase, "during the evaluation"
-        )
-        log = (
-            f"sandbox process {child.pid} {state.describe()} {what}; it was replaced.\n"
-            f"--- sandbox output (tail) ---\n{_tail(child.log, offset, task.settings.log_limit_bytes)}"
-        )
-        return self._failure(task, Status.RUNTIME_ERROR, log, stamp)
+        tail = output_tail(child.log, offset, task.settings.log_limit_bytes)
+        return self._failure(task, Status.RUNTIME_ERROR, crash_log(child.pid, state, phase, tail), stamp)
 
     def _dump_stacks(self, child: _Child) -> None:
         """Ask a hung sandbox where it is (faulthandler on SIGUSR1) before it is killed."""
-        start = _size(child.log)
+        start = file_size(child.log)
         try:
             os.kill(child.pid, signal.SIGUSR1)
         except OSError:
             return
-        _wait_quiet(child.log, start, 2.0)
+        wait_quiet(child.log, start, 2.0)
 
     def _timed_out(
         self, task: Task, stamp: Provenance, child: _Child, offset: int, phase: str, budget: float
@@ -394,46 +389,5 @@ class Sandbox:
         self.stats.timeouts += 1
         self._dump_stacks(child)
         self._drop_child()
-        if phase == "build":
-            what = f"the build phase (import, compile) exceeded timeouts.compile_s={budget:g} s"
-        elif phase == "run":
-            what = f"the run phase exceeded timeouts.run_s={budget:g} s"
-        else:
-            what = f"the evaluation exceeded timeouts.compile_s + run_s = {budget:g} s"
-        log = (
-            f"{what}; sandbox process {child.pid} was killed (SIGKILL) and replaced.\n"
-            f"--- sandbox output (tail) ---\n{_tail(child.log, offset, task.settings.log_limit_bytes)}"
-        )
-        return self._failure(task, Status.TIMEOUT, log, stamp)
-
-
-def _size(path: Path) -> int:
-    try:
-        return path.stat().st_size
-    except OSError:
-        return 0
-
-
-def _wait_quiet(path: Path, start: int, timeout: float) -> None:
-    """Wait until ``path`` has grown past ``start`` and stopped growing (a stack dump being
-    written), at most ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    last = start
-    while time.monotonic() < deadline:
-        time.sleep(0.05)
-        size = _size(path)
-        if size == last and size > start:
-            return
-        last = size
-
-
-def _tail(path: Path, offset: int, limit: int) -> str:
-    """The last ``limit`` bytes written to ``path`` after ``offset``."""
-    try:
-        size = path.stat().st_size
-        start = max(offset, size - limit) if size >= offset else max(0, size - limit)
-        with open(path, "rb") as f:
-            f.seek(start)
-            return f.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
+        tail = output_tail(child.log, offset, task.settings.log_limit_bytes)
+        return self._failure(task, Status.TIMEOUT, timeout_log(child.pid, phase, budget, tail), stamp)

@@ -20,6 +20,7 @@ from sweep._cli.options import (
     StoreOpt,
     make_overrides,
 )
+from sweep.schema.hardware import config_target
 
 if TYPE_CHECKING:
     from sweep.plan import Plan
@@ -110,7 +111,7 @@ def render_plan(plan: Plan) -> str:
     """The summary ``sweep plan`` prints: counts per definition and solution, and exclusions."""
     cfg = plan.config
     hw = plan.hardware
-    how = f" (hardware {cfg.hardware!r} -> {hw})" if cfg.hardware.strip().lower() == "auto" else ""
+    how = f" (hardware {cfg.hardware!r} -> {hw})" if config_target(cfg.hardware) is None else ""
     lines = [f"sweep {cfg.name!r} on {hw}{how}"]
     for title, counts in (
         ("definitions", plan.count_by_definition()),

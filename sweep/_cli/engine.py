@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from sweep._cli.app import app
+from sweep._cli.options import make_overrides
 from sweep.schema import Trace
 
 __all__ = ["app", "render_traces"]
@@ -81,15 +82,10 @@ def eval_command(
 
     Example: sweep eval rmsnorm_h1024 rmsnorm_h1024_triton --device cpu -w 9160fce7
     """
+    from sweep.config import EvalSettings, apply_settings_overrides
     from sweep.launch import evaluate_from_dataset
-    from sweep.schema import EvalSettings
 
-    overrides: dict[str, int] = {}
-    if seed is not None:
-        overrides["seed"] = seed
-    if trials is not None:
-        overrides["trials"] = trials
-    settings = EvalSettings(**overrides)
+    settings = apply_settings_overrides(EvalSettings(), make_overrides(seed=seed, trials=trials))
 
     def emit(trace: Trace) -> None:
         if json_out:

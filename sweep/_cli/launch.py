@@ -99,12 +99,13 @@ def launch(
     overrides = make_overrides(
         name=name,
         hardware=hardware,
+        address=address,
         results_dir=results_dir,
         store=store,
         seed=seed,
         limit_per_definition=limit_per_definition,
     )
-    options = LaunchOptions(address=address, overrides=overrides, force=force, quiet=quiet)
+    options = LaunchOptions(overrides=overrides, force=force, quiet=quiet)
     try:
         result = run_launch(config, options)
     except KeyboardInterrupt:

@@ -1,7 +1,9 @@
 """Command-line flags that override a sweep config, shared by every command that reads one.
 
 Use them as parameter annotations, then build a :class:`~sweep.config.ConfigOverrides` with
-:func:`make_overrides`. Precedence (flags > YAML > defaults) is documented in ``sweep.config``.
+:func:`make_overrides`: every flag that overrides a config or the evaluation settings reaches
+them through it. Precedence (flags > ``RAY_ADDRESS`` > YAML > defaults) is applied in
+:func:`sweep.config.load_config` and documented in ``sweep.config``.
 """
 
 from __future__ import annotations
@@ -56,6 +58,7 @@ def make_overrides(
     results_dir: str | None = None,
     store: str | None = None,
     seed: int | None = None,
+    trials: int | None = None,
     limit_per_definition: int | None = None,
 ) -> ConfigOverrides:
     """The overrides given on the command line (unset flags stay ``None``).
@@ -71,6 +74,7 @@ def make_overrides(
             results_dir=results_dir,
             store=store,
             seed=seed,
+            trials=trials,
             limit_per_definition=limit_per_definition,
         )
     except pydantic.ValidationError as e:

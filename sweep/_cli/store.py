@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sweep._cli.app import app
+from sweep.config import DEFAULT_STORE_PATH
 from sweep.errors import StoreError
 
 if TYPE_CHECKING:
@@ -15,7 +16,6 @@ if TYPE_CHECKING:
 
 __all__ = ["app", "render_export", "render_ingest"]
 
-DEFAULT_STORE = Path("results") / "sweep.duckdb"
 _MAX_WARNINGS = 20
 
 StoreFileOpt = Annotated[Path, typer.Option("--store", help="The DuckDB store file.", show_default=True)]
@@ -79,7 +79,7 @@ def ingest(
         list[Path],
         typer.Argument(help="Trace files (*.jsonl, *.json), folders, or folders written by 'sweep export'."),
     ],
-    store: StoreFileOpt = DEFAULT_STORE,
+    store: StoreFileOpt = DEFAULT_STORE_PATH,
 ) -> None:
     """Add traces to the store; ingesting the same file twice adds nothing.
 
@@ -101,7 +101,7 @@ def ingest(
 @app.command()
 def query(
     sql: Annotated[str, typer.Argument(help="One SQL statement.")],
-    store: StoreFileOpt = DEFAULT_STORE,
+    store: StoreFileOpt = DEFAULT_STORE_PATH,
     results_dir: ResultsOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as a JSON array.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print rows as CSV.")] = False,
@@ -134,7 +134,7 @@ def query(
 
 @app.command()
 def report(
-    store: StoreFileOpt = DEFAULT_STORE,
+    store: StoreFileOpt = DEFAULT_STORE_PATH,
     results_dir: ResultsOpt = None,
     html: Annotated[
         Path | None, typer.Option("--html", help="Also write a self-contained HTML page.")
@@ -161,7 +161,7 @@ def report(
 @app.command()
 def export(
     parquet: Annotated[Path, typer.Option("--parquet", help="New or empty folder to write.")],
-    store: StoreFileOpt = DEFAULT_STORE,
+    store: StoreFileOpt = DEFAULT_STORE_PATH,
     results_dir: ResultsOpt = None,
 ) -> None:
     """Export the store as Parquet, traces partitioned by hardware; 'sweep ingest' reads it

@@ -1,8 +1,14 @@
 """Connecting to Ray, and what the cluster offers for a hardware target.
 
-Address precedence: the ``--address`` flag, then ``RAY_ADDRESS``, then the config's
-``ray.address``; with none, an embedded local Ray over this machine's GPUs (or CPU slots).
-A Ray already initialised in this process (a test, a notebook) is used as it is.
+Where to connect is the config's ``ray.address``, as :func:`sweep.config.load_config` left it:
+the ``--address`` flag, then ``RAY_ADDRESS``, then the YAML (the rule is
+:func:`sweep.config.resolve_address`, applied with the rest of the precedence there); with
+none, an embedded local Ray over this machine's GPUs (or CPU slots). A Ray already
+initialised in this process (a test, a notebook) is used as it is.
+
+Targets arrive normalised (``"CPU"``, ``"H100"``: :func:`sweep.schema.hardware.config_target`);
+Ray's own accelerator names (``"H100"``, ``"A100-80G"``) are read in one helper,
+``_ray_names``, for both ``hardware: auto`` and matching a target.
 
 A driver started by ``ray job submit`` already runs in the job's runtime_env (its
 ``working_dir`` is the current directory on every node), so nothing is added then. A driver
@@ -30,7 +36,6 @@ __all__ = [
     "connect",
     "in_ray_job",
     "pools_for",
-    "resolve_address",
 ]
 
 _ACCEL_PREFIX = "accelerator_type:"
@@ -120,14 +125,6 @@ def in_ray_job() -> bool:
     return "RAY_JOB_CONFIG_JSON_ENV_VAR" in os.environ
 
 
-def resolve_address(flag: str | None, config: SweepConfig) -> str | None:
-    """The cluster to connect to: flag, then ``RAY_ADDRESS``, then ``ray.address``; else ``None``."""
-    for value in (flag, os.environ.get("RAY_ADDRESS"), config.ray.address):
-        if value:
-            return value
-    return None
-
-
 def _sweep_package_dir() -> str:
     return str(Path(__file__).resolve().parents[1])
 
@@ -164,8 +161,10 @@ def _nodes() -> tuple[NodeInfo, ...]:
     return tuple(out)
 
 
-def connect(config: SweepConfig, *, address: str | None = None) -> RayConnection:
-    """Connect to (or start) Ray for ``config``.
+def connect(config: SweepConfig) -> RayConnection:
+    """Connect to (or start) Ray for ``config``: the cluster at ``config.ray.address``, or an
+    embedded local Ray when it is unset (load the config with :func:`sweep.config.load_config`
+    so that ``--address`` and ``RAY_ADDRESS`` are in it).
 
     Raises:
         ClusterError: The address cannot be reached, or Ray cannot start.
@@ -174,7 +173,7 @@ def connect(config: SweepConfig, *, address: str | None = None) -> RayConnection
 
     if ray.is_initialized():
         return RayConnection(ClusterInfo(None, False, _nodes()), started_here=False, portable_paths=False)
-    target = resolve_address(address, config)
+    target = config.ray.address or None
     # Ray's own INFO lines ("Started a local Ray instance") would break the progress output.
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "WARNING"}
     try:
@@ -203,10 +202,15 @@ def connect(config: SweepConfig, *, address: str | None = None) -> RayConnection
     return RayConnection(info, started_here=True, portable_paths=in_ray_job())
 
 
-def _matches(ray_type: str, target: str) -> bool:
-    """Ray's accelerator name (``H100``, ``A100-80G``) against a config target (``H100``)."""
-    a, t = ray_type.upper(), target.upper()
-    return a == t or a.startswith(t + "-") or short_name(ray_type) == t
+def _ray_names(ray_type: str) -> list[str]:
+    """The targets a Ray accelerator type answers to, the model it is first.
+
+    ``"A100-80G"`` is an ``"A100"`` (what ``hardware: auto`` picks) and also answers to
+    ``"A100-80G"``; ``"H100"`` to ``"H100"``. The one place Ray's names are read.
+    """
+    parts = ray_type.upper().split("-")
+    prefixes = ["-".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return [short_name(ray_type.split("-")[0]), short_name(ray_type), *prefixes]
 
 
 def auto_target(info: ClusterInfo) -> str:
@@ -218,7 +222,7 @@ def auto_target(info: ClusterInfo) -> str:
     kinds = sorted({a for n in info.nodes if n.gpus for a in n.accelerator_types})
     if not kinds:
         return CPU
-    shorts = sorted({short_name(k.split("-")[0]) for k in kinds})
+    shorts = sorted({_ray_names(k)[0] for k in kinds})
     if len(shorts) > 1:
         raise ClusterError(
             f"hardware: auto is ambiguous: the cluster has GPUs of types {', '.join(shorts)}. "
@@ -231,7 +235,8 @@ def pools_for(target: str, info: ClusterInfo, *, max_workers: int | None = None)
     """The worker pools that serve ``target`` on this cluster, one per Ray accelerator name.
 
     Args:
-        target: ``"CPU"`` or a GPU model (``"H100"``).
+        target: ``"CPU"`` or a GPU model (``"H100"``), as the plan gives it; another
+            spelling (``"h100"``, ``"NVIDIA_H100"``) from a direct caller is normalised.
         info: The cluster.
         max_workers: Never more workers than this (e.g. the number of tasks).
 
@@ -248,7 +253,7 @@ def pools_for(target: str, info: ClusterInfo, *, max_workers: int | None = None)
     by_type: dict[str, float] = {}
     for n in info.nodes:
         for a in n.accelerator_types:
-            if n.gpus and _matches(a, target):
+            if n.gpus and target in _ray_names(a):
                 by_type[a] = by_type.get(a, 0.0) + n.gpus
     if not by_type:
         have = sorted({a for n in info.nodes if n.gpus for a in n.accelerator_types})

@@ -36,7 +36,6 @@ from sweep.cluster.connect import Pool
 from sweep.cluster.sandbox import SandboxSpec, TaskPacker
 from sweep.errors import ClusterError
 from sweep.schema import Provenance, Status, Trace
-from sweep.schema.hardware import short_name
 from sweep.schema.task import Task
 
 __all__ = ["SchedulerOptions", "SchedulerStats", "run_tasks"]
@@ -301,7 +300,7 @@ class _Loop:
 
     def run(self, tasks: Sequence[Task]) -> SchedulerStats:
         for t in tasks:
-            self.pending[short_name(t.hardware)].append(_Item(t))
+            self.pending[t.hardware].append(_Item(t))
         try:
             while any(self.pending.values()) or any(w.inflight for w in self.workers):
                 self._fill()
@@ -352,7 +351,8 @@ def run_tasks(
     """Run ``tasks`` on workers of ``pools`` (Ray must be initialised); one trace per task.
 
     Args:
-        tasks: What to evaluate.
+        tasks: What to evaluate; each goes to the pool whose ``target`` is its ``hardware``
+            (both are the plan's normalised target).
         pools: Worker pools (see :func:`sweep.cluster.connect.pools_for`).
         spec: How workers start their sandboxes.
         run_id: Stamped on every trace.
@@ -369,7 +369,7 @@ def run_tasks(
         return SchedulerStats()
     served = {p.target for p in pools}
     for t in tasks:
-        if short_name(t.hardware) not in served:
+        if t.hardware not in served:
             raise ClusterError(
                 f"task {t.task_id} targets {t.hardware}, which no worker pool serves "
                 f"(pools: {', '.join(sorted(served)) or 'none'})"

@@ -1,15 +1,24 @@
 """The config stage: the sweep YAML model, reading it, and command-line overrides.
 
 - :mod:`sweep.config.models`: what a sweep config holds (:class:`SweepConfig` and its
-  sections) and :class:`ConfigOverrides`, the one path by which flags reach a config.
+  sections), :class:`ConfigOverrides` (the one path by which flags reach a config or the
+  evaluation settings), the precedence rules (:func:`apply_overrides`,
+  :func:`apply_settings_overrides`, :func:`resolve_address`) and where results go by
+  default (:data:`DEFAULT_RESULTS_DIR`, :data:`STORE_FILE_NAME`).
 - :mod:`sweep.config.yaml_file`: reading a config file with ``file:line`` errors, resolving
-  its relative paths, applying overrides (:func:`load_config`).
+  its relative paths, and :func:`load_config`, where the layers are applied.
 
-Precedence, in one place: flags > YAML > the defaults on the models. The evaluation
-settings are records (``sweep.schema.settings``: a task carries them) and are re-exported here.
+Precedence, in one place (:func:`load_config`): flags > environment (``RAY_ADDRESS``, when
+set and non-empty, for ``ray.address``) > YAML > the defaults on the models. ``sweep eval``,
+which has no config, puts its flags over the default evaluation settings by the same rule
+(:func:`apply_settings_overrides`). The evaluation settings are records
+(``sweep.schema.settings``: a task carries them) and are re-exported here.
 """
 
 from sweep.config.models import (
+    DEFAULT_RESULTS_DIR,
+    DEFAULT_STORE_PATH,
+    STORE_FILE_NAME,
     ConfigOverrides,
     DefinitionSelect,
     OutputSettings,
@@ -18,11 +27,17 @@ from sweep.config.models import (
     SweepConfig,
     WorkloadSelect,
     apply_overrides,
+    apply_settings_overrides,
+    default_store_path,
+    resolve_address,
 )
 from sweep.config.yaml_file import load_config, read_config_file, resolve_paths
 from sweep.schema.settings import EvalSettings, Timeouts, Tolerance
 
 __all__ = [
+    "DEFAULT_RESULTS_DIR",
+    "DEFAULT_STORE_PATH",
+    "STORE_FILE_NAME",
     "ConfigOverrides",
     "DefinitionSelect",
     "EvalSettings",
@@ -34,7 +49,10 @@ __all__ = [
     "Tolerance",
     "WorkloadSelect",
     "apply_overrides",
+    "apply_settings_overrides",
+    "default_store_path",
     "load_config",
     "read_config_file",
+    "resolve_address",
     "resolve_paths",
 ]

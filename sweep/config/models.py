@@ -1,24 +1,40 @@
 """The sweep config: one YAML file that says what to evaluate, where, and how.
 
-Precedence, in one place: command-line flags (a :class:`ConfigOverrides`) override the
-YAML, which overrides the defaults written on the models below (see :func:`apply_overrides`).
-A flag left unset (``None``) leaves the YAML value alone. Relative paths in the YAML
-(``dataset``, ``output.results_dir``, ``output.store``) are relative to the config file's
-folder; relative paths given as flags are relative to the current directory.
+Precedence, highest first, applied in one place (:func:`sweep.config.load_config`):
+
+1. command-line flags (a :class:`ConfigOverrides`, applied by :func:`apply_overrides`);
+   a flag left unset (``None``) leaves the value below alone;
+2. the environment: ``RAY_ADDRESS``, when set and non-empty, for ``ray.address``
+   (:func:`resolve_address` is the whole rule for the address);
+3. the YAML file;
+4. the defaults written on the models below (and :data:`DEFAULT_RESULTS_DIR`,
+   :data:`STORE_FILE_NAME` for where results go).
+
+``sweep eval`` has no config file: its flags go over :class:`EvalSettings`' defaults through
+:func:`apply_settings_overrides`, the same rule :func:`apply_overrides` uses for ``evaluation``.
+Relative paths in the YAML (``dataset``, ``output.results_dir``, ``output.store``) are
+relative to the config file's folder; relative paths given as flags are relative to the
+current directory. Where a sweep runs is not what it measures: a Ray address from a flag or
+``RAY_ADDRESS`` does not enter :meth:`SweepConfig.config_hash` (the YAML's does).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import os
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, JsonValue, field_validator
+from pydantic import Field, JsonValue, PrivateAttr, field_validator
 
 from sweep.schema.settings import EvalSettings, StrictModel
 
 __all__ = [
+    "DEFAULT_RESULTS_DIR",
+    "DEFAULT_STORE_PATH",
+    "STORE_FILE_NAME",
     "ConfigOverrides",
     "DefinitionSelect",
     "OutputSettings",
@@ -27,7 +43,24 @@ __all__ = [
     "SweepConfig",
     "WorkloadSelect",
     "apply_overrides",
+    "apply_settings_overrides",
+    "default_store_path",
+    "resolve_address",
 ]
+
+#: Where results go when neither the config nor a flag says (relative to the config's folder).
+DEFAULT_RESULTS_DIR = "results"
+#: The DuckDB store's file name inside the results folder, when ``output.store`` is not set.
+STORE_FILE_NAME = "sweep.duckdb"
+
+
+def default_store_path(results_dir: str | Path = DEFAULT_RESULTS_DIR) -> Path:
+    """The store of a results folder: ``<results_dir>/sweep.duckdb``."""
+    return Path(results_dir) / STORE_FILE_NAME
+
+
+#: The store the ``sweep ingest/query/report/export`` commands use by default.
+DEFAULT_STORE_PATH = default_store_path()
 
 
 class DefinitionSelect(StrictModel):
@@ -65,12 +98,19 @@ class RaySettings(StrictModel):
 class OutputSettings(StrictModel):
     """Where results go (relative paths are relative to the config file's folder)."""
 
-    results_dir: str = "results"
-    store: str | None = Field(default=None, description="default: <results_dir>/sweep.duckdb")
+    results_dir: str = DEFAULT_RESULTS_DIR
+    store: str | None = Field(default=None, description=f"default: <results_dir>/{STORE_FILE_NAME}")
 
     def store_path(self) -> str:
         """The DuckDB file, defaulting to ``<results_dir>/sweep.duckdb``."""
-        return self.store or str(Path(self.results_dir) / "sweep.duckdb")
+        return self.store or str(default_store_path(self.results_dir))
+
+
+@dataclass(frozen=True)
+class _AddressLayer:
+    """``ray.address`` as the YAML wrote it, before a flag or ``RAY_ADDRESS`` replaced it."""
+
+    written: str | None
 
 
 class SweepConfig(StrictModel):
@@ -89,15 +129,42 @@ class SweepConfig(StrictModel):
     ray: RaySettings = RaySettings()
     output: OutputSettings = OutputSettings()
 
+    # Set when a flag or RAY_ADDRESS replaced ``ray.address`` (see config_hash); None otherwise.
+    _address_layer: _AddressLayer | None = PrivateAttr(default=None)
+
     @field_validator("dataset", mode="before")
     @classmethod
     def _one_root(cls, v: object) -> object:
         return [v] if isinstance(v, str) else v
 
     def config_hash(self) -> str:
-        """Stable hash of the whole config."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """Stable hash of the whole config.
+
+        ``ray.address`` enters as the YAML wrote it: an address from ``--address`` or
+        ``RAY_ADDRESS`` changes where the sweep runs, not what it measures.
+        """
+        data = self.model_dump(mode="json")
+        if self._address_layer is not None:
+            data["ray"]["address"] = self._address_layer.written
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+    def revalidated(self, data: dict[str, Any]) -> SweepConfig:
+        """``data`` (a dump of this config, edited) validated as a config; where this
+        config's Ray address came from (see :meth:`config_hash`) carries over."""
+        out = SweepConfig.model_validate(data)
+        out._address_layer = self._address_layer
+        return out
+
+    def with_address(self, address: str | None) -> SweepConfig:
+        """This config running at ``address`` (a flag's or ``RAY_ADDRESS``): ``ray.address``
+        replaced, the hash unchanged (see :meth:`config_hash`)."""
+        if address == self.ray.address:
+            return self
+        layer = self._address_layer or _AddressLayer(self.ray.address)
+        out = self.model_copy(update={"ray": self.ray.model_copy(update={"address": address})})
+        out._address_layer = layer
+        return out
 
 
 class ConfigOverrides(StrictModel):
@@ -109,6 +176,7 @@ class ConfigOverrides(StrictModel):
     results_dir: str | None = None
     store: str | None = None
     seed: int | None = None
+    trials: int | None = Field(default=None, ge=1, description="correctness trials (evaluation.trials)")
     limit_per_definition: int | None = Field(default=None, ge=1)
 
     def is_empty(self) -> bool:
@@ -116,27 +184,55 @@ class ConfigOverrides(StrictModel):
         return all(v is None for v in self.model_dump().values())
 
 
+def resolve_address(flag: str | None, config: SweepConfig) -> str | None:
+    """The Ray cluster to connect to: ``flag``, then ``RAY_ADDRESS``, then the config's
+    ``ray.address`` (the first set and non-empty); ``None`` means an embedded local Ray."""
+    for value in (flag, os.environ.get("RAY_ADDRESS"), config.ray.address):
+        if value:
+            return value
+    return None
+
+
+def _evaluation_overrides(overrides: ConfigOverrides) -> dict[str, int]:
+    """The ``evaluation`` settings the flags set (``--seed``, ``--trials``)."""
+    fields = {"seed": overrides.seed, "trials": overrides.trials}
+    return {k: v for k, v in fields.items() if v is not None}
+
+
+def apply_settings_overrides(settings: EvalSettings, overrides: ConfigOverrides | None) -> EvalSettings:
+    """``settings`` with the evaluation flags of ``overrides`` (seed, trials) over them.
+
+    The rule :func:`apply_overrides` applies to a config's ``evaluation`` section, for
+    commands that have settings but no config (``sweep eval``). Validated again.
+    """
+    fields = _evaluation_overrides(overrides) if overrides is not None else {}
+    if not fields:
+        return settings
+    return EvalSettings.model_validate({**settings.model_dump(mode="json", exclude_unset=True), **fields})
+
+
 def apply_overrides(config: SweepConfig, overrides: ConfigOverrides | None) -> SweepConfig:
     """The config with every set field of ``overrides`` replacing its YAML value.
 
-    The result is validated again, so an override gets the same checks as the YAML.
+    The result is validated again, so an override gets the same checks as the YAML. An
+    address goes through :meth:`SweepConfig.with_address` (it does not change the hash).
     """
     if overrides is None or overrides.is_empty():
         return config
-    data = config.model_dump(mode="json", exclude_unset=True)
     o = overrides
+    data = config.model_dump(mode="json", exclude_unset=True)
     if o.name is not None:
         data["name"] = o.name
     if o.hardware is not None:
         data["hardware"] = o.hardware
-    if o.address is not None:
-        data.setdefault("ray", {})["address"] = o.address
     if o.results_dir is not None:
         data.setdefault("output", {})["results_dir"] = o.results_dir
     if o.store is not None:
         data.setdefault("output", {})["store"] = o.store
-    if o.seed is not None:
-        data.setdefault("evaluation", {})["seed"] = o.seed
+    evaluation = _evaluation_overrides(o)
+    if evaluation:
+        data.setdefault("evaluation", {}).update(evaluation)
     if o.limit_per_definition is not None:
         data.setdefault("workloads", {})["limit_per_definition"] = o.limit_per_definition
-    return SweepConfig.model_validate(data)
+    out = config.revalidated(data)
+    return out.with_address(o.address) if o.address is not None else out

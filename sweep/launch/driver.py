@@ -1,9 +1,11 @@
 """``sweep launch``: plan a config, skip what is stored, run the rest on Ray, store each trace.
 
-Order of work, so mistakes fail before anything slow starts: read the config, load the
-dataset and expand the plan (config and plan errors), connect to Ray (``hardware: auto`` is
-decided by what the cluster has), check the cluster has the target hardware (else fail at
-once, listing what it has), drop the tasks already stored (unless ``force``), then run.
+Order of work, so mistakes fail before anything slow starts: read the config (flags,
+``RAY_ADDRESS`` and the YAML, layered by :func:`sweep.config.load_config`), load the dataset
+and check what the config selects (config and plan errors), connect to Ray, build the plan
+once for its target (``hardware: auto`` is decided by what the cluster has), check the
+cluster has the target hardware (else fail at once, listing what it has), drop the tasks
+already stored (unless ``force``), then run.
 """
 
 from __future__ import annotations
@@ -21,11 +23,12 @@ from typing import TextIO
 from sweep.cluster.connect import ClusterInfo, Pool, RayConnection, auto_target, connect, pools_for
 from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
-from sweep.config import ConfigOverrides, SweepConfig, apply_overrides
+from sweep.config import ConfigOverrides, SweepConfig, load_config
 from sweep.launch.progress import Progress, SummaryRow, Tally
-from sweep.plan import Exclusion, Plan, expand, load_config
+from sweep.plan import Exclusion, Plan, build_plan, select
 from sweep.plan.dataset import Dataset, load_dataset
 from sweep.schema import Trace
+from sweep.schema.hardware import config_target
 from sweep.schema.task import Task
 
 __all__ = ["STORE_FLUSH_S", "LaunchOptions", "LaunchResult", "launch", "new_run_id"]
@@ -39,8 +42,8 @@ class LaunchOptions:
     """How to launch.
 
     Attributes:
-        address: Ray address from the command line (beats ``RAY_ADDRESS`` and the config).
-        overrides: Other command-line overrides of the config.
+        overrides: Command-line overrides of the config, the Ray address included (it beats
+            ``RAY_ADDRESS`` and the config's ``ray.address``; see :func:`sweep.config.load_config`).
         force: Re-run tasks that already have a stored trace.
         backend: Module the sandboxes evaluate with (``sweep.engine``).
         preload: Modules each GPU's zygote imports once before forking sandboxes.
@@ -49,7 +52,6 @@ class LaunchOptions:
         quiet: No progress output at all.
     """
 
-    address: str | None = None
     overrides: ConfigOverrides | None = None
     force: bool = False
     backend: str = "sweep.engine"
@@ -129,19 +131,19 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
     t0 = time.monotonic()
     config: SweepConfig = load_config(config_path, opts.overrides)
     dataset = load_dataset(config.dataset)
-    plan = expand(config, dataset)
-    auto = config.hardware.strip().lower() == "auto"
+    selection = select(config, dataset)  # every plan error, before Ray
+    target = config_target(config.hardware)  # None: hardware auto, the cluster decides
     run_id = new_run_id()
-    if not auto:
+    plan: Plan | None = None
+    if target is not None:
+        plan = build_plan(selection, target)
         todo, skipped = _pending(plan, opts.force)
         if not todo:
             return _result(run_id, plan, skipped, Tally(), t0, None, SchedulerStats())
-    conn: RayConnection = connect(config, address=opts.address)
+    conn: RayConnection = connect(config)
     try:
-        if auto:
-            target = auto_target(conn.info)
-            if target != plan.hardware:
-                plan = expand(apply_overrides(config, ConfigOverrides(hardware=target)), dataset)
+        if plan is None:
+            plan = build_plan(selection, auto_target(conn.info))
             todo, skipped = _pending(plan, opts.force)
             if not todo:
                 return _result(run_id, plan, skipped, Tally(), t0, conn.info, SchedulerStats())

@@ -2,7 +2,9 @@
 
 - :mod:`sweep.plan.dataset`: loading FlashInfer-Bench dataset folders (:func:`load_dataset`).
 - :mod:`sweep.plan.expand`: a config over a dataset -> :class:`Plan` (definition x solution x
-  workload, pure and deterministic), with what was left out and why.
+  workload, pure and deterministic), with what was left out and why: :func:`select` (every
+  filter checked, no hardware) then :func:`build_plan` (the tasks for one target), or both
+  at once with :func:`expand`.
 - :mod:`sweep.plan.pair`: one definition x solution pair and its workloads (``sweep eval``).
 
 ``load_config`` and ``ConfigOverrides`` are re-exported from ``sweep.config`` for callers
@@ -11,7 +13,16 @@ that plan straight from a file.
 
 from sweep.config import ConfigOverrides, load_config
 from sweep.plan.dataset import LAYOUT, Dataset, Origin, RecordKind, load_dataset, validate_roots
-from sweep.plan.expand import Exclusion, Plan, expand, plan_config, target_hardware
+from sweep.plan.expand import (
+    Exclusion,
+    Plan,
+    Selection,
+    build_plan,
+    expand,
+    plan_config,
+    select,
+    target_hardware,
+)
 from sweep.plan.pair import PairSelection, select_pair
 
 __all__ = [
@@ -23,10 +34,13 @@ __all__ = [
     "PairSelection",
     "Plan",
     "RecordKind",
+    "Selection",
+    "build_plan",
     "expand",
     "load_config",
     "load_dataset",
     "plan_config",
+    "select",
     "select_pair",
     "target_hardware",
     "validate_roots",

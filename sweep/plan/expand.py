@@ -1,13 +1,19 @@
 """From a sweep config and a dataset to the list of tasks: definition x solution x workload.
 
-:func:`expand` is pure: no file, device or network is touched, and the same config and
-dataset always give the same tasks in the same order with the same ids. Order: definitions
-by name, then solutions by name, then workloads in file order.
+Two steps: :func:`select` checks every filter of the config against the dataset and picks
+the definitions and solutions (hardware plays no part, so a launcher runs it before it
+connects to anything); :func:`build_plan` makes the tasks of that selection for one target.
+:func:`expand` is both, for the config's own target.
 
-Hardware ``"auto"`` means "whatever this machine has"; finding that out needs torch or
-NVML, which a pure plan must not touch, so :func:`expand` treats ``"auto"`` as ``"cpu"``.
-A launcher that has looked at the machine passes the real target as an override
-(``ConfigOverrides(hardware="H100")``) before planning.
+All of it is pure: no file, device or network is touched, and the same config and dataset
+always give the same tasks in the same order with the same ids. Order: definitions by name,
+then solutions by name, then workloads in file order.
+
+A config's ``hardware`` becomes a target in :func:`sweep.schema.hardware.config_target`.
+``"auto"`` means "whatever this machine has"; finding that out needs torch, NVML or Ray,
+which a pure plan must not touch, so :func:`expand` treats ``"auto"`` as ``"cpu"``. A
+launcher that has looked at the cluster builds the plan for the real target instead
+(``build_plan(selection, "H100")``), once.
 """
 
 from __future__ import annotations
@@ -18,14 +24,23 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweep.config import ConfigOverrides, SweepConfig, load_config
+from sweep.config import ConfigOverrides, SweepConfig, apply_overrides, load_config
 from sweep.errors import PlanError, did_you_mean
 from sweep.plan.dataset import Dataset, load_dataset
 from sweep.schema import Definition, Solution, Workload
-from sweep.schema.hardware import CPU, short_name, solution_targets_match
+from sweep.schema.hardware import CPU, config_target, solution_targets_match
 from sweep.schema.task import Task
 
-__all__ = ["Exclusion", "Plan", "expand", "plan_config", "target_hardware"]
+__all__ = [
+    "Exclusion",
+    "Plan",
+    "Selection",
+    "build_plan",
+    "expand",
+    "plan_config",
+    "select",
+    "target_hardware",
+]
 
 
 @dataclass(frozen=True)
@@ -42,16 +57,16 @@ class Exclusion:
 
 @dataclass
 class Plan:
-    """The tasks of one sweep, and what was left out."""
+    """The tasks of one sweep, and what was left out.
+
+    ``hardware`` is the target the tasks were planned for (``"CPU"``, ``"H100"``...), the
+    ``hardware`` of every task.
+    """
 
     config: SweepConfig
+    hardware: str
     tasks: list[Task]
     excluded: list[Exclusion] = field(default_factory=list)
-
-    @property
-    def hardware(self) -> str:
-        """The target the tasks were planned for (``"CPU"``, ``"H100"``...)."""
-        return target_hardware(self.config)
 
     def count_by_definition(self) -> dict[str, int]:
         """Tasks per definition, in plan order."""
@@ -64,9 +79,7 @@ class Plan:
 
 def target_hardware(config: SweepConfig) -> str:
     """The config's target in short form; ``"auto"`` becomes ``"CPU"`` (see module doc)."""
-    if config.hardware.strip().lower() == "auto":
-        return CPU
-    return short_name(config.hardware)
+    return config_target(config.hardware) or CPU
 
 
 def _match_names(patterns: Sequence[str], names: Iterable[str]) -> set[str]:
@@ -127,20 +140,26 @@ def _select_workloads(config: SweepConfig, ds: Dataset, defn: str, uuids: set[st
     return wls[:limit] if limit is not None else wls
 
 
-def expand(config: SweepConfig, dataset: Dataset) -> Plan:
-    """Expand a config over a dataset into tasks. Pure and deterministic.
+@dataclass(frozen=True)
+class Selection:
+    """What a config selects from a dataset, every filter checked; no hardware chosen yet."""
 
-    A definition with no selected solution or no workload, and a solution whose definition
-    is not loaded or whose ``target_hardware`` excludes the target, are left out and listed
-    in ``Plan.excluded``.
+    config: SweepConfig
+    dataset: Dataset
+    definitions: list[Definition]
+    solutions: list[Solution]
+
+
+def select(config: SweepConfig, dataset: Dataset) -> Selection:
+    """Check every filter of the config against the dataset and pick what it selects.
+
+    Hardware plays no part: the selection is the same for every target.
 
     Raises:
         PlanError: A name, glob, op_type, tag, author, language or uuid in the config
-            matches nothing in the dataset (with "did you mean"). An empty plan is not an
-            error: ``excluded`` says why nothing is left.
+            matches nothing in the dataset (with "did you mean").
     """
     errors: list[str] = []
-    target = target_hardware(config)
     defs = _select_definitions(config, dataset, errors)
     sols = _select_solutions(config, dataset, errors)
     all_uuids = [w.uuid for wls in dataset.workloads.values() for w in wls]
@@ -152,11 +171,28 @@ def expand(config: SweepConfig, dataset: Dataset) -> Plan:
             )
     if errors:
         raise PlanError("the config selects things the dataset does not have:\n" + "\n".join(errors))
+    return Selection(config=config, dataset=dataset, definitions=defs, solutions=sols)
 
+
+def build_plan(selection: Selection, target: str) -> Plan:
+    """The tasks of a selection on ``target``, and what was left out.
+
+    ``target`` is normalised (``"CPU"``, ``"H100"``: from
+    :func:`~sweep.schema.hardware.config_target` or what the cluster has) and goes into every
+    task as it is. When it is not the config's own target (``hardware: auto`` decided by a
+    launcher), the plan's config names it, so the tasks' ``config_hash`` says what ran.
+
+    A definition with no selected solution or no workload, and a solution whose definition
+    is not loaded or whose ``target_hardware`` excludes the target, are left out and listed
+    in ``Plan.excluded``. An empty plan is not an error: ``excluded`` says why nothing is left.
+    """
+    config, dataset = selection.config, selection.dataset
+    if target != target_hardware(config):
+        config = apply_overrides(config, ConfigOverrides(hardware=target))
     excluded: list[Exclusion] = []
     by_def: dict[str, list[Solution]] = {}
-    chosen_defs = {d.name for d in defs}
-    for s in sols:
+    chosen_defs = {d.name for d in selection.definitions}
+    for s in selection.solutions:
         if s.definition not in dataset.definitions:
             excluded.append(
                 Exclusion("solution", s.name, f"its definition {s.definition!r} is not in the dataset")
@@ -178,7 +214,7 @@ def expand(config: SweepConfig, dataset: Dataset) -> Plan:
     settings = config.evaluation
     config_hash = config.config_hash()
     tasks: list[Task] = []
-    for d in defs:
+    for d in selection.definitions:
         wls = _select_workloads(config, dataset, d.name, uuids)
         candidates = by_def.get(d.name, [])
         if not wls:
@@ -202,7 +238,20 @@ def expand(config: SweepConfig, dataset: Dataset) -> Plan:
                         config_hash=config_hash,
                     )
                 )
-    return Plan(config=config, tasks=tasks, excluded=excluded)
+    return Plan(config=config, hardware=target, tasks=tasks, excluded=excluded)
+
+
+def expand(config: SweepConfig, dataset: Dataset) -> Plan:
+    """Expand a config over a dataset into tasks for its own target. Pure and deterministic.
+
+    :func:`select`, then :func:`build_plan` for :func:`target_hardware` (``"auto"`` is CPU).
+
+    Raises:
+        PlanError: A name, glob, op_type, tag, author, language or uuid in the config
+            matches nothing in the dataset (with "did you mean"). An empty plan is not an
+            error: ``excluded`` says why nothing is left.
+    """
+    return build_plan(select(config, dataset), target_hardware(config))
 
 
 def plan_config(path: str | Path, overrides: ConfigOverrides | None = None) -> Plan:

@@ -3,6 +3,10 @@
 Real FlashInfer-Bench traces carry raw device names ("NVIDIA A800-SXM4-80GB"), its docs use
 "NVIDIA_H100", Ray calls the same GPU "H100", users write "h100". All of them reduce to a short
 model name ("H100", "A800", "CPU") for matching, and to ``NVIDIA_<model>`` for records.
+
+A config's ``hardware`` becomes a *target* in one place, :func:`config_target`; the plan
+stamps that target on every task and the launcher hands it on as it is (the scheduler
+matches tasks to worker pools by it without normalising again).
 """
 
 from __future__ import annotations
@@ -12,13 +16,17 @@ import re
 __all__ = [
     "ANY_GPU_WORDS",
     "ANY_WORDS",
+    "AUTO",
     "CPU",
+    "config_target",
     "record_name",
     "short_name",
     "solution_targets_match",
 ]
 
 CPU = "CPU"
+#: A config's ``hardware`` meaning "whatever the machine (or the cluster) has".
+AUTO = "auto"
 ANY_WORDS = frozenset({"*", "any", "all"})
 ANY_GPU_WORDS = frozenset({"gpu", "cuda", "nvidia"})
 _VENDOR = re.compile(r"^(nvidia|amd|intel)[\s_-]+", re.IGNORECASE)
@@ -44,6 +52,18 @@ def short_name(name: str) -> str:
     return ("RTX" + model) if rtx and not model.startswith("RTX") else model
 
 
+def config_target(hardware: str) -> str | None:
+    """A config's ``hardware`` as a target (``"CPU"``, ``"H100"``...), or ``None`` for ``"auto"``.
+
+    The one place a config's hardware string is normalised: ``"h100"``, ``"NVIDIA_H100"`` and
+    ``"H100"`` are the same target. ``"auto"`` (any case) is left to whoever can look at the
+    hardware: the launcher asks the cluster, a pure plan takes CPU.
+    """
+    if hardware.strip().lower() == AUTO:
+        return None
+    return short_name(hardware)
+
+
 def record_name(name: str) -> str:
     """The normalized ``environment.hardware`` value: ``NVIDIA_H100``, or ``CPU``."""
     short = short_name(name)
@@ -56,7 +76,7 @@ def record_name(name: str) -> str:
 
 def solution_targets_match(target: str, solution_targets: list[str]) -> bool:
     """Whether a solution whose ``spec.target_hardware`` is ``solution_targets`` may run on
-    ``target`` (a config target such as ``"H100"`` or ``"cpu"``).
+    ``target`` (a target as :func:`config_target` gives it, ``"H100"``; any spelling works).
 
     ``*``/``any``/``all`` match everything; ``gpu``/``cuda``/``nvidia`` match every GPU;
     other entries match by model name, so ``NVIDIA_H100`` and ``H100`` are the same.

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from sweep.cluster.connect import ClusterInfo, NodeInfo, auto_target, pools_for, resolve_address
-from sweep.config import SweepConfig
+from sweep.cluster.connect import ClusterInfo, NodeInfo, auto_target, pools_for
+from sweep.config import SweepConfig, resolve_address
 from sweep.errors import ClusterError
 from sweep.launch.driver import _portable
 

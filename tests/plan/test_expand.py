@@ -11,7 +11,16 @@ import pytest
 
 from sweep.config import ConfigOverrides, SweepConfig
 from sweep.errors import PlanError
-from sweep.plan import Exclusion, Plan, expand, load_config, plan_config, target_hardware
+from sweep.plan import (
+    Exclusion,
+    Plan,
+    build_plan,
+    expand,
+    load_config,
+    plan_config,
+    select,
+    target_hardware,
+)
 from sweep.plan.dataset import Dataset, load_dataset
 
 REPO = Path(__file__).resolve().parents[2]
@@ -220,3 +229,23 @@ def test_shipped_configs_plan() -> None:
     assert "cuda" in {t.solution.spec.language.value for t in h100.tasks}
     assert h100.excluded == []
     assert len(h100.tasks) > len(local.tasks)
+
+
+def test_select_checks_filters_without_any_hardware(dataset: Dataset) -> None:
+    with pytest.raises(PlanError, match="did you mean 'vec_add_py'"):
+        select(_cfg(hardware="auto", solutions={"names": ["vec_add_pi"]}), dataset)
+    sel = select(_cfg(hardware="auto"), dataset)
+    assert [d.name for d in sel.definitions] == ["vec_add", "vec_mul"]
+
+
+def test_build_plan_once_for_the_target_a_launcher_found(dataset: Dataset) -> None:
+    auto = _cfg(hardware="auto")
+    sel = select(auto, dataset)
+    assert build_plan(sel, "CPU") == expand(auto, dataset)  # "auto" is CPU in a plan
+    on_gpu = build_plan(sel, "H100")
+    explicit = expand(_cfg(hardware="H100"), dataset)
+    assert on_gpu.hardware == "H100" and on_gpu.config.hardware == "H100"
+    assert [(t.task_id, t.config_hash) for t in on_gpu.tasks] == [
+        (t.task_id, t.config_hash) for t in explicit.tasks
+    ]
+    assert on_gpu.excluded == explicit.excluded

@@ -1,0 +1,120 @@
+"""Precedence, in one place: flags > environment (RAY_ADDRESS) > YAML > model defaults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sweep._cli.options import make_overrides
+from sweep.config import (
+    DEFAULT_RESULTS_DIR,
+    DEFAULT_STORE_PATH,
+    STORE_FILE_NAME,
+    ConfigOverrides,
+    EvalSettings,
+    OutputSettings,
+    SweepConfig,
+    apply_overrides,
+    apply_settings_overrides,
+    default_store_path,
+    load_config,
+    resolve_address,
+)
+from sweep.errors import ConfigError
+
+
+def _write(tmp_path: Path, address: str | None) -> Path:
+    p = tmp_path / "sweep.yaml"
+    ray = "" if address is None else f"ray: {{address: {address!r}}}\n"
+    p.write_text(f"name: x\ndataset: .\n{ray}")
+    return p
+
+
+@pytest.fixture
+def no_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    return monkeypatch
+
+
+def test_address_flag_beats_env_beats_yaml(tmp_path: Path, no_env: pytest.MonkeyPatch) -> None:
+    cfg = _write(tmp_path, "yaml:1")
+    assert load_config(cfg).ray.address == "yaml:1"
+    no_env.setenv("RAY_ADDRESS", "env:2")
+    assert load_config(cfg).ray.address == "env:2"
+    assert load_config(cfg, ConfigOverrides(address="flag:3")).ray.address == "flag:3"
+    no_env.delenv("RAY_ADDRESS")
+    assert load_config(cfg, ConfigOverrides(address="flag:3")).ray.address == "flag:3"
+
+
+def test_empty_env_and_yaml_address_mean_embedded_ray(tmp_path: Path, no_env: pytest.MonkeyPatch) -> None:
+    assert load_config(_write(tmp_path, None)).ray.address is None  # the model default
+    no_env.setenv("RAY_ADDRESS", "")  # set but empty: ignored
+    assert load_config(_write(tmp_path, "yaml:1")).ray.address == "yaml:1"
+    cfg = load_config(_write(tmp_path, ""))
+    assert resolve_address(None, cfg) is None
+    no_env.setenv("RAY_ADDRESS", "env:2")
+    assert load_config(_write(tmp_path, "")).ray.address == "env:2"
+
+
+def test_resolve_address_is_the_rule_load_config_applies(no_env: pytest.MonkeyPatch) -> None:
+    cfg = SweepConfig.model_validate({"name": "x", "dataset": ["."], "ray": {"address": "cfg:1"}})
+    no_env.setenv("RAY_ADDRESS", "env:2")
+    assert resolve_address("flag:3", cfg) == "flag:3"
+    assert resolve_address(None, cfg) == "env:2"
+    no_env.delenv("RAY_ADDRESS")
+    assert resolve_address(None, cfg) == "cfg:1"
+
+
+def test_address_from_flag_or_env_keeps_the_config_hash(tmp_path: Path, no_env: pytest.MonkeyPatch) -> None:
+    cfg = _write(tmp_path, "yaml:1")
+    base = load_config(cfg).config_hash()
+    no_env.setenv("RAY_ADDRESS", "env:2")
+    assert load_config(cfg).config_hash() == base
+    flagged = load_config(cfg, ConfigOverrides(address="flag:3"))
+    assert flagged.config_hash() == base
+    # ... also through later edits of the loaded config (hardware: auto decided by the launcher)
+    on_gpu = apply_overrides(flagged, ConfigOverrides(hardware="H100"))
+    assert on_gpu.ray.address == "flag:3"
+    no_env.delenv("RAY_ADDRESS")
+    assert (
+        on_gpu.config_hash()
+        == apply_overrides(load_config(cfg), ConfigOverrides(hardware="H100")).config_hash()
+    )
+    # the YAML's own address is part of the config
+    assert load_config(_write(tmp_path, "other:1")).config_hash() != base
+
+
+def test_trials_and_seed_flags_override_evaluation(tmp_path: Path, no_env: pytest.MonkeyPatch) -> None:
+    p = tmp_path / "sweep.yaml"
+    p.write_text("name: x\ndataset: .\nevaluation: {seed: 1, trials: 5, rep_ms: 7}\n")
+    assert (load_config(p).evaluation.seed, load_config(p).evaluation.trials) == (1, 5)
+    cfg = load_config(p, ConfigOverrides(trials=2))
+    assert (cfg.evaluation.seed, cfg.evaluation.trials, cfg.evaluation.rep_ms) == (1, 2, 7)
+    cfg = load_config(p, ConfigOverrides(seed=9, trials=4))
+    assert (cfg.evaluation.seed, cfg.evaluation.trials, cfg.evaluation.rep_ms) == (9, 4, 7)
+
+
+def test_eval_settings_take_the_same_flags_over_the_defaults() -> None:
+    assert apply_settings_overrides(EvalSettings(), None) == EvalSettings()
+    assert apply_settings_overrides(EvalSettings(), ConfigOverrides()) == EvalSettings()
+    got = apply_settings_overrides(EvalSettings(), make_overrides(seed=7, trials=2))
+    assert got == EvalSettings(seed=7, trials=2)
+    assert got.settings_hash() == EvalSettings(seed=7, trials=2).settings_hash()
+    assert apply_settings_overrides(EvalSettings(), make_overrides(trials=1)) == EvalSettings(trials=1)
+    # the same rule as a config's evaluation section
+    cfg = SweepConfig(name="x", dataset=["."], evaluation=EvalSettings(rep_ms=7, seed=3))
+    flags = ConfigOverrides(trials=6)
+    assert apply_overrides(cfg, flags).evaluation == apply_settings_overrides(cfg.evaluation, flags)
+
+
+def test_trials_flag_is_validated() -> None:
+    with pytest.raises(ConfigError, match="--trials: Input should be greater than or equal to 1"):
+        make_overrides(trials=0)
+
+
+def test_store_default_has_one_home() -> None:
+    assert (DEFAULT_RESULTS_DIR, STORE_FILE_NAME) == ("results", "sweep.duckdb")
+    assert DEFAULT_STORE_PATH == Path("results") / "sweep.duckdb" == default_store_path()
+    assert OutputSettings().store_path() == str(DEFAULT_STORE_PATH)
+    assert OutputSettings(results_dir="/r").store_path() == str(default_store_path("/r"))

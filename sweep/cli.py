@@ -10,7 +10,7 @@ from sweep._cli import backendbench as _backendbench  # noqa: F401
 
 # Command groups register themselves on ``app``.
 from sweep._cli import dataset as _dataset  # noqa: F401
-from sweep._cli import engine as _engine  # noqa: F401
+from sweep._cli import evaluate as _evaluate  # noqa: F401
 from sweep._cli import launch as _launch  # noqa: F401
 from sweep._cli import store as _store  # noqa: F401
 from sweep._cli.app import app

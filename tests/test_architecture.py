@@ -27,7 +27,18 @@ ALLOWED: dict[str, set[str]] = {
     "cluster": {"config", "schema", "errors"},
     "store": {"schema", "errors"},
     "launch": {"config", "plan", "engine", "cluster", "store", "schema", "errors"},
-    "_cli": {"", "config", "plan", "engine", "backendbench", "cluster", "store", "launch", "schema", "errors"},
+    "_cli": {
+        "",
+        "config",
+        "plan",
+        "engine",
+        "backendbench",
+        "cluster",
+        "store",
+        "launch",
+        "schema",
+        "errors",
+    },
     "cli": {"_cli"},
     "": set(),  # sweep/__init__.py
 }
@@ -81,7 +92,11 @@ def _graph() -> dict[str, set[str]]:
             target = imported
             while target and target not in modules:
                 target = target.rpartition(".")[0]
-            if target and target != name and not (path.name == "__init__.py" and target.startswith(name + ".")):
+            if (
+                target
+                and target != name
+                and not (path.name == "__init__.py" and target.startswith(name + "."))
+            ):
                 graph[name].add(target)
     return graph
 

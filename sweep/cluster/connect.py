@@ -1,10 +1,9 @@
 """Connecting to Ray, and what the cluster offers for a hardware target.
 
-Where to connect is the config's ``ray.address``, as :func:`sweep.config.load_config` left it:
-the ``--address`` flag, then ``RAY_ADDRESS``, then the YAML (the rule is
-:func:`sweep.config.resolve_address`, applied with the rest of the precedence there); with
-none, an embedded local Ray over this machine's GPUs (or CPU slots). A Ray already
-initialised in this process (a test, a notebook) is used as it is.
+Where to connect is decided by the caller with :func:`sweep.config.resolve_address` (the
+``--address`` flag, then ``RAY_ADDRESS``, then the config's ``ray.address``); with none, an
+embedded local Ray over this machine's GPUs (or CPU slots). A Ray already initialised in
+this process (a test, a notebook) is used as it is.
 
 Targets arrive normalised (``"CPU"``, ``"H100"``: :func:`sweep.schema.hardware.config_target`);
 Ray's own accelerator names (``"H100"``, ``"A100-80G"``) are read in one helper,
@@ -161,10 +160,9 @@ def _nodes() -> tuple[NodeInfo, ...]:
     return tuple(out)
 
 
-def connect(config: SweepConfig) -> RayConnection:
-    """Connect to (or start) Ray for ``config``: the cluster at ``config.ray.address``, or an
-    embedded local Ray when it is unset (load the config with :func:`sweep.config.load_config`
-    so that ``--address`` and ``RAY_ADDRESS`` are in it).
+def connect(config: SweepConfig, address: str | None) -> RayConnection:
+    """Connect to (or start) Ray for ``config``: the cluster at ``address`` (resolved by
+    :func:`sweep.config.resolve_address`), or an embedded local Ray when it is ``None``.
 
     Raises:
         ClusterError: The address cannot be reached, or Ray cannot start.
@@ -173,7 +171,7 @@ def connect(config: SweepConfig) -> RayConnection:
 
     if ray.is_initialized():
         return RayConnection(ClusterInfo(None, False, _nodes()), started_here=False, portable_paths=False)
-    target = config.ray.address or None
+    target = address or None
     # Ray's own INFO lines ("Started a local Ray instance") would break the progress output.
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "WARNING"}
     try:

@@ -8,8 +8,10 @@
 - :mod:`sweep.config.yaml_file`: reading a config file with ``file:line`` errors, resolving
   its relative paths, and :func:`load_config`, where the layers are applied.
 
-Precedence, in one place (:func:`load_config`): flags > environment (``RAY_ADDRESS``, when
-set and non-empty, for ``ray.address``) > YAML > the defaults on the models. ``sweep eval``,
+Precedence, in one module: flags > environment > YAML > the defaults on the models.
+:func:`load_config` applies flags over the YAML; the one environment variable,
+``RAY_ADDRESS``, sits between the address flag and the YAML and is applied when connecting
+(:func:`resolve_address`), so it never changes a loaded config. ``sweep eval``,
 which has no config, puts its flags over the default evaluation settings by the same rule
 (:func:`apply_settings_overrides`). The evaluation settings are records
 (``sweep.schema.settings``: a task carries them) and are re-exported here.

@@ -4,8 +4,7 @@ Precedence, highest first, applied in one place (:func:`sweep.config.load_config
 
 1. command-line flags (a :class:`ConfigOverrides`, applied by :func:`apply_overrides`);
    a flag left unset (``None``) leaves the value below alone;
-2. the environment: ``RAY_ADDRESS``, when set and non-empty, for ``ray.address``
-   (:func:`resolve_address` is the whole rule for the address);
+2. the environment: ``RAY_ADDRESS``, when set and non-empty, for the Ray address;
 3. the YAML file;
 4. the defaults written on the models below (and :data:`DEFAULT_RESULTS_DIR`,
    :data:`STORE_FILE_NAME` for where results go).
@@ -14,8 +13,9 @@ Precedence, highest first, applied in one place (:func:`sweep.config.load_config
 :func:`apply_settings_overrides`, the same rule :func:`apply_overrides` uses for ``evaluation``.
 Relative paths in the YAML (``dataset``, ``output.results_dir``, ``output.store``) are
 relative to the config file's folder; relative paths given as flags are relative to the
-current directory. Where a sweep runs is not what it measures: a Ray address from a flag or
-``RAY_ADDRESS`` does not enter :meth:`SweepConfig.config_hash` (the YAML's does).
+current directory. The environment layer is read where it is used: :func:`resolve_address`
+applies flag > ``RAY_ADDRESS`` > YAML when the launch connects, so the environment never
+changes a loaded config (nor its hash); a flag does, like every flag.
 """
 
 from __future__ import annotations
@@ -23,11 +23,10 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, JsonValue, PrivateAttr, field_validator
+from pydantic import Field, JsonValue, field_validator
 
 from sweep.schema.settings import EvalSettings, StrictModel
 
@@ -106,13 +105,6 @@ class OutputSettings(StrictModel):
         return self.store or str(default_store_path(self.results_dir))
 
 
-@dataclass(frozen=True)
-class _AddressLayer:
-    """``ray.address`` as the YAML wrote it, before a flag or ``RAY_ADDRESS`` replaced it."""
-
-    written: str | None
-
-
 class SweepConfig(StrictModel):
     """One sweep: what to evaluate (dataset and selections), on what, and how."""
 
@@ -129,42 +121,15 @@ class SweepConfig(StrictModel):
     ray: RaySettings = RaySettings()
     output: OutputSettings = OutputSettings()
 
-    # Set when a flag or RAY_ADDRESS replaced ``ray.address`` (see config_hash); None otherwise.
-    _address_layer: _AddressLayer | None = PrivateAttr(default=None)
-
     @field_validator("dataset", mode="before")
     @classmethod
     def _one_root(cls, v: object) -> object:
         return [v] if isinstance(v, str) else v
 
     def config_hash(self) -> str:
-        """Stable hash of the whole config.
-
-        ``ray.address`` enters as the YAML wrote it: an address from ``--address`` or
-        ``RAY_ADDRESS`` changes where the sweep runs, not what it measures.
-        """
-        data = self.model_dump(mode="json")
-        if self._address_layer is not None:
-            data["ray"]["address"] = self._address_layer.written
-        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
+        """Stable hash of the whole config."""
+        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-    def revalidated(self, data: dict[str, Any]) -> SweepConfig:
-        """``data`` (a dump of this config, edited) validated as a config; where this
-        config's Ray address came from (see :meth:`config_hash`) carries over."""
-        out = SweepConfig.model_validate(data)
-        out._address_layer = self._address_layer
-        return out
-
-    def with_address(self, address: str | None) -> SweepConfig:
-        """This config running at ``address`` (a flag's or ``RAY_ADDRESS``): ``ray.address``
-        replaced, the hash unchanged (see :meth:`config_hash`)."""
-        if address == self.ray.address:
-            return self
-        layer = self._address_layer or _AddressLayer(self.ray.address)
-        out = self.model_copy(update={"ray": self.ray.model_copy(update={"address": address})})
-        out._address_layer = layer
-        return out
 
 
 class ConfigOverrides(StrictModel):
@@ -214,8 +179,10 @@ def apply_settings_overrides(settings: EvalSettings, overrides: ConfigOverrides 
 def apply_overrides(config: SweepConfig, overrides: ConfigOverrides | None) -> SweepConfig:
     """The config with every set field of ``overrides`` replacing its YAML value.
 
-    The result is validated again, so an override gets the same checks as the YAML. An
-    address goes through :meth:`SweepConfig.with_address` (it does not change the hash).
+    The result is validated again, so an override gets the same checks as the YAML. The
+    address flag lands in ``ray.address`` like any flag; ``RAY_ADDRESS``, which sits between
+    the flag and the YAML, is read when connecting (:func:`resolve_address`), so the
+    environment never changes the config or its hash.
     """
     if overrides is None or overrides.is_empty():
         return config
@@ -225,6 +192,8 @@ def apply_overrides(config: SweepConfig, overrides: ConfigOverrides | None) -> S
         data["name"] = o.name
     if o.hardware is not None:
         data["hardware"] = o.hardware
+    if o.address is not None:
+        data.setdefault("ray", {})["address"] = o.address
     if o.results_dir is not None:
         data.setdefault("output", {})["results_dir"] = o.results_dir
     if o.store is not None:
@@ -234,5 +203,4 @@ def apply_overrides(config: SweepConfig, overrides: ConfigOverrides | None) -> S
         data.setdefault("evaluation", {}).update(evaluation)
     if o.limit_per_definition is not None:
         data.setdefault("workloads", {})["limit_per_definition"] = o.limit_per_definition
-    out = config.revalidated(data)
-    return out.with_address(o.address) if o.address is not None else out
+    return SweepConfig.model_validate(data)

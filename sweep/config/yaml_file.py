@@ -5,7 +5,7 @@ its line; pydantic's errors are then mapped back onto those lines. Unknown keys 
 "did you mean" from the fields allowed at that place.
 
 :func:`load_config` is where the precedence of ``sweep.config.models`` is applied: flags >
-environment (``RAY_ADDRESS``) > YAML > model defaults.
+YAML > model defaults (the Ray address: :func:`sweep.config.models.resolve_address`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import NoReturn, Union
 import pydantic
 import yaml
 
-from sweep.config.models import ConfigOverrides, SweepConfig, apply_overrides, resolve_address
+from sweep.config.models import ConfigOverrides, SweepConfig, apply_overrides
 from sweep.errors import ConfigError, did_you_mean, field_errors, loc_path
 
 __all__ = ["load_config", "read_config_file", "resolve_paths"]
@@ -195,31 +195,24 @@ def resolve_paths(config: SweepConfig, base: Path) -> SweepConfig:
     out["results_dir"] = _resolve(base, config.output.results_dir)
     if config.output.store is not None:
         out["store"] = _resolve(base, config.output.store)
-    return config.revalidated(data)
+    return SweepConfig.model_validate(data)
 
 
 def load_config(path: str | Path, overrides: ConfigOverrides | None = None) -> SweepConfig:
-    """Read a sweep config, resolve its paths, apply the environment and command-line overrides.
+    """Read a sweep config, resolve its paths, apply the command-line overrides.
 
-    The one place precedence is applied, highest first:
-
-    1. flags (``overrides``); their relative paths are made absolute against the current
-       directory;
-    2. the environment: ``RAY_ADDRESS`` (set and non-empty) for ``ray.address``, see
-       :func:`~sweep.config.models.resolve_address`;
-    3. the file; its relative ``dataset`` and ``output`` paths are made absolute against
-       the file's folder;
-    4. the defaults on the models.
+    Precedence, highest first: flags (``overrides``; their relative paths are made absolute
+    against the current directory), then the file (its relative ``dataset`` and ``output``
+    paths against the file's folder), then the defaults on the models. ``RAY_ADDRESS``, between
+    the address flag and the YAML, is applied when connecting
+    (:func:`~sweep.config.models.resolve_address`).
 
     Raises:
         ConfigError: The file is missing or malformed (messages carry ``file:line``).
     """
     p = Path(path)
-    config = read_config_file(p)  # 3 over 4
+    config = read_config_file(p)
     config = resolve_paths(config, p.resolve().parent)
-    flags = overrides or ConfigOverrides()
-    address = resolve_address(flags.address, config)  # 1 > 2 > 3, for ray.address
-    others = flags.model_copy(update={"address": None})
-    if not others.is_empty():
-        config = resolve_paths(apply_overrides(config, others), Path.cwd())  # 1 over 3
-    return config.with_address(address) if address is not None else config
+    if overrides is not None and not overrides.is_empty():
+        config = resolve_paths(apply_overrides(config, overrides), Path.cwd())
+    return config

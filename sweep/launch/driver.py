@@ -1,8 +1,9 @@
 """``sweep launch``: plan a config, skip what is stored, run the rest on Ray, store each trace.
 
-Order of work, so mistakes fail before anything slow starts: read the config (flags,
-``RAY_ADDRESS`` and the YAML, layered by :func:`sweep.config.load_config`), load the dataset
-and check what the config selects (config and plan errors), connect to Ray, build the plan
+Order of work, so mistakes fail before anything slow starts: read the config (flags over
+the YAML, :func:`sweep.config.load_config`), load the dataset
+and check what the config selects (config and plan errors), connect to Ray (at the address
+:func:`sweep.config.resolve_address` picks: flag, ``RAY_ADDRESS``, YAML), build the plan
 once for its target (``hardware: auto`` is decided by what the cluster has), check the
 cluster has the target hardware (else fail at once, listing what it has), drop the tasks
 already stored (unless ``force``), then run.
@@ -23,7 +24,7 @@ from typing import TextIO
 from sweep.cluster.connect import ClusterInfo, Pool, RayConnection, auto_target, connect, pools_for
 from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
-from sweep.config import ConfigOverrides, SweepConfig, load_config
+from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.launch.progress import Progress, SummaryRow, Tally
 from sweep.plan import Exclusion, Plan, build_plan, select
 from sweep.plan.dataset import Dataset, load_dataset
@@ -43,7 +44,7 @@ class LaunchOptions:
 
     Attributes:
         overrides: Command-line overrides of the config, the Ray address included (it beats
-            ``RAY_ADDRESS`` and the config's ``ray.address``; see :func:`sweep.config.load_config`).
+            ``RAY_ADDRESS`` and the config's ``ray.address``: :func:`sweep.config.resolve_address`).
         force: Re-run tasks that already have a stored trace.
         backend: Module the sandboxes evaluate with (``sweep.engine``).
         preload: Modules each GPU's zygote imports once before forking sandboxes.
@@ -140,7 +141,8 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         todo, skipped = _pending(plan, opts.force)
         if not todo:
             return _result(run_id, plan, skipped, Tally(), t0, None, SchedulerStats())
-    conn: RayConnection = connect(config)
+    flag = opts.overrides.address if opts.overrides is not None else None
+    conn: RayConnection = connect(config, resolve_address(flag, config))
     try:
         if plan is None:
             plan = build_plan(selection, auto_target(conn.info))

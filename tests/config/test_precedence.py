@@ -38,51 +38,34 @@ def no_env(monkeypatch: pytest.MonkeyPatch) -> pytest.MonkeyPatch:
 
 
 def test_address_flag_beats_env_beats_yaml(tmp_path: Path, no_env: pytest.MonkeyPatch) -> None:
-    cfg = _write(tmp_path, "yaml:1")
-    assert load_config(cfg).ray.address == "yaml:1"
+    cfg = load_config(_write(tmp_path, "yaml:1"))
+    assert resolve_address(None, cfg) == "yaml:1"
     no_env.setenv("RAY_ADDRESS", "env:2")
-    assert load_config(cfg).ray.address == "env:2"
-    assert load_config(cfg, ConfigOverrides(address="flag:3")).ray.address == "flag:3"
+    assert resolve_address(None, cfg) == "env:2"
+    assert resolve_address(ConfigOverrides(address="flag:3").address, cfg) == "flag:3"
     no_env.delenv("RAY_ADDRESS")
-    assert load_config(cfg, ConfigOverrides(address="flag:3")).ray.address == "flag:3"
+    assert resolve_address(make_overrides(address="flag:3").address, cfg) == "flag:3"
 
 
 def test_empty_env_and_yaml_address_mean_embedded_ray(tmp_path: Path, no_env: pytest.MonkeyPatch) -> None:
-    assert load_config(_write(tmp_path, None)).ray.address is None  # the model default
+    assert resolve_address(None, load_config(_write(tmp_path, None))) is None  # the model default
     no_env.setenv("RAY_ADDRESS", "")  # set but empty: ignored
-    assert load_config(_write(tmp_path, "yaml:1")).ray.address == "yaml:1"
-    cfg = load_config(_write(tmp_path, ""))
-    assert resolve_address(None, cfg) is None
+    assert resolve_address(None, load_config(_write(tmp_path, "yaml:1"))) == "yaml:1"
+    assert resolve_address(None, load_config(_write(tmp_path, ""))) is None
     no_env.setenv("RAY_ADDRESS", "env:2")
-    assert load_config(_write(tmp_path, "")).ray.address == "env:2"
+    assert resolve_address(None, load_config(_write(tmp_path, ""))) == "env:2"
 
 
-def test_resolve_address_is_the_rule_load_config_applies(no_env: pytest.MonkeyPatch) -> None:
-    cfg = SweepConfig.model_validate({"name": "x", "dataset": ["."], "ray": {"address": "cfg:1"}})
+def test_the_environment_never_changes_the_config(tmp_path: Path, no_env: pytest.MonkeyPatch) -> None:
+    """RAY_ADDRESS is read when connecting: a loaded config and its hash do not depend on it
+    (``ray job submit`` sets it); a flag is part of the config, like every flag."""
+    path = _write(tmp_path, "yaml:1")
+    base = load_config(path)
     no_env.setenv("RAY_ADDRESS", "env:2")
-    assert resolve_address("flag:3", cfg) == "flag:3"
-    assert resolve_address(None, cfg) == "env:2"
-    no_env.delenv("RAY_ADDRESS")
-    assert resolve_address(None, cfg) == "cfg:1"
-
-
-def test_address_from_flag_or_env_keeps_the_config_hash(tmp_path: Path, no_env: pytest.MonkeyPatch) -> None:
-    cfg = _write(tmp_path, "yaml:1")
-    base = load_config(cfg).config_hash()
-    no_env.setenv("RAY_ADDRESS", "env:2")
-    assert load_config(cfg).config_hash() == base
-    flagged = load_config(cfg, ConfigOverrides(address="flag:3"))
-    assert flagged.config_hash() == base
-    # ... also through later edits of the loaded config (hardware: auto decided by the launcher)
-    on_gpu = apply_overrides(flagged, ConfigOverrides(hardware="H100"))
-    assert on_gpu.ray.address == "flag:3"
-    no_env.delenv("RAY_ADDRESS")
-    assert (
-        on_gpu.config_hash()
-        == apply_overrides(load_config(cfg), ConfigOverrides(hardware="H100")).config_hash()
-    )
-    # the YAML's own address is part of the config
-    assert load_config(_write(tmp_path, "other:1")).config_hash() != base
+    assert load_config(path) == base and load_config(path).config_hash() == base.config_hash()
+    flagged = load_config(path, make_overrides(address="flag:3"))
+    assert flagged.ray.address == "flag:3" and resolve_address("flag:3", flagged) == "flag:3"
+    assert load_config(_write(tmp_path, "other:1")).config_hash() != base.config_hash()
 
 
 def test_trials_and_seed_flags_override_evaluation(tmp_path: Path, no_env: pytest.MonkeyPatch) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -44,9 +45,26 @@ class EvalSettings(StrictModel):
     seed: int = 0
     trials: int = Field(default=3, ge=1, description="correctness trials, fresh inputs each")
     warmup_ms: float = Field(default=25.0, ge=0)
-    rep_ms: float = Field(default=100.0, gt=0, description="target time spent in timed calls")
+    rep_ms: float = Field(default=100.0, gt=0, description="least time spent in timed calls")
     min_iterations: int = Field(default=10, ge=1)
     max_iterations: int = Field(default=1000, ge=1)
+    timer: Literal["events", "cudagraph", "auto"] = Field(
+        default="auto",
+        description="GPU timer: CUDA events around each call, replays of a captured CUDA graph, "
+        "or graphs for short calls where capture works (the trace says which ran)",
+    )
+    target_rel_error: float = Field(
+        default=0.005,
+        gt=0,
+        lt=1,
+        description="stop timing once the median's relative standard error is below",
+    )
+    max_ms: float = Field(
+        default=1000.0, gt=0, description="most time spent in timed calls, target met or not"
+    )
+    suspicious_speedup: float = Field(
+        default=10.0, gt=1, description="a speedup above this is flagged 'suspicious' (shown, not excluded)"
+    )
     input_sets: int = Field(default=4, ge=1, description="distinct inputs rotated while timing")
     tolerance: Tolerance = Tolerance()
     op_type_tolerance: dict[str, Tolerance] = Field(default_factory=dict)

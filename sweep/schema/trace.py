@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import base64
 import math
+import struct
+from collections.abc import Sequence
 from datetime import datetime
 from enum import Enum
 from typing import ClassVar
@@ -53,11 +56,26 @@ class Correctness(Record):
 
 
 class Performance(Record):
-    """Latencies in milliseconds; ``speedup_factor = reference_latency_ms / latency_ms``."""
+    """Latencies in milliseconds; ``speedup_factor = reference_latency_ms / latency_ms``.
+
+    Extensions (absent in upstream files): the work of one call and what the latency makes
+    of it. ``work_flops``/``work_bytes`` come from the definition's ``flops``/``bytes``
+    expressions (``work_source`` ``"declared"``), else from counting (``"counted"``: FLOPs of
+    the reference on meta tensors, bytes of inputs plus outputs moved); ``tflops``/``gbps``
+    are achieved rates; ``peak_fraction`` is the larger of the two against the device's
+    peaks; ``floor_ms`` is the least time the work can take on this device.
+    """
 
     latency_ms: float = Field(default=0.0, ge=0.0)
     reference_latency_ms: float = Field(default=0.0, ge=0.0)
     speedup_factor: float = Field(default=0.0, ge=0.0)
+    work_flops: float | None = Field(default=None, ge=0.0)
+    work_bytes: float | None = Field(default=None, ge=0.0)
+    work_source: str | None = None
+    tflops: float | None = Field(default=None, ge=0.0)
+    gbps: float | None = Field(default=None, ge=0.0)
+    peak_fraction: float | None = Field(default=None, ge=0.0)
+    floor_ms: float | None = Field(default=None, ge=0.0)
 
 
 class Environment(Record):
@@ -73,7 +91,15 @@ class Environment(Record):
 
 
 class TimingStats(Record):
-    """Extension: the distribution behind a latency (milliseconds)."""
+    """Extension: the distribution behind a latency (milliseconds).
+
+    ``timer`` says which timer ran (``"events"``, ``"cudagraph"``, ``"host"``); ``samples``
+    keeps every timed sample (:meth:`encode_samples`: base64 of little-endian float32
+    milliseconds, :meth:`sample_values` reads them back); ``rel_error`` is the relative
+    standard error of the median when timing stopped, ``target_met`` whether it reached
+    ``target_rel_error`` before the time limit; ``discarded`` counts samples dropped because
+    the SM clock was under 75% of its maximum or a throttle reason appeared.
+    """
 
     clock: str  # "cuda_event" or "host"
     iterations: int = Field(ge=0)
@@ -82,6 +108,24 @@ class TimingStats(Record):
     p90_ms: float
     mean_ms: float
     cv: float  # coefficient of variation: stdev / mean
+    timer: str | None = None
+    samples: str | None = None
+    rel_error: float | None = Field(default=None, ge=0.0)
+    target_rel_error: float | None = Field(default=None, gt=0.0)
+    target_met: bool | None = None
+    discarded: int | None = Field(default=None, ge=0)
+
+    @staticmethod
+    def encode_samples(values_ms: Sequence[float]) -> str:
+        """``values_ms`` as stored in :attr:`samples` (4 bytes each, base64)."""
+        return base64.b64encode(struct.pack(f"<{len(values_ms)}f", *values_ms)).decode("ascii")
+
+    def sample_values(self) -> list[float]:
+        """The timed samples in milliseconds (float32 precision); empty when not kept."""
+        if not self.samples:
+            return []
+        raw = base64.b64decode(self.samples)
+        return list(struct.unpack(f"<{len(raw) // 4}f", raw[: len(raw) // 4 * 4]))
 
 
 class Clocks(Record):
@@ -92,6 +136,10 @@ class Clocks(Record):
     sm_clock_mhz_max: int | None = None
     throttle_reasons_before: list[str] = Field(default_factory=list)
     throttle_reasons_after: list[str] = Field(default_factory=list)
+    # Extension of the measurement issue: the lowest SM clock seen over the samples, and
+    # whether the clock dropped under 75% of its maximum or a throttle reason appeared.
+    sm_clock_mhz_min: int | None = None
+    throttled: bool | None = None
 
 
 class Evaluation(Record):
@@ -112,6 +160,9 @@ class Evaluation(Record):
     timing: TimingStats | None = None
     reference_timing: TimingStats | None = None
     clocks: Clocks | None = None
+    # Flags on a result that keeps its status: "impossible" (latency under the physical
+    # floor: never ranked), "suspicious" (speedup above settings.suspicious_speedup: shown).
+    flags: list[str] | None = None
 
     @field_validator("timestamp")
     @classmethod

@@ -29,12 +29,12 @@ from sweep.engine._build import BuildError, Built, build_solution, interpreter_m
 from sweep.engine._cache import EngineCache
 from sweep.engine._call_inputs import is_backendbench
 from sweep.engine._callpath import CallPath
-from sweep.engine._global_state import TorchFlags, pinned_flags
+from sweep.engine._global_state import TorchFlags
 from sweep.engine._named_inputs import NamedInputs
 from sweep.engine._nvml import Nvml
-from sweep.engine._outcome import Result, Stop, traceback_text, triton_mode_problem
+from sweep.engine._outcome import Result, Stop, triton_mode_problem
 from sweep.engine._run_state import RunState
-from sweep.engine._timing import flush_bytes, time_calls
+from sweep.engine._timing_phase import TimingPhase, timing_words
 from sweep.schema import (
     Clocks,
     Performance,
@@ -154,88 +154,10 @@ class EvalRun(RunState):
 
     # ---- timing ------------------------------------------------------------------------
 
-    def _flush(self) -> torch.Tensor | None:
-        if self.device.type != "cuda":
-            return None
-        key = str(self.device)
-        buf = self.cache.flush_buffers.get(key)
-        if buf is None:
-            buf = torch.empty(flush_bytes(self.device), dtype=torch.int8, device=self.device)
-            self.cache.flush_buffers[key] = buf
-        return buf
-
-    def _time_reference(
-        self, flush: torch.Tensor | None, restore: Callable[[int], None] | None
-    ) -> TimingStats:
-        try:
-            with pinned_flags(self.flags), torch.no_grad():
-                stats, _ = time_calls(
-                    self.path.call_reference,
-                    self.settings.input_sets,
-                    self.settings,
-                    self.device,
-                    flush,
-                    restore,
-                )
-        except Exception as e:  # noqa: BLE001
-            self.note_sticky(e)
-            raise Stop(
-                Status.RUNTIME_ERROR,
-                f"the reference raised {type(e).__name__} while timed: {e}",
-                traceback_text(e),
-            ) from None
-        return stats
-
     def timing(self, nvml: Nvml) -> tuple[TimingStats, TimingStats, Clocks | None]:
-        """Time the reference, then right after it the solution, on the same fresh input sets."""
-        path = self.path
-        flush = self._flush()
-        sets = self.settings.input_sets
-        first = self.settings.trials  # timing sets are never the ones the trials used
-        expected = path.prepare_timing(first, sets)
-        ref_mutates = path.reference_mutates()
-        ref_stats = self._time_reference(flush, path.restore if ref_mutates else None)
-        if ref_mutates:
-            for j in range(sets):
-                path.restore(j)
-        path.reset_outputs(sets)
-        self.sync()
-        before = nvml.read()
-        try:
-            with torch.no_grad():
-                stats, last = time_calls(
-                    path.call_solution,
-                    sets,
-                    self.settings,
-                    self.device,
-                    flush,
-                    path.restore if path.solution_mutates() else None,
-                )
-            self.sync()
-        except Exception as e:  # noqa: BLE001
-            raise self.solution_failed(e, "while timed") from None
-        after = nvml.read()
-        clocks = None
-        if nvml.available:
-            clocks = Clocks(
-                sm_clock_mhz_before=before.sm_clock_mhz,
-                sm_clock_mhz_after=after.sm_clock_mhz,
-                sm_clock_mhz_max=nvml.max_sm_clock(),
-                throttle_reasons_before=before.reasons,
-                throttle_reasons_after=after.reasons,
-            )
-        for j in range(sets):
-            try:
-                path.check_timed(last[j], expected[j], j, f"last timed call on input set {first + j}")
-            except Stop as stop:
-                if stop.status is Status.INCORRECT_NUMERICAL:
-                    stop.message += (
-                        "; the outputs of timed calls differ from the reference although the "
-                        "correctness trials passed: the solution may reuse results across calls "
-                        "(caching by input address, or computing once)"
-                    )
-                raise
-        return stats, ref_stats, clocks
+        """Time the reference, then right after it the solution, on the same fresh input sets
+        (``_timing_phase.py``): the solution's stats, the reference's, the clocks."""
+        return TimingPhase(self, self.path, nvml).run_phase()
 
     # ---- all of it ---------------------------------------------------------------------
 
@@ -251,7 +173,7 @@ class EvalRun(RunState):
         summary = (
             f"PASSED: {self.settings.trials} trial(s) + {self.settings.input_sets} timed input set(s) match "
             f"the reference (max abs err {self.stats.max_abs:.3g}, max rel err {self.stats.max_rel:.3g}); "
-            f"latency {latency:.4f} ms (median of {stats.iterations}, {stats.clock}), reference "
+            f"latency {latency:.4f} ms ({timing_words(stats)}), reference "
             f"{ref_latency:.4f} ms, speedup {speedup:.3f}x"
         )
         return Result(

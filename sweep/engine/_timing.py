@@ -1,10 +1,22 @@
-"""Timing a callable: device events with an L2 flush on GPUs, the host clock on CPUs.
+"""Timing a callable: three timers over one warm-up and one stopping rule.
 
-Both paths share one shape: warm up for ``warmup_ms`` (at least one call), estimate the
-time per call, then run enough timed calls to fill ``rep_ms``, clamped to
-``[min_iterations, max_iterations]``. Call ``i`` uses input set ``i % sets`` (rotation,
-so a kernel cannot serve every timed call from one cached result). The latency reported
-is the median of the per-call samples.
+- ``events`` (GPU): CUDA events around each call, the L2 flush buffer zeroed before it;
+- ``cudagraph`` (GPU): replays of captured CUDA graphs, the flush and the input rotation
+  inside them, the time of what is not the call subtracted (``_graph_timer.py``);
+- ``host`` (CPU): ``time.perf_counter_ns`` around each call.
+
+Every timer warms up for ``warmup_ms`` (at least one call: :func:`warm_up`), then takes
+samples in batches until the rule of ``_stopping.py`` says stop (``rep_ms`` and
+``min_iterations`` at least, ``target_rel_error`` reached, ``max_ms`` and ``max_iterations``
+at most); on a GPU the samples of a batch during which NVML saw the clock throttled are
+discarded. Call ``i`` uses input set ``i % sets`` (rotation, so a kernel cannot serve every
+timed call from one cached result). The latency reported is the median of the kept samples;
+every kept sample is stored in the stats (``TimingStats.samples``).
+
+``auto`` (:func:`choose_timer`) picks graphs when the warm-up says a call is short: under
+:data:`AUTO_GRAPH_BELOW_MS`, launch gaps and the events' own overhead are a visible part of
+the time, and capture is cheap; above it they are well under 1%, and events cost half the
+GPU time of graphs (which replay the flushes twice) and cannot fail to capture.
 """
 
 from __future__ import annotations
@@ -12,15 +24,34 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 
 import torch
 
+from sweep.engine._graph_timer import GraphTimer
+from sweep.engine._stopping import ClockWatch, Sampled, Stopper, StopRule, percentile
 from sweep.schema import EvalSettings, TimingStats
 
-__all__ = ["FLUSH_MIN_BYTES", "flush_bytes", "stats_of", "time_calls"]
+__all__ = [
+    "AUTO_GRAPH_BELOW_MS",
+    "BATCH_MS",
+    "FLUSH_MIN_BYTES",
+    "WarmUp",
+    "choose_timer",
+    "flush_bytes",
+    "stats_of",
+    "time_calls",
+    "warm_up",
+]
 
 FLUSH_MIN_BYTES = 256 << 20
+#: ``timer: auto`` uses CUDA graphs for calls shorter than this (milliseconds, by the warm-up).
+AUTO_GRAPH_BELOW_MS = 0.1
+#: About how long one batch of samples runs between two checks of the stopping rule (and two
+#: NVML readings): long enough that a check costs nothing per sample, short enough that the
+#: rule does not overshoot its minimums by much.
+BATCH_MS = 5.0
 
 
 def flush_bytes(device: torch.device) -> int:
@@ -31,35 +62,107 @@ def flush_bytes(device: torch.device) -> int:
     return max(2 * l2, FLUSH_MIN_BYTES)
 
 
-def _percentile(sorted_values: list[float], q: float) -> float:
-    if len(sorted_values) == 1:
-        return sorted_values[0]
-    pos = q * (len(sorted_values) - 1)
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(sorted_values) - 1)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
-def stats_of(samples_ms: list[float], clock: str) -> TimingStats:
-    """Distribution summary of per-call times."""
+def stats_of(
+    samples_ms: Sequence[float], clock: str, timer: str | None = None, sampled: Sampled | None = None
+) -> TimingStats:
+    """Distribution summary of per-call times; with ``sampled``, the samples themselves and how
+    the stopping rule ended."""
     s = sorted(samples_ms)
     mean = statistics.fmean(s)
     cv = statistics.pstdev(s) / mean if mean > 0 and len(s) > 1 else 0.0
-    return TimingStats(
-        clock=clock,
-        iterations=len(s),
-        p10_ms=_percentile(s, 0.1),
-        p50_ms=_percentile(s, 0.5),
-        p90_ms=_percentile(s, 0.9),
-        mean_ms=mean,
-        cv=cv,
+    extra: dict[str, object] = {}
+    if sampled is not None:
+        extra = {
+            "samples": TimingStats.encode_samples(samples_ms),
+            "rel_error": sampled.rel_error,
+            "target_rel_error": sampled.target,
+            "target_met": sampled.target_met,
+            "discarded": sampled.discarded,
+        }
+    return TimingStats.model_validate(
+        {
+            "clock": clock,
+            "iterations": len(s),
+            "p10_ms": percentile(s, 0.1),
+            "p50_ms": percentile(s, 0.5),
+            "p90_ms": percentile(s, 0.9),
+            "mean_ms": mean,
+            "cv": cv,
+            "timer": timer,
+            **extra,
+        }
     )
 
 
-def _iterations(settings: EvalSettings, per_call_ms: float, sets: int) -> int:
-    n = settings.max_iterations if per_call_ms <= 0 else math.ceil(settings.rep_ms / per_call_ms)
-    n = max(settings.min_iterations, min(settings.max_iterations, n))
-    return max(n, sets)  # every input set is timed (and its outputs checked) at least once
+@dataclass(frozen=True)
+class WarmUp:
+    """What the warm-up measured: medians per call (milliseconds)."""
+
+    calls: int
+    call_ms: float  # the call alone (events on a GPU, the host clock on a CPU)
+    flush_ms: float  # the L2 flush (0 without one)
+    iteration_ms: float  # wall time of one warm-up iteration: restore, flush, call, wait
+
+
+def choose_timer(requested: str, device: torch.device, call_ms: float) -> str:
+    """The timer to run: ``host`` off a GPU; for ``auto``, ``cudagraph`` when a call takes
+    under :data:`AUTO_GRAPH_BELOW_MS` by the warm-up, else ``events``."""
+    if device.type != "cuda":
+        return "host"
+    if requested == "auto":
+        return "cudagraph" if call_ms < AUTO_GRAPH_BELOW_MS else "events"
+    return requested
+
+
+def _nothing(slot: int) -> None:
+    pass
+
+
+def _event() -> torch.cuda.Event:
+    return torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+
+
+def warm_up(
+    call: Callable[[int], object],
+    sets: int,
+    settings: EvalSettings,
+    device: torch.device,
+    flush: torch.Tensor | None,
+    before: Callable[[int], None] | None = None,
+    last: list[object] | None = None,
+) -> WarmUp:
+    """Call ``call`` for ``warmup_ms`` (at least once), rotating over the sets as timed calls
+    do, and measure it. On a GPU the call is measured with events (not the host clock), so a
+    launch-bound kernel is not overcounted by the synchronization each iteration needs."""
+    prep = before or _nothing
+    calls: list[float] = []
+    flushes: list[float] = []
+    start = time.perf_counter()
+    while True:
+        k = len(calls) % sets
+        prep(k)
+        if device.type == "cuda":
+            marks = [_event() for _ in range(3)]
+            marks[0].record()
+            if flush is not None:
+                flush.zero_()
+            marks[1].record()
+            out = call(k)
+            marks[2].record()
+            marks[2].synchronize()
+            flushes.append(marks[0].elapsed_time(marks[1]) if flush is not None else 0.0)
+            calls.append(marks[1].elapsed_time(marks[2]))
+        else:
+            t0 = time.perf_counter_ns()
+            out = call(k)
+            calls.append((time.perf_counter_ns() - t0) / 1e6)
+            flushes.append(0.0)
+        if last is not None:
+            last[k] = out
+        elapsed_ms = (time.perf_counter() - start) * 1e3
+        if elapsed_ms >= settings.warmup_ms:
+            break
+    return WarmUp(len(calls), statistics.median(calls), statistics.median(flushes), elapsed_ms / len(calls))
 
 
 def time_calls(
@@ -69,6 +172,10 @@ def time_calls(
     device: torch.device,
     flush: torch.Tensor | None,
     before: Callable[[int], None] | None = None,
+    *,
+    timer: str = "events",
+    warm: WarmUp | None = None,
+    watch: ClockWatch | None = None,
 ) -> tuple[TimingStats, list[object]]:
     """Time ``call(set_index)``; return the stats and the last result of each set.
 
@@ -77,82 +184,101 @@ def time_calls(
         sets: How many input sets to rotate over.
         flush: On CUDA, a buffer of at least twice the L2, zeroed before every timed call.
         before: Runs before each call, outside the timed window (restoring inputs).
+        timer: ``events`` or ``cudagraph`` on a GPU (``host`` is used off one, whatever this
+            says). ``cudagraph`` raises ``CaptureFailed`` when the call cannot be captured,
+            before any sample is taken.
+        warm: The warm-up already done (:func:`warm_up`); warms up here when ``None``.
+        watch: NVML readings between batches (samples of throttled batches are discarded).
     """
     last: list[object] = [None] * sets
-    prep = before or (lambda k: None)
-    if device.type == "cuda":
-        return _time_cuda(call, sets, settings, flush, last, prep), last
-    return _time_host(call, sets, settings, last, prep), last
+    prep = before or _nothing
+    if warm is None:
+        warm = warm_up(call, sets, settings, device, flush, before, last)
+    rotation = _Rotation(sets)
+    if device.type != "cuda":
+        rule = StopRule.of(settings, min_samples=sets, pursue=False)
+        sampled = _sample(lambda n: _host_batch(call, rotation, prep, last, n), 1, rule, None)
+        return stats_of(sampled.samples, "host", "host", sampled), last
+    if timer == "cudagraph":
+        graphs = GraphTimer(call, sets, flush, prep, last, warm.call_ms + warm.flush_ms)
+        pair_ms = 2 * graphs.calls * (warm.call_ms + warm.flush_ms)
+        batch = max(1, math.ceil(BATCH_MS / max(pair_ms, 1e-6)))
+        sampled = _sample(graphs.batch, batch, StopRule.of(settings), watch)
+        return stats_of(sampled.samples, "cuda_event", "cudagraph", sampled), last
+    batch = max(sets, math.ceil(BATCH_MS / max(warm.iteration_ms, 1e-6)))
+    sampled = _sample(
+        lambda n: _events_batch(call, rotation, prep, flush, last, n),
+        batch,
+        StopRule.of(settings, min_samples=sets),
+        watch,
+    )
+    return stats_of(sampled.samples, "cuda_event", "events", sampled), last
 
 
-def _event() -> torch.cuda.Event:
-    return torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
-
-
-def _time_host(
-    call: Callable[[int], object],
-    sets: int,
-    settings: EvalSettings,
-    last: list[object],
-    prep: Callable[[int], None],
-) -> TimingStats:
-    start = time.perf_counter_ns()
-    warm = 0
+def _sample(
+    batch: Callable[[int], list[float]], size: int, rule: StopRule, watch: ClockWatch | None
+) -> Sampled:
+    """Take batches of ``size`` samples until ``rule`` says stop. A batch is kept when the
+    readings of ``watch`` right before and right after it both show an unthrottled GPU."""
+    stopper = Stopper(rule)
+    ok_before = watch.ok() if watch is not None else True
+    start = time.perf_counter()
     while True:
-        prep(warm % sets)
-        last[warm % sets] = call(warm % sets)
-        warm += 1
-        elapsed_ms = (time.perf_counter_ns() - start) / 1e6
-        if elapsed_ms >= settings.warmup_ms:
-            break
-    n = _iterations(settings, elapsed_ms / warm, sets)
+        values = batch(stopper.room(size))
+        ok_after = watch.ok() if watch is not None else True
+        stopper.add(values, keep=ok_before and ok_after)
+        ok_before = ok_after
+        if stopper.done((time.perf_counter() - start) * 1e3):
+            return stopper.result()
+
+
+class _Rotation:
+    """The input set of the next timed call, carried across batches."""
+
+    def __init__(self, sets: int) -> None:
+        self.sets = sets
+        self.index = 0
+
+    def next(self) -> int:
+        k = self.index % self.sets
+        self.index += 1
+        return k
+
+
+def _host_batch(
+    call: Callable[[int], object],
+    rotation: _Rotation,
+    prep: Callable[[int], None],
+    last: list[object],
+    n: int,
+) -> list[float]:
     samples: list[float] = []
-    for i in range(n):
-        k = i % sets
+    for _ in range(n):
+        k = rotation.next()
         prep(k)
         t0 = time.perf_counter_ns()
         last[k] = call(k)
         samples.append((time.perf_counter_ns() - t0) / 1e6)
-    return stats_of(samples, "host")
+    return samples
 
 
-def _time_cuda(
+def _events_batch(
     call: Callable[[int], object],
-    sets: int,
-    settings: EvalSettings,
+    rotation: _Rotation,
+    prep: Callable[[int], None],
     flush: torch.Tensor | None,
     last: list[object],
-    prep: Callable[[int], None],
-) -> TimingStats:
-    torch.cuda.synchronize()
-    # Estimate with events (not the host clock), so launch-bound kernels are not undercounted
-    # by the synchronisations the warm-up needs.
-    warm = 0
-    spent_ms = 0.0
-    host_start = time.perf_counter()
-    while True:
-        prep(warm % sets)
-        if flush is not None:
-            flush.zero_()
-        begin, end = _event(), _event()
-        begin.record()
-        last[warm % sets] = call(warm % sets)
-        end.record()
-        end.synchronize()
-        spent_ms += begin.elapsed_time(end)
-        warm += 1
-        if (time.perf_counter() - host_start) * 1e3 >= settings.warmup_ms:
-            break
-    n = _iterations(settings, spent_ms / warm, sets)
+    n: int,
+) -> list[float]:
     starts = [_event() for _ in range(n)]
     ends = [_event() for _ in range(n)]
     for i in range(n):
-        k = i % sets
+        k = rotation.next()
         prep(k)
         if flush is not None:
             flush.zero_()
         starts[i].record()
         last[k] = call(k)
         ends[i].record()
-    torch.cuda.synchronize()
-    return stats_of([s.elapsed_time(e) for s, e in zip(starts, ends)], "cuda_event")
+    ends[-1].synchronize()
+    return [s.elapsed_time(e) for s, e in zip(starts, ends)]

@@ -45,9 +45,11 @@ class EvalSettings(StrictModel):
     seed: int = 0
     trials: int = Field(default=3, ge=1, description="correctness trials, fresh inputs each")
     warmup_ms: float = Field(default=25.0, ge=0)
-    rep_ms: float = Field(default=100.0, gt=0, description="least time spent in timed calls")
-    min_iterations: int = Field(default=10, ge=1)
-    max_iterations: int = Field(default=1000, ge=1)
+    rep_ms: float = Field(
+        default=100.0, gt=0, description="least wall time spent timing each of the reference and the solution"
+    )
+    min_iterations: int = Field(default=10, ge=1, description="least samples kept (and one per input set)")
+    max_iterations: int = Field(default=1000, ge=1, description="most samples taken, target met or not")
     timer: Literal["events", "cudagraph", "auto"] = Field(
         default="auto",
         description="GPU timer: CUDA events around each call, replays of a captured CUDA graph, "
@@ -57,10 +59,11 @@ class EvalSettings(StrictModel):
         default=0.005,
         gt=0,
         lt=1,
-        description="stop timing once the median's relative standard error is below",
+        description="stop timing once the median's relative standard error is at most this "
+        "(GPU timers; the host clock stops at rep_ms)",
     )
     max_ms: float = Field(
-        default=1000.0, gt=0, description="most time spent in timed calls, target met or not"
+        default=1000.0, gt=0, description="most wall time spent timing each, target met or not (>= rep_ms)"
     )
     suspicious_speedup: float = Field(
         default=10.0, gt=1, description="a speedup above this is flagged 'suspicious' (shown, not excluded)"

@@ -94,11 +94,13 @@ class TimingStats(Record):
     """Extension: the distribution behind a latency (milliseconds).
 
     ``timer`` says which timer ran (``"events"``, ``"cudagraph"``, ``"host"``); ``samples``
-    keeps every timed sample (:meth:`encode_samples`: base64 of little-endian float32
-    milliseconds, :meth:`sample_values` reads them back); ``rel_error`` is the relative
-    standard error of the median when timing stopped, ``target_met`` whether it reached
-    ``target_rel_error`` before the time limit; ``discarded`` counts samples dropped because
-    the SM clock was under 75% of its maximum or a throttle reason appeared.
+    keeps every kept sample in the order taken (:meth:`encode_samples`: base64 of
+    little-endian float32 milliseconds, :meth:`sample_values` reads them back), and
+    ``iterations`` counts them (with ``"cudagraph"`` a sample is the mean of the calls of one
+    graph replay); ``rel_error`` is the relative standard error of the median when timing
+    stopped, ``target_met`` whether it was at most ``target_rel_error`` then; ``discarded``
+    counts samples dropped because NVML saw the SM clock under 75% of its maximum or a
+    slowdown reason (thermal, hardware, power brake) around their batch.
     """
 
     clock: str  # "cuda_event" or "host"
@@ -136,8 +138,10 @@ class Clocks(Record):
     sm_clock_mhz_max: int | None = None
     throttle_reasons_before: list[str] = Field(default_factory=list)
     throttle_reasons_after: list[str] = Field(default_factory=list)
-    # Extension of the measurement issue: the lowest SM clock seen over the samples, and
-    # whether the clock dropped under 75% of its maximum or a throttle reason appeared.
+    # Extension of the measurement issue: the lowest SM clock NVML read while the reference
+    # and the solution were timed (between batches of samples), and whether it dropped under
+    # 75% of its maximum or a slowdown reason (thermal, hardware, power brake) appeared.
+    # sw_power_cap alone is not a throttle: boost clocks hold the power limit that way.
     sm_clock_mhz_min: int | None = None
     throttled: bool | None = None
 

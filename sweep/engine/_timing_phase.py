@@ -1,0 +1,208 @@
+"""The timing phase of one evaluation: the reference, then the solution, with one timer.
+
+1. the slots are refilled with input sets never seen before (``CallPath.prepare_timing``);
+2. warm-up: the reference, then the solution, each for ``warmup_ms`` (inputs they write are
+   restored before each call and after);
+3. the timer (``_timing.choose_timer``): ``host`` on a CPU; on a GPU ``settings.timer``, where
+   ``auto`` means graphs when the shorter of the two calls is short by the warm-up. Both are
+   timed with the same timer, so the speedup compares like with like; when a capture fails,
+   both are timed with events and the log says why (for ``auto`` and ``cudagraph`` alike);
+4. the reference is timed, then right after it the solution (its output buffers poisoned
+   first), NVML read between batches (``_stopping.ClockWatch``);
+5. the outputs of the last timed call on each slot are checked against the reference again,
+   so a kernel that serves stale results (cached by input address, or computed once) fails.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TypeVar
+
+import torch
+
+from sweep.engine._callpath import CallPath
+from sweep.engine._global_state import pinned_flags
+from sweep.engine._graph_timer import CaptureFailed
+from sweep.engine._nvml import ClockReading, Nvml
+from sweep.engine._outcome import Stop, traceback_text
+from sweep.engine._run_state import RunState
+from sweep.engine._stopping import ClockWatch
+from sweep.engine._timing import WarmUp, choose_timer, flush_bytes, time_calls, warm_up
+from sweep.schema import Clocks, Status, TimingStats
+
+__all__ = ["TimingPhase", "timing_words"]
+
+_T = TypeVar("_T")
+
+
+def timing_words(stats: TimingStats) -> str:
+    """How a latency was measured, for the summary line: ``median of 412, cudagraph, rel.
+    error 0.21%`` (and the target when a GPU timer missed it)."""
+    words = f"median of {stats.iterations}, {stats.timer or stats.clock}"
+    if stats.rel_error is not None:
+        words += f", rel. error {stats.rel_error:.2%}"
+        if stats.target_met is False and stats.timer != "host" and stats.target_rel_error:
+            words += f" > target {stats.target_rel_error:.2%}"
+    if stats.discarded:
+        words += f", {stats.discarded} throttled samples discarded"
+    return words
+
+
+class TimingPhase:
+    """The timing phase of ``run`` over its call ``path`` (see the module's docstring)."""
+
+    def __init__(self, run: RunState, path: CallPath, nvml: Nvml) -> None:
+        self.run = run
+        self.path = path
+        self.nvml = nvml
+        self.sets = run.settings.input_sets
+        self.flush = self._flush_buffer()
+        on_gpu = run.device.type == "cuda" and nvml.available
+        self.watch = ClockWatch(nvml.read if on_gpu else None, nvml.max_sm_clock() if on_gpu else None)
+        self.timing_who = "reference"
+        self.readings: tuple[ClockReading, ClockReading] = (ClockReading(), ClockReading())
+
+    def _flush_buffer(self) -> torch.Tensor | None:
+        run = self.run
+        if run.device.type != "cuda":
+            return None
+        key = str(run.device)
+        buf = run.cache.flush_buffers.get(key)
+        if buf is None:
+            buf = torch.empty(flush_bytes(run.device), dtype=torch.int8, device=run.device)
+            run.cache.flush_buffers[key] = buf
+        return buf
+
+    # ---- failures: the reference's are RUNTIME_ERROR, the solution's get their status ----
+
+    def _reference(self, work: Callable[[], _T]) -> _T:
+        try:
+            with pinned_flags(self.run.flags), torch.no_grad():
+                return work()
+        except CaptureFailed:
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure of the reference is reported
+            self.run.note_sticky(e)
+            raise Stop(
+                Status.RUNTIME_ERROR,
+                f"the reference raised {type(e).__name__} while timed: {e}",
+                traceback_text(e),
+            ) from None
+
+    def _solution(self, work: Callable[[], _T]) -> _T:
+        try:
+            with torch.no_grad():
+                out = work()
+            self.run.sync()
+        except CaptureFailed:
+            raise
+        except Exception as e:  # noqa: BLE001 - any failure of the kernel is a status
+            raise self.run.solution_failed(e, "while timed") from None
+        return out
+
+    # ---- the phase -------------------------------------------------------------------------
+
+    def _restore_all(self, prep: Callable[[int], None] | None) -> None:
+        if prep is not None:
+            for j in range(self.sets):
+                prep(j)
+
+    def run_phase(self) -> tuple[TimingStats, TimingStats, Clocks | None]:
+        """Time the reference, then right after it the solution, on the same fresh input sets;
+        check the last timed results; return the solution's stats, the reference's, the clocks."""
+        run, path, sets, settings = self.run, self.path, self.sets, self.run.settings
+        first = settings.trials  # timing sets are never the ones the trials used
+        expected = path.prepare_timing(first, sets)
+        ref_prep = path.restore if path.reference_mutates() else None
+        sol_prep = path.restore if path.solution_mutates() else None
+        ref_warm = self._reference(
+            lambda: warm_up(path.call_reference, sets, settings, run.device, self.flush, ref_prep)
+        )
+        self._restore_all(ref_prep)
+        sol_warm = self._solution(
+            lambda: warm_up(path.call_solution, sets, settings, run.device, self.flush, sol_prep)
+        )
+        self._restore_all(sol_prep)
+        timer = choose_timer(settings.timer, run.device, min(ref_warm.call_ms, sol_warm.call_ms))
+        try:
+            stats, ref_stats, last = self._measure(timer, ref_warm, sol_warm, ref_prep, sol_prep)
+        except CaptureFailed as failed:
+            run.notes.append(
+                f"note: timer {settings.timer}: CUDA graphs cannot time the {self.timing_who} "
+                f"({failed}); the reference and the solution are timed with CUDA events instead"
+            )
+            self._restore_all(ref_prep)
+            self._restore_all(sol_prep)
+            stats, ref_stats, last = self._measure("events", ref_warm, sol_warm, ref_prep, sol_prep)
+        for j in range(sets):
+            try:
+                path.check_timed(last[j], expected[j], j, f"last timed call on input set {first + j}")
+            except Stop as stop:
+                if stop.status is Status.INCORRECT_NUMERICAL:
+                    stop.message += (
+                        "; the outputs of timed calls differ from the reference although the "
+                        "correctness trials passed: the solution may reuse results across calls "
+                        "(caching by input address, or computing once)"
+                    )
+                raise
+        return stats, ref_stats, self._clocks()
+
+    def _measure(
+        self,
+        timer: str,
+        ref_warm: WarmUp,
+        sol_warm: WarmUp,
+        ref_prep: Callable[[int], None] | None,
+        sol_prep: Callable[[int], None] | None,
+    ) -> tuple[TimingStats, TimingStats, list[object]]:
+        run, path, sets, settings = self.run, self.path, self.sets, self.run.settings
+        self.timing_who = "reference"
+        ref_stats, _ = self._reference(
+            lambda: time_calls(
+                path.call_reference,
+                sets,
+                settings,
+                run.device,
+                self.flush,
+                ref_prep,
+                timer=timer,
+                warm=ref_warm,
+                watch=self.watch,
+            )
+        )
+        self._restore_all(ref_prep)
+        path.reset_outputs(sets)
+        run.sync()
+        self.timing_who = "solution"
+        before = self.nvml.read()
+        stats, last = self._solution(
+            lambda: time_calls(
+                path.call_solution,
+                sets,
+                settings,
+                run.device,
+                self.flush,
+                sol_prep,
+                timer=timer,
+                warm=sol_warm,
+                watch=self.watch,
+            )
+        )
+        self.readings = (before, self.nvml.read())
+        return stats, ref_stats, last
+
+    def _clocks(self) -> Clocks | None:
+        if not self.nvml.available:
+            return None
+        before, after = self.readings
+        for reading in self.readings:
+            self.watch.note(reading)
+        return Clocks(
+            sm_clock_mhz_before=before.sm_clock_mhz,
+            sm_clock_mhz_after=after.sm_clock_mhz,
+            sm_clock_mhz_max=self.nvml.max_sm_clock(),
+            throttle_reasons_before=before.reasons,
+            throttle_reasons_after=after.reasons,
+            sm_clock_mhz_min=self.watch.min_mhz,
+            throttled=self.watch.throttled,
+        )

@@ -144,10 +144,10 @@ class GraphTimer:
         iteration_ms: float,
     ) -> None:
         self.calls = calls_per_replay(sets, iteration_ms)
+        torch.cuda.synchronize()  # also makes this device's context current for the driver
         stream = capture_stream()
         stage = "warming up on the capture stream"
         try:
-            torch.cuda.synchronize()
             stream.wait_stream(torch.cuda.current_stream())
             with torch.cuda.stream(stream):
                 for k in range(sets):

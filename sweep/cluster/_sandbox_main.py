@@ -189,6 +189,8 @@ def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
                 conn.send(("built",))
             trace = backend.evaluate(task, device=device, cache=cache)
             broken = getattr(cache, "fatal_error", None) or _broken(device, trace, backend)
+            # The backend may also ask to be replaced once this trace is written.
+            broken = broken or getattr(cache, "retire", None)
             finished = time.time()
             payload = trace.to_json().encode()
         except BaseException:  # noqa: BLE001 - even SystemExit from a solution is a result

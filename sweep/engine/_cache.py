@@ -12,6 +12,9 @@ every ``evaluate`` call). It holds:
   restored inputs);
 - the environment record and the L2 flush buffer of each device;
 - ``fatal_error``: set after a sticky CUDA error; the process must then be replaced.
+- ``retire``: set when this process should be replaced after its current task although it
+  can still evaluate (a failed CUDA-graph capture leaves torch's CUDA random generator in
+  capture mode: a later task drawing random numbers on the GPU would fail for it).
 """
 
 from __future__ import annotations
@@ -85,6 +88,8 @@ class EngineCache:
         self.nvml_handles: dict[str, Nvml] = {}
         #: Why this process can no longer evaluate (a sticky CUDA error), or ``None``.
         self.fatal_error: str | None = None
+        #: Why this process should be replaced after its current task (it can still evaluate).
+        self.retire: str | None = None
         #: Counters, for tests and logs.
         self.hits: dict[str, int] = {"solution": 0, "reference_output": 0, "call_output": 0}
 

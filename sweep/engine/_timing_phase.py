@@ -127,6 +127,7 @@ class TimingPhase:
         try:
             stats, ref_stats, last = self._measure(timer, ref_warm, sol_warm, ref_prep, sol_prep)
         except CaptureFailed as failed:
+            run.cache.retire = f"a CUDA-graph capture failed in this process ({failed})"
             run.notes.append(
                 f"note: timer {settings.timer}: CUDA graphs cannot time the {self.timing_who} "
                 f"({failed}); the reference and the solution are timed with CUDA events instead"

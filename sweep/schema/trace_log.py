@@ -14,7 +14,9 @@ STICKY_CUDA_ERRORS = (
     "illegal memory access",
     "illegal address",
     "unspecified launch failure",
-    "device-side assert",
+    # "triggered": torch ends every CUDA error message with "Compile with TORCH_USE_CUDA_DSA to
+    # enable device-side assertions", which must not read as one.
+    "device-side assert triggered",
     "misaligned address",
     "illegal instruction",
     "cuda error: unknown error",

@@ -19,3 +19,14 @@ def test_sticky_cuda_errors_are_found_in_any_case() -> None:
     )
     assert sticky_cuda_error("CUDA ERROR: UNKNOWN ERROR") == "cuda error: unknown error"
     assert sticky_cuda_error("the solution raised KeyError") is None
+
+
+def test_torch_boilerplate_about_device_side_assertions_is_not_sticky() -> None:
+    """torch ends every CUDA error with a hint about device-side assertions; an error such as a
+    forbidden call during graph capture must not read as a broken CUDA context."""
+    text = (
+        "CUDA error: operation not permitted when stream is capturing\n"
+        "Compile with `TORCH_USE_CUDA_DSA` to enable device-side assertions."
+    )
+    assert sticky_cuda_error(text) is None
+    assert sticky_cuda_error("CUDA error: device-side assert triggered") == "device-side assert triggered"

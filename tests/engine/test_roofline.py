@@ -207,3 +207,13 @@ def test_work_is_counted_once_per_definition_and_workload(kit: Kit) -> None:
         evaluate(task, device="cpu", cache=cache)
     assert len(cache.work) == 1
 
+
+def test_sweep_eval_table_shows_rates_and_flags(kit: Kit) -> None:
+    from sweep._cli.evaluate import render_traces
+
+    slow_ref = _gemm(reference="import time\n\ndef run(A, B):\n    time.sleep(0.004)\n    return A @ B.t()\n")
+    text = render_traces([_run(kit, slow_ref)])
+    header, row = text.splitlines()[1:3]
+    assert header.split()[-4:] == ["tflops", "gbps", "peak", "flags"]
+    assert row.split()[-2:] == ["-", "suspicious"]  # no peak on a CPU; the flag
+    assert "mm-64: SUSPICIOUS: speedup " in text

@@ -7,6 +7,7 @@ import torch, ray or triton at module level, so ``sweep --help`` stays instant.
 from __future__ import annotations
 
 from sweep._cli import backendbench as _backendbench  # noqa: F401
+from sweep._cli import calibrate as _calibrate  # noqa: F401
 
 # Command groups register themselves on ``app``.
 from sweep._cli import dataset as _dataset  # noqa: F401

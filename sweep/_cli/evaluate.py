@@ -18,10 +18,28 @@ def _ms(value: float | None) -> str:
     return "-" if value is None else f"{value:.4f}"
 
 
+def _rate(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
 def render_traces(traces: list[Trace]) -> str:
-    """A table of traces: workload, axes, status, latencies, speedup, errors; then the first
-    log line of every trace that did not pass."""
-    header = ["workload", "axes", "status", "latency_ms", "ref_ms", "speedup", "max_abs_err", "max_rel_err"]
+    """A table of traces: workload, axes, status, latencies, speedup, errors, achieved TFLOP/s
+    and GB/s, fraction of peak, flags; then the first log line of every trace that did not
+    pass, and the log line explaining each flag."""
+    header = [
+        "workload",
+        "axes",
+        "status",
+        "latency_ms",
+        "ref_ms",
+        "speedup",
+        "max_abs_err",
+        "max_rel_err",
+        "tflops",
+        "gbps",
+        "peak",
+        "flags",
+    ]
     rows: list[list[str]] = []
     notes: list[str] = []
     for t in traces:
@@ -39,11 +57,18 @@ def render_traces(traces: list[Trace]) -> str:
                 f"{perf.speedup_factor:.2f}x" if perf else "-",
                 f"{corr.max_absolute_error:.3g}" if corr else "-",
                 f"{corr.max_relative_error:.3g}" if corr else "-",
+                _rate(perf.tflops if perf else None),
+                _rate(perf.gbps if perf else None),
+                f"{perf.peak_fraction:.1%}" if perf and perf.peak_fraction is not None else "-",
+                ",".join(ev.flags or []) or "-",
             ]
         )
         if ev.status.value != "PASSED":
             first = ev.log.strip().splitlines()[0] if ev.log.strip() else ev.status.value
             notes.append(f"{t.workload.uuid[:8]}: {first}")
+        for line in ev.log.splitlines():
+            if line.startswith(("IMPOSSIBLE:", "SUSPICIOUS:")):
+                notes.append(f"{t.workload.uuid[:8]}: {line}")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in [header, *rows]]
     if traces and traces[0].evaluation is not None:
@@ -80,10 +105,14 @@ def eval_command(
 ) -> None:
     """Evaluate one solution on its definition's workloads here, without Ray, and print the traces.
 
+    Fractions of peak use the ceilings 'sweep calibrate' measured (results/calibration/) when
+    there are some for this hardware, else the datasheet's.
+
     Example: sweep eval rmsnorm_h1024 rmsnorm_h1024_triton --device cpu -w 9160fce7
     """
-    from sweep.config import EvalSettings, apply_settings_overrides
+    from sweep.config import DEFAULT_RESULTS_DIR, EvalSettings, apply_settings_overrides
     from sweep.launch import evaluate_from_dataset
+    from sweep.store import load_calibrations
 
     settings = apply_settings_overrides(EvalSettings(), make_overrides(seed=seed, trials=trials))
 
@@ -99,6 +128,7 @@ def eval_command(
         settings=settings,
         device=device,
         on_trace=emit,
+        ceilings=load_calibrations(Path(DEFAULT_RESULTS_DIR)),
     )
     if not json_out:
         typer.echo(render_traces(traces))

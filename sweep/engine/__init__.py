@@ -13,6 +13,8 @@ Public API:
 - :func:`prepare_process`: call first in a fresh evaluating process (on CPU it sets
   ``TRITON_INTERPRET=1`` before triton is imported).
 - :func:`cuda_problem`: whether this process's CUDA context still works (asked by the cluster).
+- :func:`calibrate`: measure this node's ceilings (copy bandwidth, dense GEMM rate per dtype)
+  for ``sweep calibrate``.
 - :func:`resolve_op`, :func:`schema_mutations`: an ATen operator by name and the arguments
   its schema writes (the engine is the one package that imports torch).
 
@@ -32,11 +34,12 @@ from sweep.engine._aten_ops import resolve_op, schema_mutations
 from sweep.engine._cache import EngineCache
 
 if TYPE_CHECKING:
-    from sweep.schema import Definition, EvalSettings, Solution, Task, Trace, Workload
+    from sweep.schema import Ceilings, Definition, EvalSettings, Solution, Task, Trace, Workload
 
 __all__ = [
     "EngineCache",
     "build",
+    "calibrate",
     "cuda_problem",
     "evaluate",
     "evaluate_pair",
@@ -63,6 +66,18 @@ def cuda_problem(device: str) -> str | None:
     from sweep.engine import _envinfo
 
     return _envinfo.cuda_problem(device)
+
+
+def calibrate(device: str | None = None) -> Ceilings:
+    """Measure this node's ceilings on ``device`` (``None``: CUDA when available): copy
+    bandwidth and dense GEMM TFLOP/s per dtype (see ``_calibrate`` for what and how large).
+
+    Raises:
+        EngineError: ``device`` is invalid or unavailable.
+    """
+    from sweep.engine import _calibrate
+
+    return _calibrate.calibrate(device)
 
 
 def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None = None) -> Trace:
@@ -104,6 +119,7 @@ def evaluate_pair(
     cache: EngineCache | None = None,
     sweep: str = "",
     on_trace: Callable[[Trace], None] | None = None,
+    ceilings: list[Ceilings] | None = None,
 ) -> list[Trace]:
     """Evaluate one solution over several workloads in this process (no Ray).
 
@@ -117,6 +133,8 @@ def evaluate_pair(
         cache: Shared by the workloads; a fresh one when ``None``.
         sweep: Sweep name recorded in provenance.
         on_trace: Called with each trace as soon as it is ready.
+        ceilings: Calibrated ceilings (``sweep calibrate``); the one of this device's
+            hardware, if any, is used for the fraction of peak.
 
     Raises:
         EngineError: ``device`` is invalid or unavailable.
@@ -133,4 +151,5 @@ def evaluate_pair(
         cache=cache,
         sweep=sweep,
         on_trace=on_trace,
+        ceilings=ceilings,
     )

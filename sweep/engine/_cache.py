@@ -10,6 +10,7 @@ every ``evaluate`` call). It holds:
   trees, in a second LRU of the same cap);
 - which definitions' references write into their inputs (so their timed calls get
   restored inputs);
+- the work (FLOPs, bytes) of each definition and workload, counted once;
 - the environment record and the L2 flush buffer of each device;
 - ``fatal_error``: set after a sticky CUDA error; the process must then be replaced.
 - ``retire``: set when this process should be replaced after its current task although it
@@ -28,6 +29,7 @@ if TYPE_CHECKING:
 
     from sweep.engine._build import BuildError, Built
     from sweep.engine._nvml import Nvml
+    from sweep.engine._work import Work
     from sweep.schema import Environment
 
 __all__ = ["EngineCache", "RefKey"]
@@ -83,6 +85,8 @@ class EngineCache:
         self.call_outputs: _Lru[object] = _Lru(max_reference_bytes)
         #: Definition key -> inputs its reference writes into.
         self.mutating_references: dict[str, list[str]] = {}
+        #: (definition key, workload key) -> the work of one call (``_work.count_work``).
+        self.work: dict[tuple[str, str], Work] = {}
         self.environments: dict[str, Environment] = {}
         self.flush_buffers: dict[str, torch.Tensor] = {}
         self.nvml_handles: dict[str, Nvml] = {}
@@ -99,6 +103,7 @@ class EngineCache:
         self.reference_outputs.clear()
         self.call_outputs.clear()
         self.mutating_references.clear()
+        self.work.clear()
         self.flush_buffers.clear()
 
     def __repr__(self) -> str:

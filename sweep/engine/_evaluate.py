@@ -22,6 +22,7 @@ from sweep.engine._nvml import Nvml
 from sweep.engine._outcome import Result, Stop, traceback_text
 from sweep.engine._phases import new_run
 from sweep.schema import (
+    Ceilings,
     Definition,
     Environment,
     EvalSettings,
@@ -128,7 +129,7 @@ def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None
         "log": clip_log(log, task.settings.log_limit_bytes),
         "seed": run.seed,
     }
-    for name in ("correctness", "performance", "timing", "reference_timing", "clocks"):
+    for name in ("correctness", "performance", "timing", "reference_timing", "clocks", "flags"):
         value = getattr(result, name)
         if value is not None:
             fields[name] = value
@@ -180,6 +181,7 @@ def evaluate_pair(
     cache: EngineCache | None = None,
     sweep: str = "",
     on_trace: Callable[[Trace], None] | None = None,
+    ceilings: list[Ceilings] | None = None,
 ) -> list[Trace]:
     """Evaluate one solution on several workloads of its definition, in this process.
 
@@ -193,6 +195,8 @@ def evaluate_pair(
         cache: Shared across the workloads (a fresh one when ``None``).
         sweep: Sweep name for provenance.
         on_trace: Called with each trace as soon as it is ready.
+        ceilings: Calibrated ceilings; the one of this device's hardware (the newest), if
+            any, goes with every task.
 
     Raises:
         EngineError: The device is invalid or unavailable.
@@ -201,9 +205,21 @@ def evaluate_pair(
     cache = cache if cache is not None else EngineCache()
     dev = resolve_device(device)
     hardware = short_name("cpu" if dev.type == "cpu" else str(torch.cuda.get_device_name(dev)))
+    mine = sorted(
+        (c for c in ceilings or [] if short_name(c.hardware) == hardware), key=lambda c: c.measured_at or ""
+    )
     traces = []
     for wl in workloads:
-        task = Task.make(definition, solution, wl, settings, hardware, dataset_root=dataset_root, sweep=sweep)
+        task = Task.make(
+            definition,
+            solution,
+            wl,
+            settings,
+            hardware,
+            dataset_root=dataset_root,
+            sweep=sweep,
+            ceilings=mine[-1] if mine else None,
+        )
         trace = evaluate(task, device=str(dev), cache=cache)
         if on_trace is not None:
             on_trace(trace)

@@ -53,6 +53,7 @@ class Result:
     timing: TimingStats | None = None
     reference_timing: TimingStats | None = None
     clocks: Clocks | None = None
+    flags: list[str] | None = None
 
 
 class Stop(Exception):

@@ -33,6 +33,7 @@ from sweep.engine._global_state import TorchFlags
 from sweep.engine._named_inputs import NamedInputs
 from sweep.engine._nvml import Nvml
 from sweep.engine._outcome import Result, Stop, triton_mode_problem
+from sweep.engine._roofline import assess
 from sweep.engine._run_state import RunState
 from sweep.engine._timing_phase import TimingPhase, timing_words
 from sweep.schema import (
@@ -176,16 +177,17 @@ class EvalRun(RunState):
             f"latency {latency:.4f} ms ({timing_words(stats)}), reference "
             f"{ref_latency:.4f} ms, speedup {speedup:.3f}x"
         )
+        perf = Performance(latency_ms=latency, reference_latency_ms=ref_latency, speedup_factor=speedup)
+        roof = assess(self, perf)  # work, rates, floor and flags (_roofline)
         return Result(
             status=Status.PASSED,
-            messages=[summary, *self.notes],
+            messages=[summary, *self.notes, *roof.notes],
             correctness=self.correctness_record(),
-            performance=Performance(
-                latency_ms=latency, reference_latency_ms=ref_latency, speedup_factor=speedup
-            ),
+            performance=roof.performance,
             timing=stats,
             reference_timing=ref_stats,
             clocks=clocks,
+            flags=roof.flags,
         )
 
     def release(self) -> None:

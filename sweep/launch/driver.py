@@ -179,6 +179,7 @@ def _run(
             f"sweep {plan.config.name!r} run {run_id}: {len(todo)} task(s) on {workers} {plan.hardware} "
             f"worker(s)" + (f", {skipped} already stored (skipped; --force re-runs them)" if skipped else "")
         )
+    todo = _with_ceilings(todo, Path(out.results_dir), plan.hardware, progress)
     spec = SandboxSpec(backend=opts.backend, device_kind="auto", preload=opts.preload)
     context = StoreContext.from_dataset(dataset)
     # The traces of each finished call are in the JSONL log (one fsync per log file for the
@@ -215,6 +216,19 @@ def _run(
             if progress is not None:
                 progress.finish()
     return tally, stats
+
+
+def _with_ceilings(todo: list[Task], results: Path, hardware: str, progress: Progress | None) -> list[Task]:
+    """The tasks, carrying the newest ceilings calibrated on ``hardware`` (``sweep calibrate``)
+    when there are some: the engine then gives fractions of what the nodes reach."""
+    from sweep.store import calibration_for
+
+    ceilings = calibration_for(results, hardware)
+    if ceilings is None:
+        return todo
+    if progress is not None:
+        progress.note(f"fractions of peak against the ceilings {ceilings.source}")
+    return [t.model_copy(update={"ceilings": ceilings}) for t in todo]
 
 
 def _result(

@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sweep.plan import select_pair
-from sweep.schema import EvalSettings, Trace
+from sweep.schema import Ceilings, EvalSettings, Trace
 
 __all__ = ["evaluate_from_dataset"]
 
@@ -24,10 +24,13 @@ def evaluate_from_dataset(
     settings: EvalSettings | None = None,
     device: str | None = None,
     on_trace: Callable[[Trace], None] | None = None,
+    ceilings: list[Ceilings] | None = None,
 ) -> list[Trace]:
     """Evaluate one solution of one definition over its workloads, in this process.
 
-    Safetensors inputs resolve against the root each workload came from.
+    Safetensors inputs resolve against the root each workload came from; ``ceilings``
+    (calibrations, :func:`sweep.store.load_calibrations`) give the fraction of peak on the
+    hardware they measured.
 
     Raises:
         DatasetError: A root cannot be loaded.
@@ -50,6 +53,7 @@ def evaluate_from_dataset(
                 device=device,
                 cache=cache,
                 on_trace=on_trace,
+                ceilings=ceilings,
             )
         )
     return traces

@@ -3,12 +3,22 @@
 FlashInfer-Bench's records (Definition, Solution, Workload, Trace), plus what travels with
 them through the pipeline: the evaluation settings, the :class:`Task`, hardware names
 (:mod:`sweep.schema.hardware`) and the call-argument format of imported operator calls
-(:mod:`sweep.schema.call_args`, :mod:`sweep.schema.call_json`, :mod:`sweep.schema.op_tags`).
+(:mod:`sweep.schema.call_args`, :mod:`sweep.schema.call_json`, :mod:`sweep.schema.op_tags`),
+device peaks and the floor of a call (:mod:`sweep.schema.peaks`).
 Nothing here imports from a stage above it.
 """
 
 from sweep.schema.checks import check_workload, constraint_names, eval_axis_constraint
-from sweep.schema.definition import SEED_DTYPES, AxisConst, AxisVar, Definition, DType, TensorSpec
+from sweep.schema.definition import (
+    SEED_DTYPES,
+    WORK_FIELDS,
+    AxisConst,
+    AxisVar,
+    Definition,
+    DType,
+    TensorSpec,
+)
+from sweep.schema.peaks import Ceilings
 from sweep.schema.settings import EvalSettings, Timeouts, Tolerance
 from sweep.schema.solution import Binding, BuildSpec, Language, Solution, SourceFile
 from sweep.schema.task import Task, task_id
@@ -35,12 +45,14 @@ from sweep.schema.workload import (
 
 __all__ = [
     "SEED_DTYPES",
+    "WORK_FIELDS",
     "AxisConst",
     "AxisVar",
     "BackendBenchArgsInput",
     "BackendBenchSource",
     "Binding",
     "BuildSpec",
+    "Ceilings",
     "Clocks",
     "Correctness",
     "DType",

@@ -1,19 +1,24 @@
-"""Rules that tie a workload to its definition, and a safe evaluator for axis constraints.
+"""Rules that tie a workload to its definition, and the check of axis constraints.
 
 Constraints are Python expressions in the definition. Those that mention only axis names
-are checked here, on the workload's axis values, by walking the AST with a whitelist:
-no ``eval``, no attribute access, no calls beyond ``min``/``max``/``abs``. Constraints
-that mention tensor values (``kv_indptr[-1].item()``) are left to the engine.
+are checked here, on the workload's axis values, by the safe evaluator of
+:mod:`sweep.schema.expr` (a whitelist walk of the AST: no ``eval``, no attribute access, no
+calls beyond ``min``/``max``/``abs``). Constraints that mention tensor values
+(``kv_indptr[-1].item()``) are left to the engine.
 """
 
 from __future__ import annotations
 
-import ast
-import operator
-from collections.abc import Callable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 from sweep.schema.definition import Definition
+from sweep.schema.expr import (
+    BINARY_OPERATORS,
+    COMPARISONS,
+    ConstraintError,
+    constraint_names,
+    eval_expression,
+)
 from sweep.schema.workload import BackendBenchArgsInput, ScalarInput, Workload
 
 __all__ = [
@@ -26,39 +31,8 @@ __all__ = [
 ]
 
 
-class ConstraintError(ValueError):
-    """A constraint uses syntax outside the safe subset."""
-
-
-BINARY_OPERATORS: dict[type[ast.operator], Callable[[Any, Any], Any]] = {
-    ast.Add: operator.add,
-    ast.Sub: operator.sub,
-    ast.Mult: operator.mul,
-    ast.Div: operator.truediv,
-    ast.FloorDiv: operator.floordiv,
-    ast.Mod: operator.mod,
-    ast.Pow: operator.pow,
-}
-COMPARISONS: dict[type[ast.cmpop], Callable[[Any, Any], Any]] = {
-    ast.Eq: operator.eq,
-    ast.NotEq: operator.ne,
-    ast.Lt: operator.lt,
-    ast.LtE: operator.le,
-    ast.Gt: operator.gt,
-    ast.GtE: operator.ge,
-}
-_FUNCS: dict[str, Callable[..., float]] = {"min": min, "max": max, "abs": abs}
-
-
-def constraint_names(text: str) -> set[str]:
-    """Every bare name a constraint reads (function names of calls excluded)."""
-    tree = ast.parse(text, mode="eval")
-    called = {id(n.func) for n in ast.walk(tree) if isinstance(n, ast.Call)}
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and id(n) not in called}
-
-
 def eval_axis_constraint(text: str, values: Mapping[str, int]) -> bool:
-    """Evaluate an axis-only constraint on axis values, safely.
+    """Evaluate an axis-only constraint on axis values, safely (see :mod:`sweep.schema.expr`).
 
     Args:
         text: The constraint, e.g. ``"num_heads % num_kv_heads == 0"``.
@@ -71,52 +45,7 @@ def eval_axis_constraint(text: str, values: Mapping[str, int]) -> bool:
         ConstraintError: The expression uses anything outside the arithmetic and
             comparison whitelist, or a name with no value.
     """
-    tree = ast.parse(text, mode="eval")
-    return bool(_eval(tree.body, values))
-
-
-def _eval(node: ast.AST, values: Mapping[str, int]) -> float | bool:
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
-        return node.value
-    if isinstance(node, ast.Name):
-        if node.id not in values:
-            raise ConstraintError(f"unknown name {node.id!r}")
-        return values[node.id]
-    if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPERATORS:
-        left, right = _eval(node.left, values), _eval(node.right, values)
-        if isinstance(node.op, ast.Pow) and abs(right) > 64:
-            raise ConstraintError("exponent too large")
-        result: float = BINARY_OPERATORS[type(node.op)](left, right)
-        return result
-    if isinstance(node, ast.UnaryOp):
-        v = _eval(node.operand, values)
-        if isinstance(node.op, ast.USub):
-            return -v
-        if isinstance(node.op, ast.UAdd):
-            return +v
-        if isinstance(node.op, ast.Not):
-            return not v
-    if isinstance(node, ast.BoolOp):
-        vals = (_eval(v, values) for v in node.values)
-        return all(vals) if isinstance(node.op, ast.And) else any(vals)
-    if isinstance(node, ast.Compare):
-        left = _eval(node.left, values)
-        for op, comp in zip(node.ops, node.comparators):
-            if type(op) not in COMPARISONS:
-                raise ConstraintError(f"comparison {type(op).__name__} not allowed")
-            right = _eval(comp, values)
-            if not COMPARISONS[type(op)](left, right):
-                return False
-            left = right
-        return True
-    if (
-        isinstance(node, ast.Call)
-        and isinstance(node.func, ast.Name)
-        and node.func.id in _FUNCS
-        and not node.keywords
-    ):
-        return _FUNCS[node.func.id](*(_eval(a, values) for a in node.args))
-    raise ConstraintError(f"{type(node).__name__} is not allowed in a constraint")
+    return bool(eval_expression(text, values))
 
 
 def check_workload(definition: Definition, workload: Workload) -> list[str]:

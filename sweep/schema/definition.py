@@ -9,8 +9,18 @@ from typing import Annotated, Literal
 from pydantic import Field, model_validator
 
 from sweep.schema._base import Record
+from sweep.schema.expr import expression_problem
 
-__all__ = ["SEED_DTYPES", "Axis", "AxisConst", "AxisVar", "DType", "Definition", "TensorSpec"]
+__all__ = [
+    "SEED_DTYPES",
+    "WORK_FIELDS",
+    "Axis",
+    "AxisConst",
+    "AxisVar",
+    "DType",
+    "Definition",
+    "TensorSpec",
+]
 
 
 class DType(str, Enum):
@@ -37,6 +47,9 @@ class DType(str, Enum):
 
 
 SEED_DTYPES: frozenset[str] = frozenset(d.value for d in list(DType)[:11])
+
+#: The extension fields of a definition that state the work of one call.
+WORK_FIELDS: tuple[str, ...] = ("flops", "bytes")
 
 
 class AxisConst(Record):
@@ -83,6 +96,16 @@ class Definition(Record):
     tags: list[str] = Field(default_factory=list)
     description: str | None = None
     constraints: list[str] | None = None
+    # Extensions (absent in upstream files): the work of one call, as arithmetic over the
+    # axes (the safe evaluator of sweep.schema.expr), e.g. "2 * M * N * K".
+    flops: str | None = Field(
+        default=None,
+        description="floating-point operations of one call, as an expression over the axes",
+    )
+    bytes: str | None = Field(
+        default=None,
+        description="least bytes one call must move to and from memory, as an expression over the axes",
+    )
 
     @model_validator(mode="after")
     def _check(self) -> Definition:
@@ -108,6 +131,11 @@ class Definition(Record):
                 ast.parse(text, mode="eval")
             except SyntaxError as e:
                 raise ValueError(f"constraints[{i}]: not a Python expression: {text!r} ({e.msg})") from None
+        for field in WORK_FIELDS:
+            text = getattr(self, field)
+            problem = expression_problem(text, list(self.axes)) if text is not None else None
+            if problem:
+                raise ValueError(f"{field}: {problem}")
         return self
 
     def const_axes(self) -> dict[str, int]:

@@ -30,7 +30,7 @@ AUTO = "auto"
 ANY_WORDS = frozenset({"*", "any", "all"})
 ANY_GPU_WORDS = frozenset({"gpu", "cuda", "nvidia"})
 _VENDOR = re.compile(r"^(nvidia|amd|intel)[\s_-]+", re.IGNORECASE)
-_NOISE = re.compile(r"^(geforce|tesla|quadro|rtx)[\s_-]+", re.IGNORECASE)
+_NOISE = re.compile(r"^(geforce|tesla|quadro|rtx|instinct)[\s_-]+", re.IGNORECASE)
 
 
 def short_name(name: str) -> str:
@@ -38,7 +38,7 @@ def short_name(name: str) -> str:
 
     Examples: ``"NVIDIA H100 80GB HBM3" -> "H100"``, ``"NVIDIA_H200" -> "H200"``,
     ``"NVIDIA A800-SXM4-80GB" -> "A800"``, ``"h100" -> "H100"``, ``"cpu" -> "CPU"``,
-    ``"NVIDIA GeForce RTX 4090" -> "RTX4090"``.
+    ``"NVIDIA GeForce RTX 4090" -> "RTX4090"``, ``"AMD Instinct MI300X" -> "MI300X"``.
     """
     text = name.strip()
     if text.lower() in ("cpu", "host") or text.lower().startswith("cpu"):

@@ -11,6 +11,7 @@ import hashlib
 from pydantic import BaseModel, ConfigDict
 
 from sweep.schema.definition import Definition
+from sweep.schema.peaks import Ceilings
 from sweep.schema.settings import EvalSettings
 from sweep.schema.solution import Solution
 from sweep.schema.trace import Provenance
@@ -46,6 +47,9 @@ class Task(BaseModel):
     dataset_root: str | None = None
     sweep: str = ""
     config_hash: str = ""
+    #: Ceilings measured on a node of the task's hardware (``sweep calibrate``): the engine
+    #: prefers them to the datasheet for the achieved fraction of peak. Not part of the id.
+    ceilings: Ceilings | None = None
 
     @classmethod
     def make(
@@ -59,6 +63,7 @@ class Task(BaseModel):
         dataset_root: str | None = None,
         sweep: str = "",
         config_hash: str = "",
+        ceilings: Ceilings | None = None,
     ) -> Task:
         """Build a task, computing its stable id."""
         tid = task_id(
@@ -74,6 +79,7 @@ class Task(BaseModel):
             dataset_root=dataset_root,
             sweep=sweep,
             config_hash=config_hash,
+            ceilings=ceilings,
         )
 
     def provenance(self, **run: str | int | None) -> Provenance:

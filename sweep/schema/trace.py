@@ -61,9 +61,11 @@ class Performance(Record):
     Extensions (absent in upstream files): the work of one call and what the latency makes
     of it. ``work_flops``/``work_bytes`` come from the definition's ``flops``/``bytes``
     expressions (``work_source`` ``"declared"``), else from counting (``"counted"``: FLOPs of
-    the reference on meta tensors, bytes of inputs plus outputs moved); ``tflops``/``gbps``
-    are achieved rates; ``peak_fraction`` is the larger of the two against the device's
-    peaks; ``floor_ms`` is the least time the work can take on this device.
+    the reference on meta tensors, bytes of inputs plus outputs moved; ``"mixed"`` when one
+    is declared and the other counted); ``tflops``/``gbps`` are achieved rates;
+    ``peak_fraction`` is the larger of the two against the device's peaks (calibrated
+    ceilings when measured, else the datasheet's); ``floor_ms`` is the least time the work
+    can take on this device (:mod:`sweep.schema.peaks`).
     """
 
     latency_ms: float = Field(default=0.0, ge=0.0)

@@ -5,31 +5,35 @@ Layout under a results folder::
     traces/<op_type>/<definition>.jsonl     one Trace per line (FlashInfer-Bench format)
     definitions/<op_type>/<name>.json       the definitions of logged traces
     solutions/<author>/<op_type>/<definition>/<name>.json
-    sweep.duckdb                            tables traces, definitions, solutions, workloads;
-                                            views latest, best, cross_hardware, leaderboard,
-                                            op_scores, backend_scores; macro perf_at(p)
+    calibration/<hardware>.json             the newest ceilings measured by 'sweep calibrate'
+    sweep.duckdb                            tables traces, definitions, solutions, workloads,
+                                            calibrations; views latest, best, cross_hardware,
+                                            leaderboard, op_scores, backend_scores; macro perf_at(p)
 
 Writing: :class:`ResultsWriter` (the sweep driver's logs and store), :func:`ingest` (files,
 folders, Parquet exports), :class:`Store` with :class:`RowBatch` (rows built in Python).
-Reading: :func:`query` (SQL), :meth:`Store.session`, :func:`export_parquet`. Showing answers
+Reading: :func:`query` (SQL), :meth:`Store.session`, :func:`export_parquet`. Calibrations:
+:func:`save_calibration`, :func:`load_calibrations`, :func:`calibration_for`. Showing answers
 and the report (text tables, JSON, CSV, HTML) is :mod:`sweep.store.render`, which reads
 through this package and is never imported by it.
 
 No DuckDB or Arrow import happens at import time of this package.
 """
 
+from sweep.store._calibration import calibration_for, load_calibrations, save_calibration
 from sweep.store._connection import StoreLockedError
 from sweep.store._export import ExportReport, export_parquet
 from sweep.store._ingest import IngestReport, ingest
 from sweep.store._insert import AddCounts
 from sweep.store._query import QueryResult, query
 from sweep.store._row_batch import RowBatch
-from sweep.store._schema import SCHEMA_VERSION, TABLES, VIEW_NAMES, column_names
+from sweep.store._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_NAMES, column_names
 from sweep.store._store import Session, Store
 from sweep.store._store_context import StoreContext
 from sweep.store._writer import ResultsWriter, completed_task_ids, log_path
 
 __all__ = [
+    "NODE_TABLES",
     "SCHEMA_VERSION",
     "TABLES",
     "VIEW_NAMES",
@@ -43,10 +47,13 @@ __all__ = [
     "Store",
     "StoreContext",
     "StoreLockedError",
+    "calibration_for",
     "column_names",
     "completed_task_ids",
     "export_parquet",
     "ingest",
+    "load_calibrations",
     "log_path",
     "query",
+    "save_calibration",
 ]

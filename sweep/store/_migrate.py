@@ -1,9 +1,11 @@
 """Bringing a database to the current schema: creating the tables in an empty one, migrating
 an older store (each step in one transaction), refreshing the views.
 
-Columns are derived from each trace's ``record``, so a migration rebuilds the tables with the
-current row builder from the old records, keeping what the old rows knew beyond the record
-(op_type, tags, author, language, solution hash, sweep, run id, config and settings hashes).
+Columns are derived from each trace's ``record``. Version 1 to 2 rebuilds the tables with
+the current row builder from the old records, keeping what the old rows knew beyond the
+record (op_type, tags, author, language, solution hash, sweep, run id, config and settings
+hashes). Version 2 to 3 adds columns at the end of ``traces`` and fills them from the records
+in SQL (no row leaves DuckDB), and adds the ``calibrations`` table.
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ from sweep.schema import Definition, Solution, Trace
 from sweep.store._connection import fetch_one, schema_version, set_meta
 from sweep.store._insert import insert_batch
 from sweep.store._row_batch import Known, RowBatch
-from sweep.store._schema import SCHEMA_VERSION, create_tables_sql, views_hash, views_sql
+from sweep.store._schema import SCHEMA_VERSION, V3_TRACE_COLUMNS, create_tables_sql, views_hash, views_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -80,8 +82,35 @@ def _v1_to_v2(con: duckdb.DuckDBPyConnection) -> None:
     insert_batch(con, batch, transaction=False)
 
 
+# How each column of version 3 reads the record (as ``_row_batch.RowBatch`` does).
+_V3_FROM_RECORD: dict[str, str] = {
+    "work_flops": "TRY_CAST(json_extract(record, '$.evaluation.performance.work_flops') AS DOUBLE)",
+    "work_bytes": "TRY_CAST(json_extract(record, '$.evaluation.performance.work_bytes') AS DOUBLE)",
+    "work_source": "json_extract_string(record, '$.evaluation.performance.work_source')",
+    "tflops": "TRY_CAST(json_extract(record, '$.evaluation.performance.tflops') AS DOUBLE)",
+    "gbps": "TRY_CAST(json_extract(record, '$.evaluation.performance.gbps') AS DOUBLE)",
+    "peak_fraction": "TRY_CAST(json_extract(record, '$.evaluation.performance.peak_fraction') AS DOUBLE)",
+    "floor_ms": "TRY_CAST(json_extract(record, '$.evaluation.performance.floor_ms') AS DOUBLE)",
+    "flags": "coalesce(TRY_CAST(json_extract(record, '$.evaluation.flags') AS VARCHAR[]), [])",
+    "timing_timer": "json_extract_string(record, '$.evaluation.timing.timer')",
+    "timing_rel_error": "TRY_CAST(json_extract(record, '$.evaluation.timing.rel_error') AS DOUBLE)",
+    "timing_target_met": "TRY_CAST(json_extract(record, '$.evaluation.timing.target_met') AS BOOLEAN)",
+    "ref_timing_timer": "json_extract_string(record, '$.evaluation.reference_timing.timer')",
+    "throttled": "TRY_CAST(json_extract(record, '$.evaluation.clocks.throttled') AS BOOLEAN)",
+}
+
+
+def _v2_to_v3(con: duckdb.DuckDBPyConnection) -> None:
+    for column, duck_type in V3_TRACE_COLUMNS:
+        con.execute(f'ALTER TABLE traces ADD COLUMN IF NOT EXISTS "{column}" {duck_type}')
+    sets = ", ".join(f'"{c}" = {_V3_FROM_RECORD[c]}' for c, _ in V3_TRACE_COLUMNS)
+    con.execute(f"UPDATE traces SET {sets}")
+    for stmt in create_tables_sql():
+        con.execute(stmt)
+
+
 #: ``from version -> step`` to the next version.
-_STEPS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {1: _v1_to_v2}
+_STEPS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
 
 
 def migrate(con: duckdb.DuckDBPyConnection, version: int) -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sweep.errors import StoreError, did_you_mean
-from sweep.store._schema import TABLES, VIEW_NAMES
+from sweep.store._schema import NODE_TABLES, TABLES, VIEW_NAMES
 from sweep.store._store import Session, Store
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ def _unknown_column(session: Session, sql: str, err: Exception) -> StoreError:
         return StoreError(f"query failed: {_first_line(err)}")
     name = m.group(1)
     words = {w.lower() for w in re.findall(r"[A-Za-z_][A-Za-z0-9_]*", sql)}
-    used = [r for r in [*TABLES, *VIEW_NAMES] if r in words] or ["traces"]
+    used = [r for r in [*TABLES, *NODE_TABLES, *VIEW_NAMES] if r in words] or ["traces"]
     session.require(" ".join(used))
     parts, choices = [], []
     for rel in used:
@@ -91,7 +91,7 @@ def run_sql(session: Session, sql: str) -> QueryResult:
         m = re.search(r"(?:Table|View) with name (\S+) does not exist", str(e))
         if m:
             name = m.group(1)
-            hint = did_you_mean(name, [*TABLES, *VIEW_NAMES])
+            hint = did_you_mean(name, [*TABLES, *NODE_TABLES, *VIEW_NAMES])
             raise StoreError(f"unknown table {name!r}{hint}; {relation_names()}") from None
         raise StoreError(f"query failed: {_first_line(e)}") from None
     except duckdb.BinderException as e:

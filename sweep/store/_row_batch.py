@@ -139,6 +139,7 @@ class RowBatch:
         sol = ctx.solution_for(trace.definition, trace.solution)
         prov = trace.provenance
         corr, perf, env, clocks = ev.correctness, ev.performance, ev.environment, ev.clocks
+        timing, ref_timing = ev.timing, ev.reference_timing
         extra = corr.extra if corr is not None else None
         # Keep in the order of _schema._TRACES (checked by _check_order at import).
         self._rows["traces"].append(
@@ -162,8 +163,8 @@ class RowBatch:
                 parse_timestamp(ev.timestamp),
                 ev.log,
                 ev.seed,
-                *_timing(ev.timing),
-                *_timing(ev.reference_timing),
+                *_timing(timing),
+                *_timing(ref_timing),
                 clocks.sm_clock_mhz_before if clocks else None,
                 clocks.sm_clock_mhz_after if clocks else None,
                 clocks.sm_clock_mhz_max if clocks else None,
@@ -189,6 +190,20 @@ class RowBatch:
                 record,
                 known.source or source,
                 now or datetime.now(timezone.utc),
+                # Schema version 3 (_schema.V3_TRACE_COLUMNS).
+                perf.work_flops if perf else None,
+                perf.work_bytes if perf else None,
+                perf.work_source if perf else None,
+                perf.tflops if perf else None,
+                perf.gbps if perf else None,
+                perf.peak_fraction if perf else None,
+                perf.floor_ms if perf else None,
+                list(ev.flags or ()),
+                timing.timer if timing else None,
+                timing.rel_error if timing else None,
+                timing.target_met if timing else None,
+                ref_timing.timer if ref_timing else None,
+                clocks.throttled if clocks else None,
             )
         )
         return key

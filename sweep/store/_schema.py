@@ -1,4 +1,4 @@
-"""The store's tables, views and macros (schema version 2), as SQL and Arrow types.
+"""The store's tables, views and macros (schema version 3), as SQL and Arrow types.
 
 Every column of ``traces`` is derived from the trace record (``record`` keeps it whole) plus
 what the record alone does not say (op_type, tags, author, language, solution hash), which a
@@ -16,8 +16,10 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MACROS",
+    "NODE_TABLES",
     "SCHEMA_VERSION",
     "TABLES",
+    "V3_TRACE_COLUMNS",
     "VIEWS",
     "VIEW_DEPENDS",
     "VIEW_NAMES",
@@ -30,7 +32,7 @@ __all__ = [
 ]
 
 #: Bump when a table changes, and add a migration in ``_migrate.py``.
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 # (column, DuckDB type). Arrow types follow from the DuckDB type (see ``_ARROW``).
 _TRACES: list[tuple[str, str]] = [
@@ -93,6 +95,26 @@ _TRACES: list[tuple[str, str]] = [
     ("ingested_at", "TIMESTAMPTZ"),
 ]
 
+#: Added in schema version 3, at the end (so a migrated table has the order of a new one):
+#: the work of one call and what the latency makes of it, the flags (``[]`` when none), and
+#: the timer's fields (NULL where the record lacks them).
+V3_TRACE_COLUMNS: list[tuple[str, str]] = [
+    ("work_flops", "DOUBLE"),
+    ("work_bytes", "DOUBLE"),
+    ("work_source", "VARCHAR"),
+    ("tflops", "DOUBLE"),
+    ("gbps", "DOUBLE"),
+    ("peak_fraction", "DOUBLE"),
+    ("floor_ms", "DOUBLE"),
+    ("flags", "VARCHAR[]"),
+    ("timing_timer", "VARCHAR"),
+    ("timing_rel_error", "DOUBLE"),
+    ("timing_target_met", "BOOLEAN"),
+    ("ref_timing_timer", "VARCHAR"),
+    ("throttled", "BOOLEAN"),
+]
+_TRACES += V3_TRACE_COLUMNS
+
 _DEFINITIONS: list[tuple[str, str]] = [
     ("name", "VARCHAR"),
     ("op_type", "VARCHAR"),
@@ -130,7 +152,18 @@ _LOG_PROGRESS: list[tuple[str, str]] = [
     ("head_hash", "VARCHAR"),
 ]
 
-#: Every table, by name.
+# Ceilings measured on nodes by ``sweep calibrate``: one row per metric (``copy_gbps``,
+# ``gemm_tflops_<dtype>``) and measurement.
+_CALIBRATIONS: list[tuple[str, str]] = [
+    ("hardware", "VARCHAR"),
+    ("device_name", "VARCHAR"),
+    ("node", "VARCHAR"),
+    ("measured_at", "TIMESTAMPTZ"),
+    ("metric", "VARCHAR"),
+    ("value", "DOUBLE"),
+]
+
+#: Every table of results and bookkeeping, by name.
 TABLES: dict[str, list[tuple[str, str]]] = {
     "traces": _TRACES,
     "definitions": _DEFINITIONS,
@@ -139,6 +172,12 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     "store_meta": _META,
     "log_progress": _LOG_PROGRESS,
 }
+#: Tables of what was measured on the nodes themselves, not of results.
+NODE_TABLES: dict[str, list[tuple[str, str]]] = {"calibrations": _CALIBRATIONS}
+_ALL_TABLES = {**TABLES, **NODE_TABLES}
+
+# A trace that is ranked: not flagged 'impossible' (latency under the physical floor).
+_RANKED = "NOT coalesce(list_contains(flags, 'impossible'), false)"
 
 # The identity of a solution across stores: its content hash when known, else its name.
 _SOL_KEY = "coalesce(solution_hash, 'name:' || solution)"
@@ -157,11 +196,11 @@ QUALIFY row_number() OVER (
     ),
     (
         "best",
-        """SELECT definition, op_type, workload_uuid, axes, hardware, solution, solution_hash,
+        f"""SELECT definition, op_type, workload_uuid, axes, hardware, solution, solution_hash,
        author, language, latency_ms, reference_latency_ms, speedup_factor, settings_hash,
-       timestamp, trace_key
+       timestamp, trace_key, tflops, gbps, peak_fraction, flags
 FROM latest
-WHERE status = 'PASSED'
+WHERE status = 'PASSED' AND {_RANKED}
 QUALIFY row_number() OVER (
     PARTITION BY definition, workload_uuid, hardware ORDER BY latency_ms ASC, solution ASC) = 1""",
     ),
@@ -194,8 +233,9 @@ JOIN per_hw b
     (
         # BackendBench scoring per solution (one op): the op is correct when every workload
         # passed; its speedup is the geometric mean with failed workloads counted as 1.0.
+        # Traces flagged 'impossible' are left out (and so of the scores built on this view).
         "leaderboard",
-        """SELECT definition, any_value(op_type) AS op_type, solution, solution_hash,
+        f"""SELECT definition, any_value(op_type) AS op_type, solution, solution_hash,
        any_value(author) AS author, any_value(language) AS language, hardware,
        count(*) AS traces,
        count(*) FILTER (WHERE status = 'PASSED') AS passed,
@@ -207,6 +247,7 @@ JOIN per_hw b
                        ELSE 1.0 END))) AS op_speedup,
        op_correct AND op_speedup > 1.0 AS perf_at_1
 FROM latest
+WHERE {_RANKED}
 GROUP BY definition, solution, solution_hash, hardware""",
     ),
     (
@@ -257,8 +298,8 @@ GROUP BY author, hardware"""
 
 
 def column_names(table: str) -> list[str]:
-    """The columns of one of :data:`TABLES`, in order."""
-    return [c for c, _ in TABLES[table]]
+    """The columns of one of :data:`TABLES` or :data:`NODE_TABLES`, in order."""
+    return [c for c, _ in _ALL_TABLES[table]]
 
 
 def table_columns() -> dict[str, list[str]]:
@@ -269,7 +310,7 @@ def table_columns() -> dict[str, list[str]]:
 def create_tables_sql(*, prefix: str = "") -> list[str]:
     """``CREATE TABLE IF NOT EXISTS`` statements for every table."""
     out = []
-    for table, cols in TABLES.items():
+    for table, cols in _ALL_TABLES.items():
         body = ", ".join(f'"{c}" {t}' for c, t in cols)
         out.append(f"CREATE TABLE IF NOT EXISTS {prefix}{table} ({body})")
     return out
@@ -309,6 +350,7 @@ def _arrow_type(duck: str) -> pa.DataType:
     simple = {
         "VARCHAR": pa.string(),
         "JSON": pa.string(),
+        "BOOLEAN": pa.bool_(),
         "DOUBLE": pa.float64(),
         "BIGINT": pa.int64(),
         "TIMESTAMPTZ": pa.timestamp("us", tz="UTC"),
@@ -323,4 +365,4 @@ def arrow_schema(table: str) -> pa.Schema:
     """The Arrow schema that batches for ``table`` are built with."""
     import pyarrow as pa
 
-    return pa.schema([(c, _arrow_type(t)) for c, t in TABLES[table]])
+    return pa.schema([(c, _arrow_type(t)) for c, t in _ALL_TABLES[table]])

@@ -26,7 +26,7 @@ from sweep.store._connection import StoreLockedError, count, init_connection, re
 from sweep.store._ingest import ingest_into
 from sweep.store._insert import LogMark, new_traces_sql
 from sweep.store._row_batch import RowBatch
-from sweep.store._schema import SCHEMA_VERSION, TABLES, VIEW_DEPENDS, views_sql
+from sweep.store._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_DEPENDS, views_sql
 from sweep.store._store_context import StoreContext
 from sweep.store._trace_files import LogReader, head_hash, log_files
 from sweep.store._writable_store import WritableStore
@@ -209,7 +209,7 @@ class Store(WritableStore):
         batch = RowBatch()
         _, warnings = read_log_tails(results, self.log_marks(con, "store"), batch)
         session = Session(con, "store")
-        for table in TABLES:
+        for table in [*TABLES, *NODE_TABLES]:
             if table not in ("traces", "workloads") or not batch.count(table):
                 con.execute(f"CREATE VIEW {table} AS SELECT * FROM store.{table}")
         if batch.count("traces"):

@@ -27,6 +27,8 @@ th { background: #f5f7fa; font-weight: 600; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
 td.ok { color: #1e7b34; } td.bad { color: #b3261e; }
 tr:hover td { background: #fafbfd; }
+tr.impossible td { color: #b3261e; font-weight: 600; background: #fdecea; }
+tr.suspicious td { background: #fff4d6; }
 .empty { color: #8a93a3; font-style: italic; }
 svg text { font-family: inherit; }
 """
@@ -39,7 +41,9 @@ def _fmt(column: str, value: object) -> tuple[str, str]:
     if value is None:
         return "", ""
     if isinstance(value, float):
-        if column in ("pass_rate", "correctness_rate", "perf_at_1", "perf_at_p"):
+        if column in ("pass_rate", "correctness_rate", "perf_at_1", "perf_at_p") or column.endswith(
+            "peak_fraction"
+        ):
             return "num", f"{value * 100:.1f}%"
         return "num", cell(value) if not math.isfinite(value) else f"{value:.4g}"
     if isinstance(value, int):
@@ -57,13 +61,17 @@ def _table_html(t: ReportTable) -> str:
             + "".join(f"<th>{html.escape(c)}</th>" for c in t.columns)
             + "</tr></thead><tbody>"
         )
+        flags_at = t.columns.index("flags") if "flags" in t.columns else None
         for row in t.rows:
+            flags = str(row[flags_at] or "") if flags_at is not None else ""
+            mark = "impossible" if "impossible" in flags else "suspicious" if "suspicious" in flags else ""
             tds = []
             for c, v in zip(t.columns, row):
                 cls, text = _fmt(c, v)
                 attr = f' class="{cls}"' if cls else ""
                 tds.append(f"<td{attr}>{html.escape(text)}</td>")
-            out.append("<tr>" + "".join(tds) + "</tr>")
+            tr = f'<tr class="{mark}">' if mark else "<tr>"
+            out.append(tr + "".join(tds) + "</tr>")
         out.append("</tbody></table>")
     if t.note:
         out.append(f'<p class="note">{html.escape(t.note)}</p>')

@@ -1,4 +1,5 @@
-"""The report: per-hardware summary, leaderboard, backend scores and cross-hardware summary."""
+"""The report: per-hardware summary, flagged results, leaderboard, achieved rates, backend
+scores and cross-hardware summary."""
 
 from __future__ import annotations
 
@@ -50,6 +51,10 @@ class Report:
             ``backendbench``), per author and hardware; ``None`` when there are none.
         bars: The chart's data (solutions of the leaderboard table).
         generated_at: When the report was built.
+        flagged: Traces flagged ``impossible`` (latency under the physical floor: never
+            ranked) or ``suspicious`` (speedup above the bound); ``None`` when there are none.
+        rates: Achieved TFLOP/s, GB/s and fraction of peak per solution and hardware, over
+            ranked PASSED traces whose work is known; ``None`` when there are none.
     """
 
     store: str
@@ -62,12 +67,16 @@ class Report:
     backendbench: ReportTable | None = None
     bars: list[SpeedupBar] = field(default_factory=list)
     generated_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    flagged: ReportTable | None = None
+    rates: ReportTable | None = None
 
     @property
     def tables(self) -> list[ReportTable]:
         """The tables, in display order."""
+        flagged = [self.flagged] if self.flagged is not None else []
+        rates = [self.rates] if self.rates is not None else []
         bb = [self.backendbench] if self.backendbench is not None else []
-        return [self.summary, self.leaderboard, self.backends, *bb, self.cross]
+        return [self.summary, *flagged, self.leaderboard, *rates, self.backends, *bb, self.cross]
 
 
 def _table(session: Session, title: str, sql: str, note: str = "") -> ReportTable:
@@ -148,6 +157,36 @@ GROUP BY author, hardware ORDER BY hardware, perf_at_1 DESC, performance_score D
             "one's geometric-mean speedup, failed workloads counted as 1.0; perf_at_1: share of "
             "operators with every workload passed and speedup above 1.",
         )
+        flagged = _table(
+            s,
+            "Flagged results",
+            """
+SELECT definition, solution, hardware, left(workload_uuid, 8) AS workload, status,
+       array_to_string(flags, ', ') AS flags, latency_ms, floor_ms, speedup_factor
+FROM latest WHERE len(coalesce(flags, [])) > 0
+ORDER BY list_contains(flags, 'impossible') DESC, definition, solution, hardware, workload_uuid""",
+            note="impossible: latency under the least time the work can take on the device (floor_ms, "
+            "see the trace's log); kept with its status, left out of best, the leaderboard and the scores. "
+            "suspicious: speedup above evaluation.suspicious_speedup; shown, not excluded.",
+        )
+        rates = _table(
+            s,
+            "Achieved rates (work over latency)",
+            f"""
+SELECT definition, solution, hardware, count(*) AS workloads,
+       median(tflops) AS median_tflops, median(gbps) AS median_gbps,
+       median(peak_fraction) AS median_peak_fraction, max(peak_fraction) AS max_peak_fraction
+FROM latest
+WHERE status = 'PASSED' AND coalesce(tflops, gbps) IS NOT NULL
+  AND NOT coalesce(list_contains(flags, 'impossible'), false)
+GROUP BY definition, solution, hardware
+QUALIFY row_number() OVER (PARTITION BY definition, hardware
+                           ORDER BY median_peak_fraction DESC NULLS LAST, solution) <= {int(top)}
+ORDER BY definition, hardware, median_peak_fraction DESC NULLS LAST, solution""",
+            note="Work: the definition's flops/bytes expressions, else counted (FLOPs of the reference "
+            "on meta tensors, bytes of inputs and outputs). Fraction of peak: the larger of the two "
+            "rates over the device's peaks (calibrated ceilings when measured, else the datasheet).",
+        )
         cols = leaderboard.columns
         bars = [
             SpeedupBar(
@@ -169,6 +208,8 @@ GROUP BY author, hardware ORDER BY hardware, perf_at_1 DESC, performance_score D
             cross,
             backendbench if backendbench.rows else None,
             bars,
+            flagged=flagged if flagged.rows else None,
+            rates=rates if rates.rows else None,
         )
 
 

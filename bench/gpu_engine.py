@@ -128,7 +128,7 @@ def main() -> int:
         print(
             f"SM clock max {c.sm_clock_mhz_max} MHz; settings: trials={settings.trials} "
             f"warmup_ms={settings.warmup_ms} rep_ms={settings.rep_ms} input_sets={settings.input_sets}, "
-            "L2 flushed before every timed call; latencies are medians of CUDA-event samples"
+            "L2 flushed before every timed call; latencies are medians of the samples of the timer each trace names (timing.timer)"
         )
     for r in [header, *rows]:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip())

@@ -107,6 +107,28 @@ def test_a_failed_capture_times_both_with_events_and_says_so(kit, vadd, vadd_wl,
     assert runs == head + tail
 
 
+def test_a_call_graphs_read_as_zero_is_timed_with_events(kit, vadd, vadd_wl, monkeypatch) -> None:
+    """A call that launches nothing (an empty tensor) reads 0 under graphs: both are timed with
+    events instead, so a latency of 0 and a speedup of 0 never reach the trace."""
+    runs: list[tuple[str, str]] = []
+    real = timing_phase.time_calls
+
+    def fake(call, *args, timer: str = "events", **kwargs):  # type: ignore[no-untyped-def]
+        runs.append((call.__name__.removeprefix("call_"), timer))
+        stats, last = real(call, *args, timer=timer, **kwargs)
+        if timer == "cudagraph" and call.__name__ == "call_solution":
+            stats = stats.model_copy(update={"p50_ms": 0.0})
+        return stats, last
+
+    monkeypatch.setattr(timing_phase, "choose_timer", lambda requested, device, call_ms: "cudagraph")
+    monkeypatch.setattr(timing_phase, "time_calls", fake)
+    ev = kit.run(vadd, kit.solution("vadd_f32", GOOD), vadd_wl).evaluation
+    assert ev.status.value == "PASSED", ev.log
+    assert "the solution is too short for CUDA graphs to resolve (median 0)" in ev.log
+    assert runs[-2:] == [("reference", "events"), ("solution", "events")]
+    assert ev.performance is not None and ev.performance.latency_ms > 0 and ev.performance.speedup_factor > 0
+
+
 def test_a_failed_capture_of_a_mutating_solution_restores_its_inputs(kit, monkeypatch) -> None:
     # The fallback restores every slot before timing the reference again (so it is not
     # timed on inputs the solution zeroed); the evaluation goes on as without the failure.

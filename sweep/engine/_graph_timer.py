@@ -130,6 +130,17 @@ def _end_capture(graph: torch.cuda.CUDAGraph, *, quiet: bool) -> None:
             raise
 
 
+def _drain_pending_error() -> None:
+    """Surface and clear an error the failed capture left pending (an invalidated capture can
+    be reported by the next CUDA call), so the events timer that follows starts clean."""
+    for _ in range(2):
+        try:
+            torch.cuda.synchronize()
+            return
+        except RuntimeError:
+            continue
+
+
 class GraphTimer:
     """The two captured graphs of one call (see the module's docstring); :meth:`batch` takes
     samples. Raises :class:`CaptureFailed` when capture fails."""
@@ -174,6 +185,7 @@ class GraphTimer:
         except Exception as e:
             if sticky_cuda_error(str(e)) is not None:
                 raise  # the call broke the CUDA context while it ran: its failure, not capture's
+            _drain_pending_error()
             raise CaptureFailed(f"{stage}: {_reason(e)}") from e
         finally:
             torch.cuda.current_stream().wait_stream(stream)

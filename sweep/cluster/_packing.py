@@ -1,6 +1,6 @@
 """How tasks travel to a sandbox and traces come back (both sides of the pipe use this).
 
-A task is pickled with its definition, solution and settings by reference: those go apart,
+A task is pickled with its definition, solution, settings and ceilings by reference: those go apart,
 pickled once per distinct set, and a sandbox unpickles each set once and keeps it. Per task
 it then unpickles only the workload and a few strings; its trace comes back as JSON. Both
 are on the GPU's critical path (the sandbox's time between two evaluations is the GPU's
@@ -30,7 +30,7 @@ def build_key(task: Task) -> str:
 
 
 class _RefPickler(pickle.Pickler):
-    """Pickles a task with its shared records (definition, solution, settings) by index."""
+    """Pickles a task with its shared records (definition, solution, settings, ceilings) by index."""
 
     def __init__(self, f: io.BytesIO, refs: tuple[object, ...]) -> None:
         super().__init__(f, protocol=pickle.HIGHEST_PROTOCOL)
@@ -59,14 +59,14 @@ def load_task(blob: bytes, records: tuple[Any, ...]) -> Task:
 class Envelope:
     """A task on its way to a sandbox: pickled once by the driver, unpickled only there.
 
-    The task's definition, solution and settings travel apart, in ``records``: one blob
-    shared by every task that has the same three, which a sandbox unpickles once and keeps.
+    The task's definition, solution, settings and ceilings travel apart, in ``records``: one
+    blob shared by every task that has the same four, which a sandbox unpickles once and keeps.
     Per task it then unpickles only the workload and a few strings (a few times cheaper
     than the whole task, and on the GPU's critical path).
 
     Attributes:
         blob: The pickled :class:`~sweep.schema.Task`, its records by reference.
-        records: The pickled ``(definition, solution, settings)``.
+        records: The pickled ``(definition, solution, settings, ceilings)``.
         records_key: Identity of ``records`` (the same key, the same bytes).
         task_id: Its id.
         compile_s: Deadline of the build phase.
@@ -96,19 +96,20 @@ class Envelope:
 
 
 class TaskPacker:
-    """Makes envelopes, pickling each distinct (definition, solution, settings) once.
+    """Makes envelopes, pickling each distinct (definition, solution, settings, ceilings) once.
 
     Records are recognised by identity (a plan's tasks share their record objects), and
     kept alive here so an identity is never reused for another object.
     """
 
     def __init__(self) -> None:
-        self._sets: dict[tuple[int, int, int], tuple[tuple[object, ...], str, bytes, str]] = {}
+        self._sets: dict[tuple[int, ...], tuple[tuple[object, ...], str, bytes, str]] = {}
 
     def pack(self, task: Task, attempt: int = 0) -> Envelope:
         """The envelope of ``task``."""
-        refs = (task.definition, task.solution, task.settings)
-        ident = (id(refs[0]), id(refs[1]), id(refs[2]))
+        # The ceilings are one object per launch (or None), shared by every task like the rest.
+        refs = (task.definition, task.solution, task.settings, task.ceilings)
+        ident = tuple(id(r) for r in refs)
         known = self._sets.get(ident)
         if known is None:
             key = build_key(task)

@@ -4,7 +4,7 @@ It lives as long as it stays healthy, so the engine's cache (built solutions, re
 outputs) and the CUDA context are paid for once. Protocol over its socket (pickled tuples):
 
 - sandbox -> supervisor ``("ready", SandboxInfo)`` once set up.
-- supervisor -> sandbox ``("eval", task_blob, build_key, records_key, records, forget)``: the task pickled with its definition, solution and settings by reference to
+- supervisor -> sandbox ``("eval", task_blob, build_key, records_key, records, forget)``: the task pickled with its definition, solution, settings and ceilings by reference to
   ``records_key``; ``records`` is their pickle when this process does not hold them yet
   (else ``None``), ``forget`` a records key it may drop (or ``None``).
 - sandbox -> supervisor ``("built",)`` after the build phase (when the backend has one),
@@ -153,7 +153,7 @@ def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
     conn = Connection(conn_fd)
     kind = str(params.get("device_kind", "cpu"))
     built: set[str] = set()
-    held: dict[str, tuple[Any, ...]] = {}  # records key -> (definition, solution, settings)
+    held: dict[str, tuple[Any, ...]] = {}  # records key -> (definition, solution, settings, ceilings)
     device = _device_for(kind)
     try:
         backend = load_backend(str(params["backend"]))

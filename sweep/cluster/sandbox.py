@@ -49,7 +49,7 @@ __all__ = [
 
 _POLL_SLICE_S = 0.5
 _LOG_ROTATE_BYTES = 4 << 20
-#: Record sets (definition, solution, settings) a sandbox keeps unpickled; the supervisor
+#: Record sets (definition, solution, settings, ceilings) a sandbox keeps unpickled; the supervisor
 #: tells it which to forget beyond that.
 _MAX_RECORD_SETS = 64
 

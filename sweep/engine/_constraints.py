@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from sweep.schema.checks import BINARY_OPERATORS, COMPARISONS
+from sweep.schema.expr import BINARY_OPERATORS, COMPARISONS
 
 __all__ = ["ConstraintError", "constraint_inputs", "evaluate_constraint"]
 

@@ -124,31 +124,26 @@ class TimingPhase:
         )
         self._restore_all(sol_prep)
         timer = choose_timer(settings.timer, run.device, min(ref_warm.call_ms, sol_warm.call_ms))
+        fallback: str | None = None  # why graphs cannot time this pair: both go to events
         try:
             stats, ref_stats, last = self._measure(timer, ref_warm, sol_warm, ref_prep, sol_prep)
         except CaptureFailed as failed:
             run.cache.retire = f"a CUDA-graph capture failed in this process ({failed})"
+            fallback = f"CUDA graphs cannot time the {self.timing_who} ({failed})"
+        else:
+            if timer == "cudagraph" and min(stats.p50_ms, ref_stats.p50_ms) <= 0:
+                # A call that launches nothing (an empty tensor) or too little for the two
+                # replays to differ reads 0: no speedup can be told from it.
+                who = "solution" if stats.p50_ms <= 0 else "reference"
+                fallback = f"the {who} is too short for CUDA graphs to resolve (median 0)"
+        if fallback is not None:
             run.notes.append(
-                f"note: timer {settings.timer}: CUDA graphs cannot time the {self.timing_who} "
-                f"({failed}); the reference and the solution are timed with CUDA events instead"
+                f"note: timer {settings.timer}: {fallback}; the reference and the solution are "
+                "timed with CUDA events instead"
             )
             self._restore_all(ref_prep)
             self._restore_all(sol_prep)
             stats, ref_stats, last = self._measure("events", ref_warm, sol_warm, ref_prep, sol_prep)
-        else:
-            if timer == "cudagraph" and min(stats.p50_ms, ref_stats.p50_ms) <= 0:
-                # A call that launches nothing (an empty tensor) or too little for the two
-                # replays to differ reads 0: no speedup can be told from it, so time both
-                # with events (launch overhead included), as for a failed capture.
-                who = "solution" if stats.p50_ms <= 0 else "reference"
-                run.notes.append(
-                    f"note: timer {settings.timer}: the {who} is too short for CUDA graphs to "
-                    "resolve (median 0); the reference and the solution are timed with CUDA "
-                    "events instead"
-                )
-                self._restore_all(ref_prep)
-                self._restore_all(sol_prep)
-                stats, ref_stats, last = self._measure("events", ref_warm, sol_warm, ref_prep, sol_prep)
         for j in range(sets):
             try:
                 path.check_timed(last[j], expected[j], j, f"last timed call on input set {first + j}")

@@ -8,7 +8,7 @@ device peaks and the floor of a call (:mod:`sweep.schema.peaks`).
 Nothing here imports from a stage above it.
 """
 
-from sweep.schema.checks import check_workload, constraint_names, eval_axis_constraint
+from sweep.schema.checks import check_workload, eval_axis_constraint
 from sweep.schema.definition import (
     SEED_DTYPES,
     WORK_FIELDS,
@@ -18,6 +18,7 @@ from sweep.schema.definition import (
     DType,
     TensorSpec,
 )
+from sweep.schema.expr import constraint_names
 from sweep.schema.peaks import Ceilings
 from sweep.schema.settings import EvalSettings, Timeouts, Tolerance
 from sweep.schema.solution import Binding, BuildSpec, Language, Solution, SourceFile

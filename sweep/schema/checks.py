@@ -12,23 +12,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from sweep.schema.definition import Definition
-from sweep.schema.expr import (
-    BINARY_OPERATORS,
-    COMPARISONS,
-    ConstraintError,
-    constraint_names,
-    eval_expression,
-)
+from sweep.schema.expr import ConstraintError, constraint_names, eval_expression
 from sweep.schema.workload import BackendBenchArgsInput, ScalarInput, Workload
 
-__all__ = [
-    "BINARY_OPERATORS",
-    "COMPARISONS",
-    "ConstraintError",
-    "check_workload",
-    "constraint_names",
-    "eval_axis_constraint",
-]
+__all__ = ["check_workload", "eval_axis_constraint"]
 
 
 def eval_axis_constraint(text: str, values: Mapping[str, int]) -> bool:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from sweep.schema import Definition, Workload, check_workload, constraint_names, eval_axis_constraint
-from sweep.schema.checks import ConstraintError
+from sweep.schema.expr import ConstraintError
 
 
 def _check(defn: dict[str, Any], wl: dict[str, Any]) -> list[str]:

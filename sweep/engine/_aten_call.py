@@ -27,7 +27,7 @@ the phases, the timer, the statuses and the guarantees are those of every evalua
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -43,21 +43,31 @@ from sweep.engine._call_inputs import (
     materialize_meta,
     mutated_values,
 )
+from sweep.engine._call_tree import (
+    Args,
+    copy_into,
+    freshly_drawn,
+    storage_view,
+    tensor_leaves,
+    tree_tensors,
+    under,
+    written_paths,
+)
 from sweep.engine._compare import tolerance
 from sweep.engine._envinfo import memory_budget
 from sweep.engine._inputs import MemoryPlan, set_seed
-from sweep.engine._outcome import Stop, bits
+from sweep.engine._outcome import Stop
 from sweep.engine._timing import flush_bytes
 from sweep.errors import SweepError
 from sweep.schema import Status
 from sweep.schema.op_tags import CALL_INPUT
 
 if TYPE_CHECKING:
+    from sweep.engine._fresh import Freshener
     from sweep.engine._run_state import RunState
 
 __all__ = ["AtenCall"]
 
-Args = tuple[list[Any], dict[str, Any]]
 
 _STATUS = {
     "shape": Status.INCORRECT_SHAPE,
@@ -76,68 +86,14 @@ class _Expected:
     kwargs: dict[str, Any]
 
 
-def _leaves(args: Sequence[Any], kwargs: dict[str, Any]) -> list[tuple[str, torch.Tensor]]:
-    """Every tensor of a call with its path (``args[0]``, ``kwargs['out']``, ``args[1][2]``)."""
-    out: list[tuple[str, torch.Tensor]] = []
+@dataclass(frozen=True)
+class _Snapshot:
+    """A timed call's arguments before and after it and its result, copied for checking."""
 
-    def walk(v: Any, path: str) -> None:
-        if isinstance(v, torch.Tensor):
-            out.append((path, v))
-        elif isinstance(v, (list, tuple)):
-            for i, x in enumerate(v):
-                walk(x, f"{path}[{i}]")
-        elif isinstance(v, dict):
-            for k, x in v.items():
-                walk(x, f"{path}[{k!r}]")
-
-    for i, a in enumerate(args):
-        walk(a, f"args[{i}]")
-    for k, v in kwargs.items():
-        walk(v, f"kwargs[{k!r}]")
-    return out
-
-
-def _under(path: str, roots: set[str]) -> bool:
-    """``path`` is one of ``roots`` or inside one (``args[0][1]`` is inside ``args[0]``)."""
-    return any(path == r or path.startswith(r + "[") for r in roots)
-
-
-def _tree_tensors(value: object) -> list[torch.Tensor]:
-    return [t for _, t in _leaves([value], {})]
-
-
-def _written(before: Args, after: Args) -> list[str]:
-    """Paths of the tensors whose bytes differ between two copies of one call's arguments."""
-    pairs = zip(_leaves(*before), _leaves(*after))
-    return [
-        path for (path, b), (_, a) in pairs if b.layout == torch.strided and not torch.equal(bits(b), bits(a))
-    ]
-
-
-def _storage_view(t: torch.Tensor) -> torch.Tensor:
-    """The whole extent of a strided tensor's storage as a flat view (so a tensor whose
-    elements overlap, like an expanded one, can be copied into)."""
-    if t.is_contiguous():
-        return t.reshape(-1)
-    extent = 1 + sum((s - 1) * st for s, st in zip(t.shape, t.stride()))
-    return t.as_strided((extent,), (1,))
-
-
-def _copy_into(dst: Args, src: Args) -> bool:
-    """Copy the tensors of ``src`` into those of ``dst`` in place, storage and all; ``False``
-    (nothing copied) when their shapes, strides or dtypes differ (a solution resized one)."""
-    pairs = list(zip(_leaves(*dst), _leaves(*src)))
-    for (_, d), (_, s) in pairs:
-        if (d.shape, d.dtype, d.layout, d.device) != (s.shape, s.dtype, s.layout, s.device):
-            return False
-        if d.layout == torch.strided and d.stride() != s.stride():
-            return False
-    for (_, d), (_, s) in pairs:
-        if d.layout == torch.strided and d.numel():
-            _storage_view(d).copy_(_storage_view(s))
-        elif d.layout != torch.strided:
-            return False
-    return True
+    slot: int
+    inputs: Args
+    result: object
+    after: Args
 
 
 def _output_bytes(call: CallSpec) -> tuple[int, str]:
@@ -151,7 +107,7 @@ def _output_bytes(call: CallSpec) -> tuple[int, str]:
             out = op(*margs, **mkwargs)
     except Exception as e:  # noqa: BLE001 - no meta kernel (or data-dependent shapes): estimate
         return call.nbytes, f"assumed as large as the inputs: no meta kernel ({type(e).__name__})"
-    return sum(t.numel() * t.element_size() for t in _tree_tensors(out)), "from the operator's meta kernel"
+    return sum(t.numel() * t.element_size() for t in tree_tensors(out)), "from the operator's meta kernel"
 
 
 def _bind_problem(fn: Callable[..., object], call: CallSpec) -> str | None:
@@ -185,6 +141,7 @@ class AtenCall:
         self.kept: dict[int, Args] = {}
         #: The solution writes into its arguments (found in the trials).
         self.sol_writes = False
+        self.first = 0  # the input set of timing slot 0
         self._tol: tuple[float, float] | None = None
 
     @property
@@ -253,7 +210,7 @@ class AtenCall:
     def _fill(self, slot: int, args: Args) -> Args:
         """Slot ``slot``'s buffers holding a copy of ``args`` (allocated on first use)."""
         buf = self.calls.get(slot)
-        if buf is None or not _copy_into(buf, args):
+        if buf is None or not copy_into(buf, args):
             buf = clone_call(*args)
             self.calls[slot] = buf
         return buf
@@ -263,26 +220,28 @@ class AtenCall:
         dummy = (list(range(len(self.spec.args))), dict.fromkeys(self.spec.kwargs))
         return {p for p, _ in mutated_values(self.spec, *dummy)} | set(self.run.ref_mutated)
 
-    def _expected(self, index: int, args: Args) -> _Expected:
+    def _expected(self, index: int, args: Args, *, cached: bool = True) -> _Expected:
         run = self.run
         key = (run.def_key, run.wl_key, run.seed, index, str(run.device))
-        hit = run.cache.call_outputs.get(key)
+        hit = run.cache.call_outputs.get(key) if cached else None
         if isinstance(hit, _Expected):
             run.cache.hits["call_output"] += 1
             return hit
         ra, rk = clone_call(*args)
         out = run.reference_value(index, *ra, **rk)
-        for path in _written(args, (ra, rk)):
+        for path in written_paths(args, (ra, rk)):
             if path not in run.ref_mutated:
                 run.reference_wrote(path)
         declared = self._declared()
         # Keep only the arguments compared later (the operator's written ones), in place.
         expected = _Expected(
             out,
-            [a if _under(f"args[{i}]", declared) else None for i, a in enumerate(ra)],
-            {k: v for k, v in rk.items() if _under(f"kwargs[{k!r}]", declared)},
+            [a if under(f"args[{i}]", declared) else None for i, a in enumerate(ra)],
+            {k: v for k, v in rk.items() if under(f"kwargs[{k!r}]", declared)},
         )
-        tensors = _tree_tensors(out) + [t for _, t in _leaves(expected.args, expected.kwargs)]
+        if not cached:
+            return expected
+        tensors = tree_tensors(out) + [t for _, t in tensor_leaves(expected.args, expected.kwargs)]
         run.cache.call_outputs.put(key, expected, sum(t.numel() * t.element_size() for t in tensors))
         return expected
 
@@ -291,7 +250,9 @@ class AtenCall:
     def _tolerance(self, expected: _Expected) -> tuple[float, float]:
         if self._tol is None:
             atol = rtol = 0.0
-            for t in _tree_tensors(expected.out) + [t for _, t in _leaves(expected.args, expected.kwargs)]:
+            for t in tree_tensors(expected.out) + [
+                t for _, t in tensor_leaves(expected.args, expected.kwargs)
+            ]:
                 a, r = tolerance(str(t.dtype).removeprefix("torch."), self.run.tol)
                 atol, rtol = max(atol, a), max(rtol, r)
             self._tol = (atol, rtol)
@@ -310,9 +271,9 @@ class AtenCall:
         raise Stop(status, f"{v.path} ({where}): {v.detail}", correctness=correctness)
 
     def _check_writes(self, before: Args, after: Args, where: str) -> None:
-        written = _written(before, after)
+        written = written_paths(before, after)
         declared = self._declared()
-        stray = [p for p in written if not _under(p, declared)]
+        stray = [p for p in written if not under(p, declared)]
         if stray:
             raise Stop(
                 Status.INCORRECT_NUMERICAL,
@@ -337,19 +298,34 @@ class AtenCall:
 
     # ---- timing (the phase itself is ``RunState.timing``) ---------------------------------
 
-    def prepare_timing(self, first: int, sets: int) -> list[object]:
+    def prepare_timing(self, first: int, sets: int) -> None:
         keep = self.reference_mutates() or self.sol_writes
-        expected: list[object] = []
+        self.first = first
         for j in range(sets):
             args = self._materialize(first + j)
-            expected.append(self._expected(first + j, args))
             self._fill(j, args)
             if keep:
                 self.kept[j] = args  # untouched: the callees ran on clones and on the slot
-        return expected
+
+    def varied(self) -> list[str]:
+        """The floating and complex tensors of the call (drawn at random by BackendBench's
+        policy); integer and boolean ones may be indices or masks, and stay."""
+        return [p for p, t in tensor_leaves(*self.calls[0]) if freshly_drawn(t)] if self.calls else []
+
+    def vary(self, slot: int, fresh: Freshener) -> None:
+        """New values, from the policy of ``_call_inputs`` (floats in [0, 1), complex parts in
+        [-9, 9)), into the floating tensors of the slot (or of its pristine copy)."""
+        target = self.kept.get(slot) or self.calls[slot]
+        for _, t in tensor_leaves(*target):
+            if freshly_drawn(t):
+                fresh.uniform(
+                    storage_view(t), -9.0 if t.is_complex() else 0.0, 9.0 if t.is_complex() else 1.0
+                )
+        if slot in self.kept:
+            self.restore(slot)
 
     def restore(self, slot: int) -> None:
-        if not _copy_into(self.calls[slot], self.kept[slot]):
+        if not copy_into(self.calls[slot], self.kept[slot]):
             raise Stop(
                 Status.RUNTIME_ERROR,
                 f"cannot restore the arguments of input set {slot} before a timed call: a callee "
@@ -377,9 +353,15 @@ class AtenCall:
     def reset_outputs(self, sets: int) -> None:
         pass  # results are returned, never written into buffers of ours
 
-    def check_timed(self, got: object, expected: object, slot: int, where: str) -> None:
-        assert isinstance(expected, _Expected)
-        self._verdict(got, self.calls[slot], expected, where)
+    def snapshot(self, slot: int, got: object) -> object:
+        before = self.kept.get(slot) or self.calls[slot]
+        (result,), _ = clone_call([got], {})
+        return _Snapshot(slot, clone_call(*before), result, clone_call(*self.calls[slot]))
+
+    def check_snapshot(self, snap: object, where: str) -> None:
+        assert isinstance(snap, _Snapshot)
+        expected = self._expected(self.first + snap.slot, snap.inputs, cached=False)
+        self._verdict(snap.result, snap.after, expected, where)
 
     def release(self) -> None:
         self.calls.clear()

@@ -20,7 +20,10 @@ its status; any other exception is an engine bug.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from sweep.engine._fresh import Freshener
 
 __all__ = ["CallPath"]
 
@@ -62,12 +65,25 @@ class CallPath(Protocol):
         """
         ...
 
-    def prepare_timing(self, first: int, sets: int) -> list[object]:
+    def prepare_timing(self, first: int, sets: int) -> None:
         """Fill slots ``0 .. sets - 1`` with the input sets ``first .. first + sets - 1``.
 
-        Must return, per slot and in order, what :meth:`check_timed` compares a timed result
-        with (the reference's result on that input set), and keep a pristine copy of any
-        input that the reference or the solution writes, for :meth:`restore`.
+        Must keep a pristine copy of any input that the reference or the solution writes,
+        for :meth:`restore`.
+        """
+        ...
+
+    def varied(self) -> list[str]:
+        """The inputs :meth:`vary` gives new values (drawn at random, and free of constraints
+        on their values); empty when none qualifies."""
+        ...
+
+    def vary(self, slot: int, fresh: Freshener) -> None:
+        """Give slot ``slot``'s :meth:`varied` inputs new values (``fresh``), in place; where a
+        pristine copy is kept, draw into it and :meth:`restore` the slot from it.
+
+        Called before every timed call, outside the timed window; must be capturable in a
+        CUDA graph (device work only: no synchronization, no host copies).
         """
         ...
 
@@ -81,7 +97,8 @@ class CallPath(Protocol):
         ...
 
     def restore(self, slot: int) -> None:
-        """Put slot ``slot``'s inputs back as :meth:`prepare_timing` made them, in place.
+        """Put slot ``slot``'s inputs back as :meth:`prepare_timing` (or the last :meth:`vary`)
+        made them, in place.
 
         Called between timed calls (outside the timed window) and after the reference's
         timing; only when :meth:`reference_mutates` or :meth:`solution_mutates` said so.
@@ -95,8 +112,8 @@ class CallPath(Protocol):
 
     def call_solution(self, slot: int) -> object:
         """Call the solution on slot ``slot``'s inputs (and output buffers, if it writes into
-        given ones) and return what :meth:`check_timed` and the trial check take as its
-        result (timed: no synchronization, no copies, no checks)."""
+        given ones) and return what :meth:`snapshot` and the trial check take as its result
+        (timed: no synchronization, no copies, no checks)."""
         ...
 
     def reset_outputs(self, sets: int) -> None:
@@ -104,10 +121,19 @@ class CallPath(Protocol):
         overwrites (before the solution's timed calls), if the path gives output buffers."""
         ...
 
-    def check_timed(self, got: object, expected: object, slot: int, where: str) -> None:
-        """Compare ``got``, the result of the last timed call on slot ``slot``, with
-        ``expected`` (from :meth:`prepare_timing`), as a trial does; ``where`` names the call
-        in messages. Raises ``Stop`` with the mismatch's status."""
+    def snapshot(self, slot: int, got: object) -> object:
+        """Copies of what checking the solution's call that just returned ``got`` on slot
+        ``slot`` needs: the inputs it was called with (the pristine copies where kept, since
+        it may have written the slot), its result, and the arguments it wrote.
+
+        Device copies only, so that it can be captured in a CUDA graph.
+        """
+        ...
+
+    def check_snapshot(self, snap: object, where: str) -> None:
+        """Compute the reference's result on the inputs of ``snap`` (from :meth:`snapshot`)
+        and compare the solution's with it, as a trial does; ``where`` names the call in
+        messages. Raises ``Stop`` with the mismatch's status."""
         ...
 
     def release(self) -> None:

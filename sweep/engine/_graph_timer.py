@@ -7,9 +7,12 @@ a graph of the bare call; this timer keeps what the events timer does between ca
 
 1. warm up: one call per input set on the capture stream (lazy initialisations such as
    cuBLAS's workspace happen per stream, and must not happen during capture);
-2. capture ``calls`` (a multiple of the input sets) iterations of [restore the inputs the
-   call writes, zero the L2 flush buffer, call on input set ``i % sets``] into one graph,
-   and the same iterations without the call into a second graph;
+2. capture ``calls`` (a multiple of the input sets) iterations of [give the inputs fresh
+   values and restore those the call writes, zero the L2 flush buffer, call on input set
+   ``i % sets``] into one graph, and the same iterations without the call into a second
+   graph; one iteration, picked at random, also copies its inputs and results aside (in
+   both graphs), and after a random sample of replays those copies are checked against the
+   reference (``_fresh.py``);
 3. replay both once (the first launch uploads the graph);
 4. each sample: record an event, replay the graph without the call, record, replay the graph
    with it, record: the sample is ``(with - without) / calls``, the time of one call with
@@ -37,6 +40,7 @@ from collections.abc import Callable
 
 import torch
 
+from sweep.engine._fresh import Rechecks
 from sweep.schema.trace_log import sticky_cuda_error
 
 __all__ = [
@@ -153,8 +157,14 @@ class GraphTimer:
         prep: Callable[[int], None],
         last: list[object],
         iteration_ms: float,
+        rechecks: Rechecks | None = None,
     ) -> None:
         self.calls = calls_per_replay(sets, iteration_ms)
+        self.rechecks = rechecks
+        self.replays = 0
+        #: The copies of the checked iteration (``rechecks``), refreshed by every replay.
+        self.snap: tuple[int, object] | None = None
+        self.checked = checked = rechecks.schedule.pick(self.calls) if rechecks is not None else -1
         torch.cuda.synchronize()  # also makes this device's context current for the driver
         stream = capture_stream()
         stage = "warming up on the capture stream"
@@ -174,6 +184,11 @@ class GraphTimer:
                         flush.zero_()
                     if with_call:
                         last[k] = call(k)
+                    if i == checked and rechecks is not None:
+                        # In both graphs, so that the copies' time is subtracted too.
+                        snap = rechecks.snapshot(k, last[k])
+                        if with_call:
+                            self.snap = (k, snap)
 
             stage = "capturing"
             self.with_call = _capture(lambda: iterations(True), stream)
@@ -191,8 +206,16 @@ class GraphTimer:
             torch.cuda.current_stream().wait_stream(stream)
 
     def batch(self, n: int) -> list[float]:
-        """``n`` samples (milliseconds per call), each from one replay of both graphs; the
-        graph with the call replays last, so its outputs are the last results."""
+        """Up to ``n`` samples (milliseconds per call), each from one replay of both graphs;
+        the graph with the call replays last, so its outputs are the last results. A batch
+        ends early at a replay whose checked iteration is due for a check (``rechecks``),
+        which runs once the batch's events are read."""
+        due = False
+        if self.rechecks is not None:
+            for j in range(n):
+                if self.rechecks.schedule.due(self.replays + j + 1):
+                    n, due = j + 1, True
+                    break
         marks = [_event() for _ in range(2 * n + 1)]
         marks[0].record()
         for j in range(n):
@@ -201,6 +224,12 @@ class GraphTimer:
             self.with_call.replay()
             marks[2 * j + 2].record()
         marks[-1].synchronize()
+        self.replays += n
+        if due and self.rechecks is not None and self.snap is not None:
+            slot, snap = self.snap
+            call_n = (self.replays - 1) * self.calls + self.checked + 1
+            where = f"timed call {call_n} (CUDA-graph replay {self.replays}), on input set"
+            self.rechecks.verify(snap, f"{where} {self.rechecks.first + slot}")
         samples: list[float] = []
         for j in range(n):
             bare = marks[2 * j].elapsed_time(marks[2 * j + 1])

@@ -24,6 +24,7 @@ import torch
 from sweep.schema import Definition, RandomInput, SafetensorsInput, ScalarInput, TensorSpec, Workload
 
 __all__ = [
+    "INT_RANGE_BITS",
     "TORCH_DTYPES",
     "InputError",
     "InputSet",
@@ -56,7 +57,8 @@ TORCH_DTYPES: dict[str, torch.dtype] = {
     "complex128": torch.complex128,
 }
 _UNSUPPORTED = {"float4_e2m1": "torch has no unpacked float4 tensor type"}
-_INT_RANGE_BITS = 4  # integers uniform in [0, 2**4)
+#: Random integer inputs are uniform in ``[0, 2**INT_RANGE_BITS)``.
+INT_RANGE_BITS = 4
 _MASK63 = (1 << 63) - 1
 
 
@@ -127,7 +129,7 @@ def random_tensor(shape: tuple[int, ...], dtype_name: str, seed: int) -> torch.T
     raw = np.random.PCG64(seed).random_raw(n)
     if dtype == torch.bool:
         return torch.from_numpy((raw >> np.uint64(63)).astype(np.bool_)).reshape(shape)
-    small = (raw >> np.uint64(64 - _INT_RANGE_BITS)).astype(np.int64)
+    small = (raw >> np.uint64(64 - INT_RANGE_BITS)).astype(np.int64)
     return torch.from_numpy(small).to(dtype).reshape(shape)
 
 
@@ -219,11 +221,13 @@ class MemoryPlan:
     @property
     def total(self) -> int:
         """Timing slots (inputs, solution outputs, reference outputs per set, kept copies),
-        plus one set being made (inputs, the reference's clone, its outputs), plus the L2
-        flush buffer."""
+        plus one set being made (inputs, the reference's clone, its outputs), plus the copies
+        of a checked timed call (its inputs before and after, its outputs), plus the L2 flush
+        buffer."""
         per_slot = (1 + self.kept_copies) * self.input_bytes + 2 * self.output_bytes
         transient = 2 * self.input_bytes + self.output_bytes
-        return self.input_sets * per_slot + transient + self.flush_bytes
+        checked = 2 * self.input_bytes + self.output_bytes
+        return self.input_sets * per_slot + transient + checked + self.flush_bytes
 
     def describe(self) -> str:
         """A one-line breakdown for logs."""
@@ -236,7 +240,8 @@ class MemoryPlan:
         return (
             f"{self.total / gib:.3f} GiB = {self.input_sets} input sets x "
             f"({self.input_bytes / gib:.3f} GiB inputs{kept} + 2 x {self.output_bytes / gib:.3f} GiB outputs "
-            f"and reference outputs) + one set in the making + {self.flush_bytes / gib:.3f} GiB L2 flush buffer"
+            f"and reference outputs) + one set in the making + copies of a checked call + "
+            f"{self.flush_bytes / gib:.3f} GiB L2 flush buffer"
         )
 
 

@@ -12,6 +12,7 @@ restored before timed calls (outside the timed window).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import torch
@@ -20,15 +21,35 @@ from sweep.engine._build import check_signature
 from sweep.engine._compare import Mismatch, check_reference, compare_outputs, normalize_outputs
 from sweep.engine._constraints import ConstraintError, constraint_inputs, evaluate_constraint
 from sweep.engine._envinfo import memory_budget
-from sweep.engine._inputs import InputError, InputSet, make_inputs, memory_plan, torch_dtype
+from sweep.engine._inputs import INT_RANGE_BITS, InputError, InputSet, make_inputs, memory_plan, torch_dtype
 from sweep.engine._outcome import Stop, bits, nbytes
 from sweep.engine._timing import flush_bytes
 from sweep.schema import RandomInput, Status
 
 if TYPE_CHECKING:
+    from sweep.engine._fresh import Freshener
     from sweep.engine._run_state import RunState
 
 __all__ = ["NamedInputs"]
+
+
+@dataclass(frozen=True)
+class _Snapshot:
+    """A timed call's inputs and result, copied for checking (``NamedInputs.snapshot``)."""
+
+    slot: int
+    inputs: list[object]
+    result: object
+
+
+def _clone_result(value: object) -> object:
+    if isinstance(value, torch.Tensor):
+        return value.clone()
+    if isinstance(value, list):
+        return [_clone_result(v) for v in value]
+    if isinstance(value, tuple):
+        return tuple(_clone_result(v) for v in value)
+    return value
 
 
 def _poison(t: torch.Tensor) -> None:
@@ -56,6 +77,8 @@ class NamedInputs:
         #: Inputs the solution writes into (found in the trials), restored before timed calls.
         self.mutated: list[str] = []
         self.pristine: list[dict[str, torch.Tensor]] = []
+        self.first = 0  # the input set of timing slot 0
+        self._varied = self.varied()
 
     # ---- setup and build -------------------------------------------------------------
 
@@ -229,19 +252,48 @@ class NamedInputs:
 
     # ---- timing ------------------------------------------------------------------------
 
-    def prepare_timing(self, first: int, sets: int) -> list[object]:
-        """Fill the slots with input sets ``first .. first + sets - 1``; their expected results."""
+    def prepare_timing(self, first: int, sets: int) -> None:
+        """Fill the slots with input sets ``first .. first + sets - 1``, keeping pristine copies
+        of the inputs a callee writes."""
         keep = sorted(set(self.mutated) | set(self.run.ref_mutated))
-        expected: list[object] = []
+        self.first = first
         for j in range(sets):
             inputs = self._inputs(first + j)
-            expected.append(self._reference_outputs(inputs))
             self._fill_slot(j, inputs)
             if keep:
                 kept = {n: inputs.values[n] for n in keep}
                 self.pristine.append({n: v for n, v in kept.items() if isinstance(v, torch.Tensor)})
             del inputs
-        return expected
+
+    def varied(self) -> list[str]:
+        """The inputs drawn at random that no constraint of the definition reads."""
+        constrained: set[str] = set()
+        for text in self.run.defn.constraints or []:
+            try:
+                constrained |= constraint_inputs(text, set(self.in_names))
+            except ConstraintError:
+                constrained |= set(self.in_names)
+        return [
+            n
+            for n in self.in_names
+            if isinstance(self.run.wl.inputs.get(n), RandomInput) and n not in constrained
+        ]
+
+    def vary(self, slot: int, fresh: Freshener) -> None:
+        """New values, from the policy of ``_inputs`` (floats in [-1, 1), integers in
+        [0, 16), booleans a coin), into the slot's varied inputs (or their pristine copies)."""
+        kept = self.pristine[slot] if self.pristine else {}
+        for name in self._varied:
+            target = kept.get(name)
+            if target is None:
+                target = self.slots[slot][name]  # type: ignore[assignment]
+            assert isinstance(target, torch.Tensor)
+            if target.is_floating_point() or target.is_complex():
+                fresh.uniform(target, -1.0, 1.0)
+            else:
+                fresh.uniform(target, 0, 1 << INT_RANGE_BITS)
+        if kept:
+            self.restore(slot)
 
     def restore(self, slot: int) -> None:
         """Put slot ``slot``'s inputs back as they were made (outside the timed window)."""
@@ -266,9 +318,23 @@ class NamedInputs:
             for out in self.slot_outs[j]:
                 _poison(out)
 
-    def check_timed(self, got: object, expected: object, slot: int, where: str) -> None:
-        assert isinstance(expected, list)
-        self._check(got, expected, where)
+    def snapshot(self, slot: int, got: object) -> object:
+        kept = self.pristine[slot] if self.pristine else {}
+        inputs = [kept.get(n, self.slots[slot][n]) for n in self.in_names]
+        return _Snapshot(
+            slot,
+            [v.clone() if isinstance(v, torch.Tensor) else v for v in inputs],
+            _clone_result(got),
+        )
+
+    def check_snapshot(self, snap: object, where: str) -> None:
+        assert isinstance(snap, _Snapshot)
+        index = self.first + snap.slot
+        value = self.run.reference_value(index, *snap.inputs)
+        expected = normalize_outputs(value, self.out_names)
+        if isinstance(expected, Mismatch):
+            raise Stop(Status.RUNTIME_ERROR, f"the reference {expected.message}")
+        self._check(snap.result, [e for e in expected if isinstance(e, torch.Tensor)], where)
 
     def release(self) -> None:
         """Drop every buffer this evaluation holds."""

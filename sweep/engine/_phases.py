@@ -8,10 +8,11 @@ Phases, each of which can end the evaluation with a status (see :class:`Stop`):
 3. correctness: ``settings.trials`` trials, each on a fresh input set; the reference runs
    on a clone of the inputs and the solution on its own copy, held in fixed "slot"
    buffers that are refilled in place between trials;
-4. timing: the slots are refilled with input sets never seen before; the reference and
-   the solution are timed rotating over the slots; the outputs of the last timed call
-   on each slot are checked against the reference again, so a kernel that serves stale
-   results (cached by input address, or computed once) fails.
+4. timing: the slots are refilled with input sets never seen before, and their random
+   inputs get new values before every timed call; the reference and the solution are
+   timed rotating over the slots; a random sample of the timed calls and the last one on
+   each slot are checked against the reference on their own inputs, so a kernel that
+   serves stale results (cached by input address, by call count or by content) fails.
 
 :class:`EvalRun` holds the state every evaluation shares and runs the phases; what depends
 on the kind of workload (making inputs, calling, checking) is its :class:`CallPath`, which
@@ -70,6 +71,7 @@ class EvalRun(RunState):
     ) -> None:
         super().__init__(task, device, cache, flags)
         self.path = path(self)
+        self.timed_checks = 0
 
     # ---- setup and build -------------------------------------------------------------
 
@@ -158,7 +160,10 @@ class EvalRun(RunState):
     def timing(self, nvml: Nvml) -> tuple[TimingStats, TimingStats, Clocks | None]:
         """Time the reference, then right after it the solution, on the same fresh input sets
         (``_timing_phase.py``): the solution's stats, the reference's, the clocks."""
-        return TimingPhase(self, self.path, nvml).run_phase()
+        phase = TimingPhase(self, self.path, nvml)
+        timed = phase.run_phase()
+        self.timed_checks = phase.checked
+        return timed
 
     # ---- all of it ---------------------------------------------------------------------
 
@@ -172,8 +177,8 @@ class EvalRun(RunState):
         ref_latency = ref_stats.p50_ms
         speedup = ref_latency / latency if latency > 0 else 0.0
         summary = (
-            f"PASSED: {self.settings.trials} trial(s) + {self.settings.input_sets} timed input set(s) match "
-            f"the reference (max abs err {self.stats.max_abs:.3g}, max rel err {self.stats.max_rel:.3g}); "
+            f"PASSED: {self.settings.trials} trial(s) and {self.timed_checks} timed call(s) on fresh inputs "
+            f"({self.settings.input_sets} input set(s)) match the reference (max abs err {self.stats.max_abs:.3g}, max rel err {self.stats.max_rel:.3g}); "
             f"latency {latency:.4f} ms ({timing_words(stats)}), reference "
             f"{ref_latency:.4f} ms, speedup {speedup:.3f}x"
         )

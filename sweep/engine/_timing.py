@@ -9,8 +9,8 @@ Every timer warms up for ``warmup_ms`` (at least one call: :func:`warm_up`), the
 samples in batches until the rule of ``_stopping.py`` says stop (``rep_ms`` and
 ``min_iterations`` at least, ``target_rel_error`` reached, ``max_ms`` and ``max_iterations``
 at most); on a GPU the samples of a batch during which NVML saw the clock throttled are
-discarded. Call ``i`` uses input set ``i % sets`` (rotation, so a kernel cannot serve every
-timed call from one cached result). The latency reported is the median of the kept samples;
+discarded. Call ``i`` uses input set ``i % sets``; the caller's ``before`` gives its inputs
+fresh values first, and ``rechecks`` checks a random sample of the calls (``_fresh.py``). The latency reported is the median of the kept samples;
 every kept sample is stored in the stats (``TimingStats.samples``).
 
 ``auto`` (:func:`choose_timer`) picks graphs when the warm-up says a call is short: under
@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
+from sweep.engine._fresh import Rechecks
 from sweep.engine._graph_timer import GraphTimer
 from sweep.engine._stopping import ClockWatch, Sampled, Stopper, StopRule, percentile
 from sweep.schema import EvalSettings, TimingStats
@@ -190,6 +191,7 @@ def time_calls(
     timer: str = "events",
     warm: WarmUp | None = None,
     watch: ClockWatch | None = None,
+    rechecks: Rechecks | None = None,
 ) -> tuple[TimingStats, list[object]]:
     """Time ``call(set_index)``; return the stats and the last result of each set.
 
@@ -203,6 +205,8 @@ def time_calls(
             before any sample is taken.
         warm: The warm-up already done (:func:`warm_up`); warms up here when ``None``.
         watch: NVML readings between batches (samples of throttled batches are discarded).
+        rechecks: Checks of a random sample of the timed calls, run as they happen,
+            outside the timed window (``_fresh.Rechecks``).
     """
     last: list[object] = [None] * sets
     prep = before or _nothing
@@ -211,17 +215,19 @@ def time_calls(
     rotation = _Rotation(sets)
     if device.type != "cuda":
         rule = StopRule.of(settings, min_samples=sets, pursue=False)
-        sampled = _sample(lambda n: _host_batch(call, rotation, prep, last, n), 1, rule, None)
+        sampled = _sample(lambda n: _host_batch(call, rotation, prep, last, n, rechecks), 1, rule, None)
         return stats_of(sampled.samples, "host", "host", sampled), last
     if timer == "cudagraph":
-        graphs = GraphTimer(call, sets, graph_flush(flush, device), prep, last, warm.call_ms + warm.flush_ms)
+        graphs = GraphTimer(
+            call, sets, graph_flush(flush, device), prep, last, warm.call_ms + warm.flush_ms, rechecks
+        )
         pair_ms = 2 * graphs.calls * (warm.call_ms + warm.flush_ms)
         batch = max(1, math.ceil(BATCH_MS / max(pair_ms, 1e-6)))
         sampled = _sample(graphs.batch, batch, StopRule.of(settings), watch)
         return stats_of(sampled.samples, "cuda_event", "cudagraph", sampled), last
     batch = max(sets, math.ceil(BATCH_MS / max(warm.iteration_ms, 1e-6)))
     sampled = _sample(
-        lambda n: _events_batch(call, rotation, prep, flush, last, n),
+        lambda n: _events_batch(call, rotation, prep, flush, last, n, rechecks),
         batch,
         StopRule.of(settings, min_samples=sets),
         watch,
@@ -265,6 +271,7 @@ def _host_batch(
     prep: Callable[[int], None],
     last: list[object],
     n: int,
+    rechecks: Rechecks | None,
 ) -> list[float]:
     samples: list[float] = []
     for _ in range(n):
@@ -273,6 +280,8 @@ def _host_batch(
         t0 = time.perf_counter_ns()
         last[k] = call(k)
         samples.append((time.perf_counter_ns() - t0) / 1e6)
+        if rechecks is not None:
+            rechecks.after_call(rotation.index, k, last[k])
     return samples
 
 
@@ -283,6 +292,7 @@ def _events_batch(
     flush: torch.Tensor | None,
     last: list[object],
     n: int,
+    rechecks: Rechecks | None,
 ) -> list[float]:
     starts = [_event() for _ in range(n)]
     ends = [_event() for _ in range(n)]
@@ -294,5 +304,8 @@ def _events_batch(
         starts[i].record()
         last[k] = call(k)
         ends[i].record()
+        if rechecks is not None:
+            # After the end event: the check's copies and reference run outside the window.
+            rechecks.after_call(rotation.index, k, last[k])
     ends[-1].synchronize()
     return [s.elapsed_time(e) for s, e in zip(starts, ends)]

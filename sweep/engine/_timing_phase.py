@@ -1,16 +1,18 @@
 """The timing phase of one evaluation: the reference, then the solution, with one timer.
 
 1. the slots are refilled with input sets never seen before (``CallPath.prepare_timing``);
-2. warm-up: the reference, then the solution, each for ``warmup_ms`` (inputs they write are
-   restored before each call and after);
+   before every call from here on (outside the timed window) the inputs drawn at random
+   get new values and those a callee writes are restored (``CallPath.vary``, ``_fresh.py``);
+2. warm-up: the reference, then the solution, each for ``warmup_ms``;
 3. the timer (``_timing.choose_timer``): ``host`` on a CPU; on a GPU ``settings.timer``, where
    ``auto`` means graphs when the shorter of the two calls is short by the warm-up. Both are
    timed with the same timer, so the speedup compares like with like; when a capture fails,
    both are timed with events and the log says why (for ``auto`` and ``cudagraph`` alike);
 4. the reference is timed, then right after it the solution (its output buffers poisoned
    first), NVML read between batches (``_stopping.ClockWatch``);
-5. the outputs of the last timed call on each slot are checked against the reference again,
-   so a kernel that serves stale results (cached by input address, or computed once) fails.
+5. a random sample of the solution's timed calls, and the last one on each slot, are checked
+   against the reference on their own inputs, so a kernel that serves stale results (cached
+   by input address, by call count or by content) fails.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from typing import TypeVar
 import torch
 
 from sweep.engine._callpath import CallPath
+from sweep.engine._fresh import CheckSchedule, Freshener, Rechecks
 from sweep.engine._global_state import pinned_flags
 from sweep.engine._graph_timer import CaptureFailed
 from sweep.engine._nvml import ClockReading, Nvml
@@ -48,6 +51,17 @@ def timing_words(stats: TimingStats) -> str:
     return words
 
 
+def _cache_hint(stop: Stop) -> Stop:
+    """A failed check of a timed call, with what it suggests when the trials passed."""
+    if stop.status is Status.INCORRECT_NUMERICAL:
+        stop.message += (
+            "; the outputs of timed calls differ from the reference on their own inputs although "
+            "the correctness trials passed: the solution may reuse results across calls (cached "
+            "by input address, by call count or by input content)"
+        )
+    return stop
+
+
 class TimingPhase:
     """The timing phase of ``run`` over its call ``path`` (see the module's docstring)."""
 
@@ -61,6 +75,8 @@ class TimingPhase:
         self.watch = ClockWatch(nvml.read if on_gpu else None, nvml.max_sm_clock() if on_gpu else None)
         self.timing_who = "reference"
         self.readings: tuple[ClockReading, ClockReading] = (ClockReading(), ClockReading())
+        self.rechecks: Rechecks | None = None
+        self.checked = 0  # timed calls of the solution checked again
 
     def _flush_buffer(self) -> torch.Tensor | None:
         run = self.run
@@ -94,8 +110,8 @@ class TimingPhase:
             with torch.no_grad():
                 out = work()
             self.run.sync()
-        except CaptureFailed:
-            raise
+        except (CaptureFailed, Stop):
+            raise  # Stop: a check of a timed call failed, with its own status
         except Exception as e:  # noqa: BLE001 - any failure of the kernel is a status
             raise self.run.solution_failed(e, "while timed") from None
         return out
@@ -108,25 +124,37 @@ class TimingPhase:
                 prep(j)
 
     def run_phase(self) -> tuple[TimingStats, TimingStats, Clocks | None]:
-        """Time the reference, then right after it the solution, on the same fresh input sets;
-        check the last timed results; return the solution's stats, the reference's, the clocks."""
+        """Time the reference, then right after it the solution, on the same fresh input sets
+        (new values before every call); check a random sample of the solution's timed calls
+        and the last one on each set; return the solution's stats, the reference's, the
+        clocks."""
         run, path, sets, settings = self.run, self.path, self.sets, self.run.settings
         first = settings.trials  # timing sets are never the ones the trials used
-        expected = path.prepare_timing(first, sets)
-        ref_prep = path.restore if path.reference_mutates() else None
-        sol_prep = path.restore if path.solution_mutates() else None
+        path.prepare_timing(first, sets)
+        if not path.varied():
+            run.notes.append(
+                "note: no input of this workload is drawn at random free of constraints, so timed "
+                "calls repeat the values of their input set: a kernel that caches its results by "
+                "input content is not caught here"
+            )
+        fresh = Freshener(run.device, run.seed)
+
+        def prep(k: int) -> None:
+            path.vary(k, fresh)
+
+        self.rechecks = Rechecks(CheckSchedule(run.seed), path.snapshot, self._check, first)
         ref_warm = self._reference(
-            lambda: warm_up(path.call_reference, sets, settings, run.device, self.flush, ref_prep)
+            lambda: warm_up(path.call_reference, sets, settings, run.device, self.flush, prep)
         )
-        self._restore_all(ref_prep)
+        self._restore_all(prep)
         sol_warm = self._solution(
-            lambda: warm_up(path.call_solution, sets, settings, run.device, self.flush, sol_prep)
+            lambda: warm_up(path.call_solution, sets, settings, run.device, self.flush, prep)
         )
-        self._restore_all(sol_prep)
+        self._restore_all(prep)
         timer = choose_timer(settings.timer, run.device, min(ref_warm.call_ms, sol_warm.call_ms))
         fallback: str | None = None  # why graphs cannot time this pair: both go to events
         try:
-            stats, ref_stats, last = self._measure(timer, ref_warm, sol_warm, ref_prep, sol_prep)
+            stats, ref_stats, last = self._measure(timer, ref_warm, sol_warm, prep)
         except CaptureFailed as failed:
             run.cache.retire = f"a CUDA-graph capture failed in this process ({failed})"
             fallback = f"CUDA graphs cannot time the {self.timing_who} ({failed})"
@@ -141,29 +169,31 @@ class TimingPhase:
                 f"note: timer {settings.timer}: {fallback}; the reference and the solution are "
                 "timed with CUDA events instead"
             )
-            self._restore_all(ref_prep)
-            self._restore_all(sol_prep)
-            stats, ref_stats, last = self._measure("events", ref_warm, sol_warm, ref_prep, sol_prep)
-        for j in range(sets):
-            try:
-                path.check_timed(last[j], expected[j], j, f"last timed call on input set {first + j}")
-            except Stop as stop:
-                if stop.status is Status.INCORRECT_NUMERICAL:
-                    stop.message += (
-                        "; the outputs of timed calls differ from the reference although the "
-                        "correctness trials passed: the solution may reuse results across calls "
-                        "(caching by input address, or computing once)"
-                    )
-                raise
+            self._restore_all(prep)
+            stats, ref_stats, last = self._measure("events", ref_warm, sol_warm, prep)
+        try:
+            for j in range(sets):
+                self.rechecks.verify(path.snapshot(j, last[j]), f"last timed call on input set {first + j}")
+        except Stop as stop:
+            raise _cache_hint(stop) from None
+        self.checked = self.rechecks.count
         return stats, ref_stats, self._clocks()
+
+    def _check(self, snap: object, where: str) -> None:
+        """Check a timed call. A passing check leaves the trace's error figures as the trials
+        made them: how many timed calls are checked depends on timing, and the figures must
+        be the same for the same seed."""
+        stats = self.run.stats
+        before = (stats.max_abs, stats.max_rel)
+        self.path.check_snapshot(snap, where)
+        stats.max_abs, stats.max_rel = before
 
     def _measure(
         self,
         timer: str,
         ref_warm: WarmUp,
         sol_warm: WarmUp,
-        ref_prep: Callable[[int], None] | None,
-        sol_prep: Callable[[int], None] | None,
+        prep: Callable[[int], None],
     ) -> tuple[TimingStats, TimingStats, list[object]]:
         run, path, sets, settings = self.run, self.path, self.sets, self.run.settings
         self.timing_who = "reference"
@@ -174,30 +204,34 @@ class TimingPhase:
                 settings,
                 run.device,
                 self.flush,
-                ref_prep,
+                prep,
                 timer=timer,
                 warm=ref_warm,
                 watch=self.watch,
             )
         )
-        self._restore_all(ref_prep)
+        self._restore_all(prep)
         path.reset_outputs(sets)
         run.sync()
         self.timing_who = "solution"
         before = self.nvml.read()
-        stats, last = self._solution(
-            lambda: time_calls(
-                path.call_solution,
-                sets,
-                settings,
-                run.device,
-                self.flush,
-                sol_prep,
-                timer=timer,
-                warm=sol_warm,
-                watch=self.watch,
+        try:
+            stats, last = self._solution(
+                lambda: time_calls(
+                    path.call_solution,
+                    sets,
+                    settings,
+                    run.device,
+                    self.flush,
+                    prep,
+                    timer=timer,
+                    warm=sol_warm,
+                    watch=self.watch,
+                    rechecks=self.rechecks,
+                )
             )
-        )
+        except Stop as stop:
+            raise _cache_hint(stop) from None
         self.readings = (before, self.nvml.read())
         return stats, ref_stats, last
 

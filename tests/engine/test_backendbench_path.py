@@ -209,15 +209,16 @@ def _seen(kit: Kit, settings: EvalSettings, cache: EngineCache) -> tuple[Trace, 
     return trace, seen
 
 
-def test_fresh_inputs_per_trial_and_timing_set_rotation_on_fixed_buffers(kit: Kit) -> None:
+def test_every_call_sees_new_values_on_fixed_buffers(kit: Kit) -> None:
     settings = kit.fast.model_copy(update={"trials": 2, "input_sets": 3, "min_iterations": 6})
     trace, seen = _seen(kit, settings, EngineCache())
     assert kit.status(trace) == "PASSED", kit.log(trace)
     trials, timed = seen[:2], seen[2:]
-    assert len({v for v, _ in trials}) == 2
     assert len(timed) >= 6
-    assert len({v for v, _ in timed}) == 3  # every timing set, none of them a trial's
-    assert {v for v, _ in timed}.isdisjoint({v for v, _ in trials})
+    # No call (trial, warm-up, timed) sees the values of an earlier one: a cache keyed by
+    # content never hits.
+    assert len({v for v, _ in seen}) == len(seen)
+    assert len({p for _, p in timed}) == 3  # the timed calls rotate over the three slots
     # Fixed buffers: the trials' addresses are reused by the timed calls.
     assert {p for _, p in trials} <= {p for _, p in timed}
 
@@ -226,7 +227,10 @@ def test_same_seed_same_inputs_and_results_other_seed_other_inputs(kit: Kit) -> 
     cache = EngineCache()
     first, seen1 = _seen(kit, kit.fast, cache)
     again, seen2 = _seen(kit, kit.fast, EngineCache())
-    assert [v for v, _ in seen1] == [v for v, _ in seen2]
+    # The same values call for call (the fresh values of timed calls are seeded too; how
+    # many timed calls there are depends on timing).
+    n = min(len(seen1), len(seen2))
+    assert n > 2 and [v for v, _ in seen1[:n]] == [v for v, _ in seen2[:n]]
     assert first.evaluation is not None and again.evaluation is not None
     assert first.evaluation.seed == again.evaluation.seed
     assert first.evaluation.correctness == again.evaluation.correctness
@@ -246,7 +250,7 @@ def test_pointer_cache_cheat_fails_after_timing(kit: Kit) -> None:
     settings = kit.fast.model_copy(update={"trials": 1, "input_sets": 3})
     trace = kit.run(defn, _kernel(kit, "relu__default", src), wl, settings)
     assert kit.status(trace) == "INCORRECT_NUMERICAL"
-    assert "last timed call on input set 1" in kit.log(trace)
+    assert "(timed call 1, on input set 1)" in kit.log(trace)
     assert "may reuse results across calls" in kit.log(trace)
 
 

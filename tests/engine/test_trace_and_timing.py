@@ -75,7 +75,8 @@ def test_cache_shares_reference_outputs_across_solutions(kit, vadd, vadd_wl) -> 
         cache=cache,
     )
     assert kit.status(t) == "PASSED"
-    assert cache.hits["reference_output"] >= kit.fast.trials + kit.fast.input_sets
+    # The trials only: timed calls run on fresh values, whose results no cache holds.
+    assert cache.hits["reference_output"] == kit.fast.trials
     assert cache.hits["solution"] == 1  # the reference build
 
 

@@ -11,7 +11,7 @@ many calls the cache served (0 means every timed call computed: timed at its rea
 
 Then the cost of the fresh values (``_fresh.Freshener``: a uniform draw into each input
 drawn at random) against a copy of the same bytes, per call, for input sizes from 4 KB to
-256 MB, with CUDA events (medians of 50).
+256 MB, with CUDA events (20 back-to-back calls between two events, median of 11).
 
 Usage (on the device machine, from the repository root, after ``source bench/gpu_site.sh``):
 
@@ -158,13 +158,14 @@ def fresh_cost() -> list[list[str]]:
             for _ in range(5):
                 fn()
             samples = []
-            for _ in range(50):
+            for _ in range(11):
                 a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 a.record()
-                fn()
+                for _ in range(20):  # back to back: the device time of one, not the launch gap
+                    fn()
                 b.record()
                 b.synchronize()
-                samples.append(a.elapsed_time(b))
+                samples.append(a.elapsed_time(b) / 20)
             times[what] = statistics.median(samples)
         rows.append(
             [

@@ -36,16 +36,36 @@ def _hash(seed: int, *parts: object) -> int:
 
 
 class Freshener:
-    """Draws new values into tensors in place, on their device.
+    """Draws new values into tensors in place, on their device, from a generator of its own
+    seeded from the evaluation's seed.
 
-    On a GPU the draws use the device's default generator, which CUDA graphs capture (each
-    replay draws new values); on a CPU a generator seeded from the evaluation's seed.
+    The generator is not the device's default one: a solution's random draws do not shift
+    it, and a failed CUDA-graph capture, which can leave a generator in capture mode, is
+    followed by :meth:`renew`. CUDA graphs that draw must be given it (:meth:`register`), so
+    that each replay draws new values.
     """
 
     def __init__(self, device: torch.device, seed: int) -> None:
-        self.gen: torch.Generator | None = None
-        if device.type != "cuda":
-            self.gen = torch.Generator(device=device).manual_seed(_hash(seed, "fresh") & ((1 << 63) - 1))
+        self.device = device
+        self.seed = seed
+        self.renewals = 0
+        self.gen = self._generator()
+
+    def _generator(self) -> torch.Generator:
+        seed = _hash(self.seed, "fresh", self.renewals) & ((1 << 63) - 1)
+        return torch.Generator(device=self.device).manual_seed(seed)
+
+    def renew(self) -> None:
+        """A new generator (after a failed capture, which may have left this one unusable)."""
+        self.renewals += 1
+        self.gen = self._generator()
+
+    def register(self, graph: torch.cuda.CUDAGraph) -> None:
+        """Let ``graph`` draw from this generator (before its capture begins); a torch
+        without graph-safe generators fails the capture instead, and the events timer runs."""
+        register = getattr(graph, "register_generator_state", None)
+        if register is not None:
+            register(self.gen)
 
     def uniform(self, t: torch.Tensor, low: float, high: float) -> None:
         """Floating (and complex: both parts) values uniform in ``[low, high)``; integers

@@ -40,7 +40,7 @@ from collections.abc import Callable
 
 import torch
 
-from sweep.engine._fresh import Rechecks
+from sweep.engine._fresh import Freshener, Rechecks
 from sweep.schema.trace_log import sticky_cuda_error
 
 __all__ = [
@@ -103,8 +103,12 @@ def capture_stream() -> torch.cuda.Stream:
     return stream
 
 
-def _capture(body: Callable[[], None], stream: torch.cuda.Stream) -> torch.cuda.CUDAGraph:
+def _capture(
+    body: Callable[[], None], stream: torch.cuda.Stream, fresh: Freshener | None
+) -> torch.cuda.CUDAGraph:
     graph = torch.cuda.CUDAGraph()
+    if fresh is not None:
+        fresh.register(graph)
     with torch.cuda.stream(stream):
         # thread_local: this thread's unsafe calls (synchronize, cudaMalloc outside torch's
         # allocator, synchronous copies) break the capture; other threads are left alone.
@@ -158,6 +162,7 @@ class GraphTimer:
         last: list[object],
         iteration_ms: float,
         rechecks: Rechecks | None = None,
+        fresh: Freshener | None = None,
     ) -> None:
         self.calls = calls_per_replay(sets, iteration_ms)
         self.rechecks = rechecks
@@ -191,8 +196,8 @@ class GraphTimer:
                             self.snap = (k, snap)
 
             stage = "capturing"
-            self.with_call = _capture(lambda: iterations(True), stream)
-            self.without = _capture(lambda: iterations(False), stream)
+            self.with_call = _capture(lambda: iterations(True), stream, fresh)
+            self.without = _capture(lambda: iterations(False), stream, fresh)
             stage = "replaying"
             self.without.replay()
             self.with_call.replay()
@@ -201,6 +206,8 @@ class GraphTimer:
             if sticky_cuda_error(str(e)) is not None:
                 raise  # the call broke the CUDA context while it ran: its failure, not capture's
             _drain_pending_error()
+            if fresh is not None:
+                fresh.renew()
             raise CaptureFailed(f"{stage}: {_reason(e)}") from e
         finally:
             torch.cuda.current_stream().wait_stream(stream)

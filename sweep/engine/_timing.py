@@ -29,7 +29,7 @@ from dataclasses import dataclass
 
 import torch
 
-from sweep.engine._fresh import Rechecks
+from sweep.engine._fresh import Freshener, Rechecks
 from sweep.engine._graph_timer import GraphTimer
 from sweep.engine._stopping import ClockWatch, Sampled, Stopper, StopRule, percentile
 from sweep.schema import EvalSettings, TimingStats
@@ -192,6 +192,7 @@ def time_calls(
     warm: WarmUp | None = None,
     watch: ClockWatch | None = None,
     rechecks: Rechecks | None = None,
+    fresh: Freshener | None = None,
 ) -> tuple[TimingStats, list[object]]:
     """Time ``call(set_index)``; return the stats and the last result of each set.
 
@@ -207,6 +208,8 @@ def time_calls(
         watch: NVML readings between batches (samples of throttled batches are discarded).
         rechecks: Checks of a random sample of the timed calls, run as they happen,
             outside the timed window (``_fresh.Rechecks``).
+        fresh: The generator ``before`` draws fresh values from, registered with the CUDA
+            graphs (``_fresh.Freshener``).
     """
     last: list[object] = [None] * sets
     prep = before or _nothing
@@ -219,7 +222,7 @@ def time_calls(
         return stats_of(sampled.samples, "host", "host", sampled), last
     if timer == "cudagraph":
         graphs = GraphTimer(
-            call, sets, graph_flush(flush, device), prep, last, warm.call_ms + warm.flush_ms, rechecks
+            call, sets, graph_flush(flush, device), prep, last, warm.call_ms + warm.flush_ms, rechecks, fresh
         )
         pair_ms = 2 * graphs.calls * (warm.call_ms + warm.flush_ms)
         batch = max(1, math.ceil(BATCH_MS / max(pair_ms, 1e-6)))

@@ -76,6 +76,7 @@ class TimingPhase:
         self.timing_who = "reference"
         self.readings: tuple[ClockReading, ClockReading] = (ClockReading(), ClockReading())
         self.rechecks: Rechecks | None = None
+        self.fresh: Freshener | None = None
         self.checked = 0  # timed calls of the solution checked again
 
     def _flush_buffer(self) -> torch.Tensor | None:
@@ -137,7 +138,7 @@ class TimingPhase:
                 "calls repeat the values of their input set: a kernel that caches its results by "
                 "input content is not caught here"
             )
-        fresh = Freshener(run.device, run.seed)
+        self.fresh = fresh = Freshener(run.device, run.seed)
 
         def prep(k: int) -> None:
             path.vary(k, fresh)
@@ -208,6 +209,7 @@ class TimingPhase:
                 timer=timer,
                 warm=ref_warm,
                 watch=self.watch,
+                fresh=self.fresh,
             )
         )
         self._restore_all(prep)
@@ -228,6 +230,7 @@ class TimingPhase:
                     warm=sol_warm,
                     watch=self.watch,
                     rechecks=self.rechecks,
+                    fresh=self.fresh,
                 )
             )
         except Stop as stop:

@@ -64,7 +64,8 @@ def _settings(timer: str) -> EvalSettings:
 @pytest.mark.parametrize("timer", TIMERS)
 def test_device_content_cache_never_hits_under_either_timer(kit, vadd, vadd_wl, timer: str) -> None:
     cache = EngineCache()
-    sol = kit.solution("vadd_f32", TRITON_DEVICE_CACHE, language="triton")
+    # A source of its own per timer: a module of its own, so no state carries over.
+    sol = kit.solution("vadd_f32", f"{TRITON_DEVICE_CACHE}\n# {timer}\n", language="triton")
     trace = kit.run(vadd, sol, vadd_wl, _settings(timer), cache=cache, device="cuda")
     ev = trace.evaluation
     assert ev is not None and ev.status.value == "PASSED", ev.log if ev else trace
@@ -74,7 +75,7 @@ def test_device_content_cache_never_hits_under_either_timer(kit, vadd, vadd_wl, 
 
 @pytest.mark.parametrize("timer", TIMERS)
 def test_device_call_counter_fails_under_either_timer(kit, vadd, vadd_wl, timer: str) -> None:
-    sol = kit.solution("vadd_f32", TRITON_COUNTER, language="triton")
+    sol = kit.solution("vadd_f32", f"{TRITON_COUNTER}\n# {timer}\n", language="triton")
     trace = kit.run(vadd, sol, vadd_wl, _settings(timer), device="cuda")
     ev = trace.evaluation
     assert ev is not None and ev.status.value == "INCORRECT_NUMERICAL", ev.log if ev else trace

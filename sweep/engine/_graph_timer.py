@@ -11,8 +11,8 @@ a graph of the bare call; this timer keeps what the events timer does between ca
    values and restore those the call writes, zero the L2 flush buffer, call on input set
    ``i % sets``] into one graph, and the same iterations without the call into a second
    graph; one iteration, picked at random, also copies its inputs and results aside (in
-   both graphs), and after a random sample of replays those copies are checked against the
-   reference (``_fresh.py``);
+   both graphs), and after a random sample of batches of replays those copies are checked
+   against the reference (``_fresh.py``);
 3. replay both once (the first launch uploads the graph);
 4. each sample: record an event, replay the graph without the call, record, replay the graph
    with it, record: the sample is ``(with - without) / calls``, the time of one call with
@@ -56,6 +56,8 @@ __all__ = [
 GRAPH_REPLAY_MS = 1.0
 #: The most calls captured in one graph (capture time and graph size stay small).
 GRAPH_MAX_CALLS = 128
+#: GPU cycles spun before each batch of replays (about 50 us at 2 GHz; see ``batch``).
+_SPIN_CYCLES = 100_000
 
 
 class CaptureFailed(Exception):
@@ -167,6 +169,7 @@ class GraphTimer:
         self.calls = calls_per_replay(sets, iteration_ms)
         self.rechecks = rechecks
         self.replays = 0
+        self.batches = 0
         #: The copies of the checked iteration (``rechecks``), refreshed by every replay.
         self.snap: tuple[int, object] | None = None
         self.checked = checked = rechecks.schedule.pick(self.calls) if rechecks is not None else -1
@@ -213,16 +216,14 @@ class GraphTimer:
             torch.cuda.current_stream().wait_stream(stream)
 
     def batch(self, n: int) -> list[float]:
-        """Up to ``n`` samples (milliseconds per call), each from one replay of both graphs;
-        the graph with the call replays last, so its outputs are the last results. A batch
-        ends early at a replay whose checked iteration is due for a check (``rechecks``),
-        which runs once the batch's events are read."""
-        due = False
-        if self.rechecks is not None:
-            for j in range(n):
-                if self.rechecks.schedule.due(self.replays + j + 1):
-                    n, due = j + 1, True
-                    break
+        """``n`` samples (milliseconds per call), each from one replay of both graphs; the
+        graph with the call replays last, so its outputs are the last results. After a
+        random sample of batches (``rechecks``), the copies of the checked iteration, from
+        the batch's last replay, are checked."""
+        # The batch starts on an idle device (the last one ended with a synchronization):
+        # without something to run, the first replay's interval would include the host's
+        # launch of it. A short spin keeps the device busy while the replays are queued.
+        torch.cuda._sleep(_SPIN_CYCLES)  # type: ignore[no-untyped-call]
         marks = [_event() for _ in range(2 * n + 1)]
         marks[0].record()
         for j in range(n):
@@ -232,7 +233,8 @@ class GraphTimer:
             marks[2 * j + 2].record()
         marks[-1].synchronize()
         self.replays += n
-        if due and self.rechecks is not None and self.snap is not None:
+        self.batches += 1
+        if self.rechecks is not None and self.snap is not None and self.rechecks.schedule.due(self.batches):
             slot, snap = self.snap
             call_n = (self.replays - 1) * self.calls + self.checked + 1
             where = f"timed call {call_n} (CUDA-graph replay {self.replays}), on input set"

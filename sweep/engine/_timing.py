@@ -285,6 +285,7 @@ def _host_batch(
         samples.append((time.perf_counter_ns() - t0) / 1e6)
         if rechecks is not None:
             rechecks.after_call(rotation.index, k, last[k])
+            rechecks.settle()
     return samples
 
 
@@ -308,7 +309,9 @@ def _events_batch(
         last[k] = call(k)
         ends[i].record()
         if rechecks is not None:
-            # After the end event: the check's copies and reference run outside the window.
+            # After the end event: the copies are outside the window; checked after the batch.
             rechecks.after_call(rotation.index, k, last[k])
     ends[-1].synchronize()
+    if rechecks is not None:
+        rechecks.settle()
     return [s.elapsed_time(e) for s, e in zip(starts, ends)]

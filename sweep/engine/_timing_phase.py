@@ -76,6 +76,7 @@ class TimingPhase:
         self.timing_who = "reference"
         self.readings: tuple[ClockReading, ClockReading] = (ClockReading(), ClockReading())
         self.rechecks: Rechecks | None = None
+        self.shadow: Rechecks | None = None
         self.fresh: Freshener | None = None
         self.checked = 0  # timed calls of the solution checked again
 
@@ -144,6 +145,8 @@ class TimingPhase:
             path.vary(k, fresh)
 
         self.rechecks = Rechecks(CheckSchedule(run.seed), path.snapshot, self._check, first)
+        # The reference takes the same copies at the same calls, unchecked (``Rechecks``).
+        self.shadow = Rechecks(CheckSchedule(run.seed), path.snapshot, None, first)
         ref_warm = self._reference(
             lambda: warm_up(path.call_reference, sets, settings, run.device, self.flush, prep)
         )
@@ -209,6 +212,7 @@ class TimingPhase:
                 timer=timer,
                 warm=ref_warm,
                 watch=self.watch,
+                rechecks=self.shadow,
                 fresh=self.fresh,
             )
         )

@@ -193,6 +193,19 @@ def main() -> int:
             f"ATen identity over {len(all_speed)} rows: median speedup {statistics.median(all_speed):.3f} "
             f"(min {min(all_speed):.3f}, max {max(all_speed):.3f}; 1.000 is the right answer)"
         )
+    real = sorted(
+        t.evaluation.performance.speedup_factor
+        for (source, _, author), items in groups.items()
+        if author == "aten" and source == "gpu-trace"
+        for t, _ in items
+        if t.evaluation is not None and t.evaluation.performance is not None
+    )
+    if len(real) >= 2:
+        p10, p50, p90 = (statistics.quantiles(real, n=10, method="inclusive")[i] for i in (0, 4, 8))
+        print(
+            f"ATen identity over the {len(real)} real trace rows: p10 {p10:.3f}, p50 {p50:.3f}, "
+            f"p90 {p90:.3f} (min {real[0]:.3f}, max {real[-1]:.3f})"
+        )
     print(
         f"total wall {total:.1f} s for {len(tasks)} evaluations "
         f"({total / max(len(tasks), 1):.2f} s each, input generation on the host included)"

@@ -53,7 +53,16 @@ class ConfigError(SweepError):
 
 
 class PlanError(SweepError):
-    """A sweep config cannot be expanded into tasks."""
+    """A sweep config cannot be expanded into tasks.
+
+    Attributes:
+        problems: Each problem with its place in the config (``("definitions", "names", 0)``)
+            where it has one, so a caller that knows the file can add its lines.
+    """
+
+    def __init__(self, message: str, problems: Sequence[tuple[tuple[str | int, ...], str]] = ()) -> None:
+        super().__init__(message)
+        self.problems = list(problems)
 
 
 class EngineError(SweepError):

@@ -158,6 +158,6 @@ def export_backendbench(
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
-    except OSError as e:
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
         raise DatasetError(f"cannot write {dest}: {e}") from None
     return report

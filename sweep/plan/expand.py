@@ -240,7 +240,7 @@ def build_plan(selection: Selection, target: str) -> Plan:
     for s in selection.solutions:
         if s.definition not in dataset.definitions:
             excluded.append(
-                Exclusion("solution", s.name, f"its definition {s.definition!r} is not in the dataset")
+                Exclusion("solution", s.name, f"its definition {shown(s.definition)} is not in the dataset")
             )
         elif s.definition not in chosen_defs:
             continue  # its definition is not selected: out of scope, not an exclusion

@@ -122,7 +122,9 @@ def _files(root: Path, kind: str) -> list[Path]:
     base = root / folder
     if not base.is_dir():
         return []
-    return sorted(p for p in base.rglob(f"*{suffix}") if p.is_file())
+    # Not only regular files: a FIFO or a link to a device named like a record is reported
+    # (reading checks the kind of file first and never opens those).
+    return sorted(p for p in base.rglob(f"*{suffix}") if not p.is_dir())
 
 
 def _read_text(path: Path, errors: list[str]) -> str | None:

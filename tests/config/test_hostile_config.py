@@ -240,9 +240,23 @@ _SCALARS = st.one_of(
     st.text(max_size=12),
 )
 _KEYS = st.sampled_from(
-    ["name", "dataset", "hardware", "seed", "trials", "warmup_ms", "rep_ms", "min_iterations",
-     "max_iterations", "limit_per_definition", "names", "atol", "x", ""]
-)  # fmt: skip
+    [
+        "name",
+        "dataset",
+        "hardware",
+        "seed",
+        "trials",
+        "warmup_ms",
+        "rep_ms",
+        "min_iterations",
+        "max_iterations",
+        "limit_per_definition",
+        "names",
+        "atol",
+        "x",
+        "",
+    ]
+)
 _VALUES = st.recursive(
     _SCALARS,
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(_KEYS, inner, max_size=4),
@@ -269,7 +283,7 @@ _SECTIONS = st.fixed_dictionaries(
                     "timer",
                     "log_limit_bytes",
                 ]
-            ),  # fmt: skip
+            ),
             _VALUES,
             max_size=5,
         ),
@@ -307,10 +321,45 @@ def test_any_config_structure_loads_or_is_refused_cleanly(tmp_path: Path, data: 
 
 
 _YAML_BITS = st.sampled_from(
-    ["name: x\n", "dataset: .\n", "&a ", "*a", "[", "]", "{", "}", ": ", "- ", "\n", "  ", "!!binary ", "!!int ",
-     "? ", "'", '"', "\\", "\0", "\t", "#", "---\n", "...\n", "%YAML 1.1\n", "<<: ", "!!python/name:os.system",
-     "2001-02-30", "9" * 50, ".inf", "true", "~", "hardware: ", "evaluation: ", "seed: ", "\ufeff", "\u2028"]
-)  # fmt: skip
+    [
+        "name: x\n",
+        "dataset: .\n",
+        "&a ",
+        "*a",
+        "[",
+        "]",
+        "{",
+        "}",
+        ": ",
+        "- ",
+        "\n",
+        "  ",
+        "!!binary ",
+        "!!int ",
+        "? ",
+        "'",
+        '"',
+        "\\",
+        "\0",
+        "\t",
+        "#",
+        "---\n",
+        "...\n",
+        "%YAML 1.1\n",
+        "<<: ",
+        "!!python/name:os.system",
+        "2001-02-30",
+        "9" * 50,
+        ".inf",
+        "true",
+        "~",
+        "hardware: ",
+        "evaluation: ",
+        "seed: ",
+        "\ufeff",
+        "\u2028",
+    ]
+)
 
 
 @HYPOTHESIS

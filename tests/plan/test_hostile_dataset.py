@@ -257,7 +257,7 @@ def _spoil(data: st.DataObject) -> str:
                 ("solution",),
                 ("provenance",),
             ]
-        )  # fmt: skip
+        )
     )
     target = base
     for part in place[:-1]:

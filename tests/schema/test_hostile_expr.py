@@ -113,7 +113,13 @@ _ATOMS = st.one_of(
 
 
 def _combine(inner: st.SearchStrategy[str]) -> st.SearchStrategy[str]:
-    binary = st.tuples(inner, st.sampled_from(["+", "-", "*", "/", "//", "%", "**", "<", "==", ">=", " and ", " or ", " is ", " in ", "<<", "@"]), inner)  # fmt: skip
+    binary = st.tuples(
+        inner,
+        st.sampled_from(
+            ["+", "-", "*", "/", "//", "%", "**", "<", "==", ">=", " and ", " or ", " is ", " in ", "<<", "@"]
+        ),
+        inner,
+    )
     call = st.tuples(
         st.sampled_from(["min", "max", "abs", "len", "sum", "eval"]), st.lists(inner, max_size=3)
     )

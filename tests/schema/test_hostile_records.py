@@ -213,7 +213,7 @@ def test_backendbench_calls(call: dict[str, Any], fragment: str) -> None:
                 }
             },
             "iterations: Input should be less than or equal to",
-        ),  # fmt: skip
+        ),
         ({"clocks": {"sm_clock_mhz_max": -1}}, "greater than or equal to 0"),
         ({"clocks": {"throttled": "no"}}, "Input should be a valid boolean"),
         ({"timestamp": "x" * 10_000_000}, "must be an ISO 8601 timestamp"),
@@ -288,7 +288,7 @@ _HOSTILE = st.one_of(
             [[[]]],
             "x" * 5000,
         ]
-    ),  # fmt: skip
+    ),
     st.integers(),
     st.floats(),
     st.text(max_size=30),

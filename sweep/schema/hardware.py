@@ -22,6 +22,7 @@ __all__ = [
     "AUTO",
     "CPU",
     "KNOWN_MODELS",
+    "MAX_HARDWARE_CHARS",
     "config_target",
     "hardware_problem",
     "record_name",
@@ -47,6 +48,8 @@ KNOWN_MODELS: frozenset[str] = frozenset(
         *("MI100", "MI210", "MI250", "MI250X", "MI300A", "MI300X", "MI325X", "MI350X", "MI355X"),
     }
 )
+#: The longest ``hardware`` a person may write (raw device names are about 30 characters).
+MAX_HARDWARE_CHARS = 64
 _VENDOR = re.compile(r"^(nvidia|amd|intel)[\s_-]+", re.IGNORECASE)
 _NOISE = re.compile(r"^(geforce|tesla|quadro|rtx|instinct)[\s_-]+", re.IGNORECASE)
 
@@ -94,6 +97,9 @@ def hardware_problem(hardware: str) -> tuple[str | None, str | None]:
         return "must name a target: 'auto', 'cpu' or a GPU type such as 'H100'", None
     if any(ord(c) < 32 for c in hardware):
         return f"must not contain control characters, got {shown(hardware)}", None
+    if len(hardware) > MAX_HARDWARE_CHARS:
+        # It names worker pools and goes into every task id: a GPU type is a short name.
+        return f"longer than {MAX_HARDWARE_CHARS} characters, no GPU type: {shown(hardware)}", None
     if hardware.strip().lower() == AUTO:
         return None, None
     short = short_name(hardware)
@@ -101,7 +107,7 @@ def hardware_problem(hardware: str) -> tuple[str | None, str | None]:
         return None, None
     # The two words get a looser match: 'cpy' is no GPU's name.
     close = difflib.get_close_matches(hardware.strip().lower(), ["cpu", AUTO], n=1, cutoff=0.6)
-    if not close and len(short) < 40:
+    if not close:
         close = difflib.get_close_matches(short, sorted(KNOWN_MODELS), n=1, cutoff=0.75)
     if close:
         return f"unknown GPU type {shown(hardware)} (did you mean {close[0]!r}?)", None

@@ -32,6 +32,7 @@ __all__ = [
     "format_validation_error",
     "listing",
     "loc_path",
+    "reason",
     "shown",
 ]
 
@@ -133,8 +134,23 @@ def clip_lines(message: str, limit: int = MAX_LINE) -> str:
     Messages quote user values through :func:`shown`; this catches any that do not, so an
     error never floods a terminal.
     """
-    lines = message.split("\n")
-    return "\n".join(x if len(x) <= limit else f"{x[: limit - 3]}... ({len(x):,} characters)" for x in lines)
+
+    def cut(line: str) -> str:
+        if len(line) <= limit:
+            return line
+        tail = f"... ({len(line):,} characters)"
+        return line[: limit - len(tail)] + tail
+
+    return "\n".join(cut(x) for x in message.split("\n"))
+
+
+def reason(err: BaseException) -> str:
+    """Why an operation failed, for a message that already names the file: an
+    :class:`OSError` without the file name it carries (``No such file or directory``; the
+    name may be huge), anything else as its text, clipped."""
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    return clip(str(err), 300)
 
 
 def did_you_mean(word: str, choices: Iterable[str], *, n: int = 1) -> str:

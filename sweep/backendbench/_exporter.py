@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sweep.backendbench._format import format_row
 from sweep.backendbench._ops import select_ops
-from sweep.errors import DatasetError, shown
+from sweep.errors import DatasetError, clip, reason, shown
 from sweep.schema import BackendBenchArgsInput, Definition, Workload
 from sweep.schema.call_json import decode_call
 from sweep.schema.op_tags import op_from_tags
@@ -159,5 +159,5 @@ def export_backendbench(
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path
-        raise DatasetError(f"cannot write {dest}: {e}") from None
+        raise DatasetError(f"cannot write {clip(str(dest))}: {reason(e)}") from None
     return report

@@ -20,7 +20,7 @@ import pydantic
 
 from sweep.backendbench._ops import mutation_tags, select_ops
 from sweep.backendbench._parser import MAX_FILE_BYTES, TraceRow, parse_trace_file
-from sweep.errors import DatasetError, TraceParseError, format_validation_error
+from sweep.errors import DatasetError, TraceParseError, clip, format_validation_error, reason
 from sweep.schema import Definition, Trace, Workload
 from sweep.schema.call_args import OpName, parse_op_name
 from sweep.schema.call_json import encode_call
@@ -188,7 +188,7 @@ def _write_op(root: Path, item: ImportedOp, report: ImportReport) -> None:
         try:
             existing = read_text(wpath, MAX_FILE_BYTES)
         except (OSError, ValueError) as e:  # ValueError: not a regular file, too large, not UTF-8
-            raise DatasetError(f"{wpath}: cannot read: {e}") from None
+            raise DatasetError(f"{wpath}: cannot read: {reason(e)}") from None
         for lineno, line in enumerate(existing.split("\n"), 1):
             if not line.strip():
                 continue
@@ -248,5 +248,5 @@ def import_backendbench(
             _write_op(root, item, report)
             report.operators.append(item.op)
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path
-        raise DatasetError(f"cannot write the dataset under {root}: {e}") from None
+        raise DatasetError(f"cannot write the dataset under {clip(str(root))}: {reason(e)}") from None
     return report

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweep.errors import DatasetError, clip, shown
+from sweep.errors import DatasetError, clip, reason, shown
 from sweep.schema import BuildSpec, Language, Solution, SourceFile
 from sweep.schema.limits import read_text
 from sweep.schema.op_tags import BACKENDBENCH_OP_TYPE
@@ -137,14 +137,14 @@ def import_kernels(
             try:
                 sol = solution_from_file(f, folder.name, author=author)
             except (ValueError, OSError) as e:  # not Python, too large, not a regular file...
-                report.skipped.append(f"{f}: {e}")
+                report.skipped.append(f"{f}: {reason(e)}")
                 continue
             dest = root / "solutions" / author / BACKENDBENCH_OP_TYPE / folder.name / f"{sol.name}.json"
             try:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_text(json.dumps(sol.to_json_obj(), indent=2) + "\n", encoding="utf-8")
             except (OSError, ValueError) as e:  # ValueError: a NUL in the path
-                raise DatasetError(f"cannot write {dest}: {e}") from None
+                raise DatasetError(f"cannot write {clip(str(dest))}: {reason(e)}") from None
             report.solutions.append(dest)
     if not report.solutions:
         detail = "; ".join(report.skipped[:5])

@@ -23,7 +23,7 @@ import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.errors import TraceParseError, did_you_mean
+from sweep.errors import TraceParseError, clip, did_you_mean, reason
 from sweep.schema.call_args import (
     ABBREV_TO_DTYPE,
     LAYOUTS,
@@ -185,7 +185,7 @@ def parse_trace_file(path: str | Path) -> list[TraceRow]:
     try:
         text = read_text(p, MAX_FILE_BYTES)
     except (OSError, ValueError) as e:  # ValueError: not a regular file, too large, not UTF-8
-        raise TraceParseError(f"{p}: cannot read trace file: {e}") from None
+        raise TraceParseError(f"{clip(str(p), 300)}: cannot read trace file: {reason(e)}") from None
     return parse_trace(text, filename=str(p))
 
 

@@ -21,7 +21,7 @@ import yaml
 
 from sweep.config._yaml_tree import BoundsError, compose, line_of, to_python
 from sweep.config.models import ConfigOverrides, SweepConfig, apply_overrides
-from sweep.errors import ConfigError, clip, did_you_mean, field_errors, loc_path, shown
+from sweep.errors import ConfigError, clip, did_you_mean, field_errors, loc_path, reason, shown
 from sweep.schema.hardware import hardware_problem
 from sweep.schema.limits import FileRefused, read_text
 
@@ -139,7 +139,7 @@ def read_config_file(path: str | Path) -> SweepConfig:
     except FileRefused as e:
         raise ConfigError(f"config file {name} {e}: a sweep config is a YAML file") from None
     except (OSError, ValueError) as e:  # ValueError: a NUL in the path, UnicodeDecodeError
-        raise ConfigError(f"cannot read config file {name}: {e}") from None
+        raise ConfigError(f"cannot read config file {name}: {reason(e)}") from None
     try:
         root = compose(text)
     except BoundsError as e:
@@ -192,7 +192,7 @@ def _resolve(base: Path, value: str, loc: tuple[str | int, ...]) -> str:
     except (RuntimeError, OSError, ValueError) as e:
         # RuntimeError: '~user' for a user this machine does not have.
         where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
-        raise ConfigError(f"{where}: path {shown(value)} cannot be used: {e}") from None
+        raise ConfigError(f"{where}: path {shown(value)} cannot be used: {reason(e)}") from None
 
 
 def resolve_paths(config: SweepConfig, base: Path) -> SweepConfig:

@@ -23,7 +23,7 @@ from typing import Literal, TypeVar
 
 import pydantic
 
-from sweep.errors import DatasetError, clip, did_you_mean, format_validation_error, shown
+from sweep.errors import DatasetError, clip, did_you_mean, format_validation_error, reason, shown
 from sweep.schema import Definition, SafetensorsInput, Solution, Trace, Workload, check_workload
 from sweep.schema.limits import load_json, read_text
 
@@ -131,7 +131,7 @@ def _read_text(path: Path, errors: list[str]) -> str | None:
     try:
         return read_text(path, MAX_FILE_BYTES)
     except (OSError, ValueError) as e:  # ValueError: FileRefused, UnicodeDecodeError
-        errors.append(f"{path}: cannot read: {e}")
+        errors.append(f"{path}: cannot read: {reason(e)}")
         return None
 
 
@@ -290,7 +290,7 @@ def _check_roots(roots: Sequence[str | Path]) -> list[Path]:
             is_dir = p.is_dir()
         except (OSError, ValueError, RuntimeError) as e:
             # ValueError: a NUL in the path; RuntimeError: '~user' with no such user.
-            raise DatasetError(f"dataset root {name} is not a usable path: {e}") from None
+            raise DatasetError(f"dataset root {name} is not a usable path: {reason(e)}") from None
         if not is_dir:
             raise DatasetError(f"dataset root {name} is not a folder ({clip(str(p))})")
         if not any((p / LAYOUT[k][0]).is_dir() for k in LAYOUT):

@@ -54,6 +54,17 @@ def test_recursive_alias(tmp_path: Path) -> None:
     assert _quick_error(p) == f"{p}:2: an alias refers to a value that contains it (a recursive alias)"
 
 
+def test_aliases_that_repeat_a_value_still_work(tmp_path: Path) -> None:
+    p = _write(
+        tmp_path,
+        "name: x\ndataset: [&d .]\nevaluation:\n  op_type_tolerance: {gemm: &t {atol: 0.5}, ew: *t}\n"
+        "  definition_tolerance: {a: *t, b: *t}\noutput: {results_dir: *d}\n",
+    )
+    config = load_config(p)
+    assert config.evaluation.op_type_tolerance["ew"].atol == 0.5
+    assert set(config.evaluation.definition_tolerance) == {"a", "b"}
+
+
 def test_recursive_alias_in_a_mapping(tmp_path: Path) -> None:
     p = _write(tmp_path, "name: x\ndataset: .\nray:\n  runtime_env: &e {env: *e}\n")
     assert "recursive alias" in _quick_error(p)

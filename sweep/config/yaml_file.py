@@ -127,8 +127,10 @@ def read_config_file(path: str | Path) -> SweepConfig:
     """Parse and validate a sweep config file, paths left as written.
 
     Raises:
-        ConfigError: The file is missing, is not YAML, or breaks the config schema; the
-            message has ``file:line`` for every problem.
+        ConfigError: The file is missing, not a regular file or over :data:`MAX_CONFIG_BYTES`,
+            is not YAML or over the bounds of :mod:`sweep.config._yaml_tree`, breaks the config
+            schema, names a GPU type one typo away from a known one, or has a path that cannot
+            be made absolute; the message has ``file:line`` for every problem.
     """
     p = Path(path)
     name = clip(str(path), 200)

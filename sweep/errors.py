@@ -25,10 +25,15 @@ __all__ = [
     "SweepError",
     "TraceParseError",
     "ValidationError",
+    "clip",
+    "clip_lines",
     "did_you_mean",
     "field_errors",
     "format_validation_error",
+    "listing",
     "loc_path",
+    "reason",
+    "shown",
 ]
 
 
@@ -49,7 +54,16 @@ class ConfigError(SweepError):
 
 
 class PlanError(SweepError):
-    """A sweep config cannot be expanded into tasks."""
+    """A sweep config cannot be expanded into tasks.
+
+    Attributes:
+        problems: Each problem with its place in the config (``("definitions", "names", 0)``)
+            where it has one, so a caller that knows the file can add its lines.
+    """
+
+    def __init__(self, message: str, problems: Sequence[tuple[tuple[str | int, ...], str]] = ()) -> None:
+        super().__init__(message)
+        self.problems = list(problems)
 
 
 class EngineError(SweepError):
@@ -68,6 +82,77 @@ class TraceParseError(SweepError):
     """A BackendBench trace file holds text outside the allowed grammar."""
 
 
+#: The most characters of a user's value an error message echoes (see :func:`shown`).
+MAX_SHOWN = 80
+#: The longest line the CLI prints for an error; a last guard (see :func:`clip_lines`).
+MAX_LINE = 2000
+# Words longer than this are not compared for "did you mean": no real name is that long,
+# and difflib's cost grows with the product of the lengths.
+_MAX_SUGGEST_LEN = 200
+
+
+def shown(value: object, limit: int = MAX_SHOWN) -> str:
+    """``repr(value)`` for an error message, at most about ``limit`` characters.
+
+    A longer value is cut and ends in ``...`` followed by its full length, so a message never
+    echoes a huge token (a 10 MB string in a config, a 100k-term expression). Every message
+    that quotes what a user wrote goes through here. Never raises.
+    """
+    if isinstance(value, str) and len(value) > limit:
+        # Cut before repr: repr of a 10 MB string would be built only to be thrown away.
+        return f"{repr(value[:limit])[: limit - 3]}... ({len(value):,} characters)"
+    if isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 4 * limit:
+        # repr of an int over 4,300 digits raises; its size is what matters here.
+        sign = "-" if value < 0 else ""
+        return f"{sign}<an integer of about {int(value.bit_length() * 0.30103) + 1:,} digits>"
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError, MemoryError):  # a deeply nested list, a huge int inside
+        return f"<a {type(value).__name__}>"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def clip(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text`` unquoted for a message (a field path, a file name), cut like :func:`shown`."""
+    return text if len(text) <= limit else f"{text[: limit - 3]}... ({len(text):,} characters)"
+
+
+def listing(names: Iterable[str], *, most: int = 20) -> str:
+    """Names for a message, comma-separated: at most ``most`` of them, each clipped like
+    :func:`shown` (but without quotes), then how many more; ``"none"`` when empty."""
+    items = list(names)
+    if not items:
+        return "none"
+    clipped = [clip(n) for n in items[:most]]
+    more = f", and {len(items) - most:,} more" if len(items) > most else ""
+    return ", ".join(clipped) + more
+
+
+def clip_lines(message: str, limit: int = MAX_LINE) -> str:
+    """``message`` with every line cut to ``limit`` characters (the CLI's last guard).
+
+    Messages quote user values through :func:`shown`; this catches any that do not, so an
+    error never floods a terminal.
+    """
+
+    def cut(line: str) -> str:
+        if len(line) <= limit:
+            return line
+        tail = f"... ({len(line):,} characters)"
+        return line[: limit - len(tail)] + tail
+
+    return "\n".join(cut(x) for x in message.split("\n"))
+
+
+def reason(err: BaseException) -> str:
+    """Why an operation failed, for a message that already names the file: an
+    :class:`OSError` without the file name it carries (``No such file or directory``; the
+    name may be huge), anything else as its text, clipped."""
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    return clip(str(err), 300)
+
+
 def did_you_mean(word: str, choices: Iterable[str], *, n: int = 1) -> str:
     """Return a ``" (did you mean 'x'?)"`` hint, or ``""`` when nothing is close.
 
@@ -76,6 +161,8 @@ def did_you_mean(word: str, choices: Iterable[str], *, n: int = 1) -> str:
         choices: The words that would have been accepted.
         n: How many suggestions to offer at most.
     """
+    if len(word) > _MAX_SUGGEST_LEN:
+        return ""
     matches = difflib.get_close_matches(word, list(choices), n=n, cutoff=0.6)
     if not matches:
         return ""
@@ -87,8 +174,6 @@ def did_you_mean(word: str, choices: Iterable[str], *, n: int = 1) -> str:
 # Pydantic's own ``loc`` includes the tag of a discriminated union (``axes.M.const.value``) and
 # its messages start with ``"Value error, "`` for rules raised in validators. Both are cleaned
 # here so a user sees ``axes.M.value: Input should be greater than or equal to 1 (got 0)``.
-
-_MAX_SHOWN = 60
 
 
 def _walk(obj: object, key: str | int) -> tuple[bool, object]:
@@ -119,11 +204,6 @@ def loc_path(loc: Sequence[str | int], data: object) -> str:
         else:
             out += f".{part}" if out else str(part)
     return out
-
-
-def _shown(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= _MAX_SHOWN else text[: _MAX_SHOWN - 3] + "..."
 
 
 @dataclass(frozen=True)
@@ -160,11 +240,11 @@ def field_errors(err: pydantic.ValidationError, data: object) -> list[FieldError
         else:
             path = loc_path(loc, data)
         msg = str(e["msg"]).removeprefix("Value error, ").removeprefix("Assertion failed, ")
-        shown = e.get("input")
+        value = e.get("input")
         got = (
             ""
-            if kind in ("missing", "value_error", "assertion_error") or isinstance(shown, (dict, list))
-            else f" (got {_shown(shown)})"
+            if kind in ("missing", "value_error", "assertion_error") or isinstance(value, (dict, list))
+            else f" (got {shown(value)})"
         )
         out.append(FieldError(loc=loc, path=path, kind=kind, message=msg, got=got))
     return out

@@ -12,7 +12,7 @@ try:  # typer >= 0.2x carries its own copy of click; its Context is what TyperGr
 except ImportError:  # older typer uses the click package
     from click import Context as _Context  # type: ignore[assignment]
 
-from sweep.errors import SweepError
+from sweep.errors import SweepError, clip_lines
 
 __all__ = ["app", "fail"]
 
@@ -24,7 +24,9 @@ class _Group(TyperGroup):
         try:
             return super().invoke(ctx)
         except SweepError as e:
-            typer.echo(f"error: {e}", err=True)
+            # Messages quote user values clipped (sweep.errors.shown); clip_lines is the last
+            # guard so that no error floods a terminal with a huge token.
+            typer.echo(clip_lines(f"error: {e}"), err=True)
             raise SystemExit(1) from None
 
 

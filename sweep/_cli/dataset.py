@@ -113,6 +113,7 @@ def render_plan(plan: Plan) -> str:
     hw = plan.hardware
     how = f" (hardware {cfg.hardware!r} -> {hw})" if config_target(cfg.hardware) is None else ""
     lines = [f"sweep {cfg.name!r} on {hw}{how}"]
+    lines.extend(f"warning: {w}" for w in plan.warnings)
     for title, counts in (
         ("definitions", plan.count_by_definition()),
         ("solutions", plan.count_by_solution()),

@@ -57,6 +57,7 @@ def render_launch(result: LaunchResult) -> str:
         lines.append("nothing to do: every task has a stored trace (use --force to run them again)")
     for x in result.excluded:
         lines.append(f"left out: {x.kind} {x.name}: {x.reason}")
+    lines.extend(f"warning: {w}" for w in result.warnings)
     lines.append(f"run {result.run_id}; results: {result.results_dir} (store {result.store_path})")
     return "\n".join(lines)
 

@@ -78,5 +78,8 @@ def make_overrides(
             limit_per_definition=limit_per_definition,
         )
     except pydantic.ValidationError as e:
-        bad = "; ".join(f"--{str(x['loc'][0]).replace('_', '-')}: {x['msg']}" for x in e.errors())
+        bad = "; ".join(
+            f"--{str(x['loc'][0]).replace('_', '-')}: {str(x['msg']).removeprefix('Value error, ')}"
+            for x in e.errors()
+        )
         raise ConfigError(f"bad command-line value: {bad}") from None

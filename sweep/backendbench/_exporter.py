@@ -15,7 +15,7 @@ from pathlib import Path
 
 from sweep.backendbench._format import format_row
 from sweep.backendbench._ops import select_ops
-from sweep.errors import DatasetError
+from sweep.errors import DatasetError, clip, reason, shown
 from sweep.schema import BackendBenchArgsInput, Definition, Workload
 from sweep.schema.call_json import decode_call
 from sweep.schema.op_tags import op_from_tags
@@ -54,7 +54,7 @@ def _cnt(workload: Workload, call: BackendBenchArgsInput, definition: str) -> in
     if isinstance(w, float):
         if not w.is_integer():
             raise DatasetError(
-                f"workload {workload.uuid} of {definition!r}: weight {w} is not a whole number, "
+                f"workload {shown(workload.uuid)} of {shown(definition)}: weight {w} is not a whole number, "
                 "and a trace row's cnt must be"
             )
         return int(w)
@@ -99,13 +99,13 @@ def export_text(
             call = _call_input(w)
             if call is None:
                 raise DatasetError(
-                    f"workload {w.uuid} of BackendBench definition {d.name!r} has no "
+                    f"workload {shown(w.uuid)} of BackendBench definition {shown(d.name)} has no "
                     "'backendbench_args' input"
                 )
             try:
                 args, kwargs = decode_call(call.args, call.kwargs)
             except ValueError as e:
-                raise DatasetError(f"workload {w.uuid} of {d.name!r}: {e}") from None
+                raise DatasetError(f"workload {shown(w.uuid)} of {shown(d.name)}: {e}") from None
             trailing = call.args_trailing_comma
             if trailing is None:
                 trailing = len(args) == 1
@@ -158,6 +158,6 @@ def export_backendbench(
     try:
         dest.parent.mkdir(parents=True, exist_ok=True)
         dest.write_text(text, encoding="utf-8")
-    except OSError as e:
-        raise DatasetError(f"cannot write {dest}: {e}") from None
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise DatasetError(f"cannot write {clip(str(dest))}: {reason(e)}") from None
     return report

@@ -16,12 +16,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pydantic
+
 from sweep.backendbench._ops import mutation_tags, select_ops
-from sweep.backendbench._parser import TraceRow, parse_trace_file
-from sweep.errors import DatasetError
+from sweep.backendbench._parser import MAX_FILE_BYTES, TraceRow, parse_trace_file
+from sweep.errors import DatasetError, TraceParseError, clip, format_validation_error, reason
 from sweep.schema import Definition, Trace, Workload
 from sweep.schema.call_args import OpName, parse_op_name
 from sweep.schema.call_json import encode_call
+from sweep.schema.limits import load_json, read_text
 from sweep.schema.op_tags import BACKENDBENCH_OP_TYPE, CALL_INPUT, op_tag
 
 __all__ = [
@@ -154,7 +157,14 @@ def build_records(
         key = (row.op, repr((row.args, row.kwargs)))
         occurrence = seen.get(key, 0)
         seen[key] = occurrence + 1
-        by_op.setdefault(row.op, []).append(_workload(row, source_file, occurrence))
+        try:
+            workload = _workload(row, source_file, occurrence)
+        except pydantic.ValidationError as e:
+            # The parser refuses what the records refuse; this keeps a gap between the two
+            # a clean error with the row's line instead of a traceback.
+            problems = format_validation_error(e, None, prefix=f"{source_file}:{row.line}")
+            raise TraceParseError("; ".join(problems)) from None
+        by_op.setdefault(row.op, []).append(workload)
     out = []
     for name in order:
         if name not in by_op:
@@ -175,11 +185,15 @@ def _write_op(root: Path, item: ImportedOp, report: ImportReport) -> None:
     dpath.write_text(json.dumps(item.definition.to_json_obj(), indent=2) + "\n", encoding="utf-8")
     present: set[str] = set()
     if wpath.exists():
-        for lineno, line in enumerate(wpath.read_text(encoding="utf-8").splitlines(), 1):
+        try:
+            existing = read_text(wpath, MAX_FILE_BYTES)
+        except (OSError, ValueError) as e:  # ValueError: not a regular file, too large, not UTF-8
+            raise DatasetError(f"{wpath}: cannot read: {reason(e)}") from None
+        for lineno, line in enumerate(existing.split("\n"), 1):
             if not line.strip():
                 continue
             try:
-                present.add(str(json.loads(line)["workload"]["uuid"]))
+                present.add(str(load_json(line)["workload"]["uuid"]))  # type: ignore[index]
             except (ValueError, KeyError, TypeError):
                 raise DatasetError(
                     f"{wpath}:{lineno}: not a workload line; fix or remove the file before importing"
@@ -233,6 +247,6 @@ def import_backendbench(
         for item in items:
             _write_op(root, item, report)
             report.operators.append(item.op)
-    except OSError as e:
-        raise DatasetError(f"cannot write the dataset under {root}: {e}") from None
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise DatasetError(f"cannot write the dataset under {clip(str(root))}: {reason(e)}") from None
     return report

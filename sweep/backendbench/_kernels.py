@@ -15,8 +15,9 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweep.errors import DatasetError
+from sweep.errors import DatasetError, clip, reason, shown
 from sweep.schema import BuildSpec, Language, Solution, SourceFile
+from sweep.schema.limits import read_text
 from sweep.schema.op_tags import BACKENDBENCH_OP_TYPE
 
 __all__ = ["KernelImportReport", "import_kernels", "solution_from_file"]
@@ -24,6 +25,8 @@ __all__ = ["KernelImportReport", "import_kernels", "solution_from_file"]
 # ``<op>__<overload>``: the op may itself end in ``_`` (``fill___Tensor``) or be a dunder
 # (``__and____Tensor``); an overload never starts with ``_`` nor holds ``__``.
 _FOLDER = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)__([A-Za-z][A-Za-z0-9]*(?:_[A-Za-z0-9]+)*)$")
+#: The largest kernel file read.
+MAX_SOURCE_BYTES = 16 * 2**20
 _TRITON = re.compile(r"^\s*(import triton|from triton\b)|@triton\.(jit|autotune)", re.MULTILINE)
 _CUDA = re.compile(r"load_inline|\.cuda\(|device=['\"]cuda|torch\.cuda\.", re.MULTILINE)
 
@@ -48,6 +51,9 @@ def _defines(source: str, symbol: str, path: Path) -> bool:
         tree = ast.parse(source, filename=str(path))
     except SyntaxError as e:
         raise ValueError(f"not valid Python: {e.msg} (line {e.lineno})") from None
+    except (RecursionError, MemoryError, ValueError):
+        # Python's parser gives up on very deep code this way (MemoryError: its own stack).
+        raise ValueError("not valid Python: nested too deeply for Python's parser") from None
     return any(
         isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == symbol for n in tree.body
     ) or any(
@@ -60,10 +66,11 @@ def solution_from_file(path: Path, folder: str, *, author: str) -> Solution:
     """One implementation file as a Solution of definition ``folder``.
 
     Raises:
-        ValueError: The file is not valid Python or does not define
-            ``<folder>_kernel_impl``.
+        ValueError: The file is not valid Python, does not define ``<folder>_kernel_impl``,
+            is not a regular file, is larger than :data:`MAX_SOURCE_BYTES` or is not UTF-8.
+        OSError: The file cannot be read.
     """
-    source = path.read_text(encoding="utf-8")
+    source = read_text(path, MAX_SOURCE_BYTES)
     symbol = f"{folder}_kernel_impl"
     if not _defines(source, symbol, path):
         raise ValueError(f"defines no top-level {symbol!r}")
@@ -99,12 +106,21 @@ def import_kernels(
         author: The solutions' author.
 
     Raises:
-        DatasetError: ``kernel_dir`` is not a directory, holds no kernel at all, or ``out``
-            cannot be written.
+        DatasetError: ``kernel_dir`` is not a directory, holds no kernel at all, ``out``
+            cannot be written, or ``author`` is not a plain name (it names a folder).
     """
+    # The author names a folder of the dataset: one plain name, never a way out of it.
+    if author in ("", ".", "..") or any(c in author for c in "/\\") or any(ord(c) < 32 for c in author):
+        raise DatasetError(
+            f"--author {shown(author)}: must be a plain name (no '/', '\\', control characters)"
+        )
     src = Path(kernel_dir)
-    if not src.is_dir():
-        raise DatasetError(f"{src}: not a directory (expected a BackendBench kernel directory)")
+    try:
+        is_dir = src.is_dir()
+    except (OSError, ValueError):  # a NUL in the path
+        is_dir = False
+    if not is_dir:
+        raise DatasetError(f"{clip(str(src))}: not a directory (expected a BackendBench kernel directory)")
     root = Path(out)
     report = KernelImportReport(out=root)
     for folder in sorted(p for p in src.iterdir() if p.is_dir() and not p.name.startswith((".", "__py"))):
@@ -120,15 +136,15 @@ def import_kernels(
         for f in files:
             try:
                 sol = solution_from_file(f, folder.name, author=author)
-            except (ValueError, UnicodeDecodeError) as e:
-                report.skipped.append(f"{f}: {e}")
+            except (ValueError, OSError) as e:  # not Python, too large, not a regular file...
+                report.skipped.append(f"{f}: {reason(e)}")
                 continue
             dest = root / "solutions" / author / BACKENDBENCH_OP_TYPE / folder.name / f"{sol.name}.json"
             try:
                 dest.parent.mkdir(parents=True, exist_ok=True)
                 dest.write_text(json.dumps(sol.to_json_obj(), indent=2) + "\n", encoding="utf-8")
-            except OSError as e:
-                raise DatasetError(f"cannot write {dest}: {e}") from None
+            except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+                raise DatasetError(f"cannot write {clip(str(dest))}: {reason(e)}") from None
             report.solutions.append(dest)
     if not report.solutions:
         detail = "; ".join(report.skipped[:5])

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from sweep.engine import schema_mutations
-from sweep.errors import EngineError, ValidationError, did_you_mean
+from sweep.errors import EngineError, ValidationError, did_you_mean, shown
 from sweep.schema.call_args import OpName, parse_op_name
 from sweep.schema.op_tags import MutatedArg
 
@@ -45,7 +45,7 @@ def select_ops(available: Sequence[str], wanted: Sequence[str]) -> list[str]:
         if not hits:
             names = {o.qualified for o in ops} | {o.short for o in ops} | {o.packet for o in ops}
             raise ValidationError(
-                f"--ops: no operator {name!r} in the trace{did_you_mean(name, names, n=3)} "
+                f"--ops: no operator {shown(name)} in the trace{did_you_mean(name, names, n=3)} "
                 f"(give 'relu', 'relu.default' or 'aten.relu.default')"
             )
         chosen.update(hits)

@@ -7,16 +7,23 @@ split by one regular expression into tokens and read by a small recursive-descen
 knows only literals, ``T(...)`` and an allow-list of names. Anything else is refused with the
 file, line, column and the offending text. Nothing is executed and nothing is allocated:
 tensors stay :class:`~sweep.schema.call_args.TensorArg` descriptions.
+
+Bounds: every integer fits 64 bits (an ATen call takes no other, and the store keeps them in
+BIGINT columns), a tensor has at most 2**63-1 elements, a row nests at most
+:data:`MAX_NESTING` levels (the records it becomes must stay under the JSON depth every
+reader accepts), and string escapes must be valid Python ones.
 """
 
 from __future__ import annotations
 
 import ast
+import math
 import re
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.errors import TraceParseError, did_you_mean
+from sweep.errors import TraceParseError, clip, did_you_mean, reason
 from sweep.schema.call_args import (
     ABBREV_TO_DTYPE,
     LAYOUTS,
@@ -32,8 +39,16 @@ from sweep.schema.call_args import (
     TupleArg,
     parse_op_name,
 )
+from sweep.schema.limits import INT64_MAX, INT64_MIN, read_text
 
-__all__ = ["ALLOWED_NAMES", "TraceRow", "parse_trace", "parse_trace_file"]
+__all__ = ["ALLOWED_NAMES", "MAX_FILE_BYTES", "MAX_NESTING", "TraceRow", "parse_trace", "parse_trace_file"]
+
+#: The deepest a row may nest brackets (real rows nest three or four).
+MAX_NESTING = 50
+#: The largest trace file read (the whole BackendBench set is a few megabytes).
+MAX_FILE_BYTES = 1024 * 2**20
+# Integers of at most this many digits fit 64 bits without a check (10**18 < 2**63).
+_SAFE_DIGITS = 18
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,10 +79,11 @@ class TraceRow:
 
 # Plain ``T([..], dt[, stride=(..)])`` and lists of non-negative ints, each read as one token:
 # most of a trace is these, and one token is much cheaper than a dozen. A plain tensor's
-# meaning still comes from the general rules (see ``_fast_tensor``).
+# meaning still comes from the general rules (see ``_fast_tensor``). Numbers of more than 18
+# digits take the general rules, which check that they fit 64 bits.
 _FAST = r"""
       T\(\[[\d,\ ]*\],\ [a-z0-9]+(?:,\ stride=\([\d,\ ]*\))?\)
-    | \[\d+(?:,\ \d+)*\]
+    | \[\d{1,18}(?:,\ \d{1,18})*\]
 """
 _GENERAL = r"""
       [()\[\]{},:=]
@@ -82,7 +98,7 @@ _SLOW_TOKEN = re.compile(r"\s*(" + _GENERAL + ")", re.VERBOSE)
 _TENSOR_CACHE: dict[str, TensorArg] = {}
 _END = "\x00"
 _MISS: ArgValue = object()  # type: ignore[assignment]
-_CNT = re.compile(r"cnt:\s*(\d+)\s*,(.*)$")
+_CNT = re.compile(r"cnt:\s*(\d{1,19})\s*,(.*)$")
 _OPERATOR = re.compile(r"Operator:\s*(\S+)\s*$")
 _DEVICE_NAME = re.compile(r"^[a-z_]+(?::\d+)?$")
 _DEVICE_CALL = re.compile(r"^torch\.device\('([a-z_]+(?::\d+)?)'\)$")
@@ -136,9 +152,10 @@ def parse_trace(text: str, *, filename: str = "<string>") -> list[TraceRow]:
                     f"{filename}:{lineno}: a 'cnt:' row before any 'Operator:' line: {_clip(line)!r}"
                 )
             m = _CNT.match(line)
-            if m is None:
+            if m is None or int(m.group(1)) > INT64_MAX:
                 raise TraceParseError(
-                    f"{filename}:{lineno}: expected 'cnt: <count>, (<args>, <kwargs>)', got {_clip(line)!r}"
+                    f"{filename}:{lineno}: expected 'cnt: <count>, (<args>, <kwargs>)' with a count "
+                    f"under 2**63, got {_clip(line)!r}"
                 )
             rows.append(_parse_row(op, int(m.group(1)), m.group(2), m.start(2), lineno, filename))
         elif line.startswith("Operator:"):
@@ -166,9 +183,9 @@ def parse_trace_file(path: str | Path) -> list[TraceRow]:
     """
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        raise TraceParseError(f"{p}: cannot read trace file: {e}") from None
+        text = read_text(p, MAX_FILE_BYTES)
+    except (OSError, ValueError) as e:  # ValueError: not a regular file, too large, not UTF-8
+        raise TraceParseError(f"{clip(str(p), 300)}: cannot read trace file: {reason(e)}") from None
     return parse_trace(text, filename=str(p))
 
 
@@ -180,6 +197,8 @@ def _parse_row(op: str, cnt: int, body: str, offset: int, lineno: int, filename:
     toks: list[str] = _TOKEN.findall(body)
     toks.append(_END)
     try:
+        if len(toks) > MAX_NESTING:  # fewer tokens cannot nest deeper
+            _check_nesting(toks)
         value, i = _value(toks, 0)
         if toks[i] != _END:
             raise _Refused("unexpected text after the row", i)
@@ -204,6 +223,28 @@ def _parse_row(op: str, cnt: int, body: str, offset: int, lineno: int, filename:
             f"(in row {_clip('cnt: ' + str(cnt) + ',' + body)!r})"
         ) from None
     return TraceRow(op, cnt, items, kwargs, lineno, trailing)
+
+
+def _check_nesting(toks: list[str]) -> None:
+    """Refuse a row nested deeper than :data:`MAX_NESTING`, before the recursive reader."""
+    depth = 0
+    for k, t in enumerate(toks):
+        if t in ("(", "[", "{"):
+            depth += 1
+            if depth > MAX_NESTING:
+                raise _Refused(f"nested too deeply (more than {MAX_NESTING} levels)", k)
+        elif t in (")", "]", "}"):
+            depth -= 1
+
+
+def _int(t: str, i: int) -> int:
+    """The integer token ``t``, which must fit 64 bits (checked before any long conversion)."""
+    if len(t.lstrip("-")) > 19:
+        raise _Refused("an integer beyond the 64-bit range", i)
+    n = int(t)
+    if not INT64_MIN <= n <= INT64_MAX:
+        raise _Refused("an integer beyond the 64-bit range", i)
+    return n
 
 
 def _locate(body: str, index: int) -> tuple[int, str]:
@@ -236,11 +277,12 @@ def _value(toks: list[str], i: int) -> tuple[ArgValue, int]:
     if c.isdigit() or c == "-" or c == ".":
         if t == "-":
             raise _Refused("a lone '-' (only numbers and -inf may be negative)", i)
+        if t.lstrip("-").isdigit():
+            return _int(t, i), i + 1
         try:
-            num: int | float = int(t) if t.lstrip("-").isdigit() else float(t)
+            return float(t), i + 1
         except ValueError:
             raise _Refused("not a number", i) from None
-        return num, i + 1
     if c.isalpha() or c == "_":
         if toks[i + 1] == "(":
             if t == "T":
@@ -256,7 +298,9 @@ def _value(toks: list[str], i: int) -> tuple[ArgValue, int]:
     raise _Refused(f"unexpected {t!r}", i)
 
 
-_PLAIN_T = re.compile(r"T\(\[((?:\d+, )*\d+)?\], ([a-z0-9]+)(?:, stride=\(((?:\d+, )*\d+(,?))?\))?\)")
+_PLAIN_T = re.compile(
+    r"T\(\[((?:\d{1,18}, )*\d{1,18})?\], ([a-z0-9]+)(?:, stride=\(((?:\d{1,18}, )*\d{1,18}(,?))?\))?\)"
+)
 
 
 def _fast_tensor(tok: str, index: int) -> TensorArg:
@@ -274,6 +318,8 @@ def _fast_tensor(tok: str, index: int) -> TensorArg:
     if m is not None and dtype is not None:
         shape_txt, stride_txt, comma = m.group(1), m.group(3), m.group(4)
         shape = tuple(map(int, shape_txt.split(", "))) if shape_txt else ()
+        if math.prod(shape) > INT64_MAX:
+            raise _Refused("T() shape has more than 2**63-1 elements", index)
         if m.group(3) is None and "stride" not in tok:
             v = TensorArg(shape, dtype)
         elif stride_txt is not None:
@@ -314,7 +360,7 @@ def _sequence(toks: list[str], i: int, close: str) -> tuple[list[ArgValue], int,
         if v is _MISS:
             v = names.get(t, _MISS)
             if v is _MISS:
-                if t.isdigit():
+                if t.isdigit() and len(t) <= _SAFE_DIGITS:
                     v = int(t)
                     i += 1
                 else:
@@ -343,7 +389,7 @@ def _dict(toks: list[str], i: int) -> tuple[dict[str, ArgValue], int]:
         k = toks[i]
         if k[0] not in "'\"":
             raise _Refused("dict keys must be strings", i)
-        key = _string(k)
+        key = _string(k, i)
         if toks[i + 1] != ":":
             raise _Refused("expected ':' after a dict key", i + 1)
         v, i = _value(toks, i + 2)
@@ -361,14 +407,24 @@ def _dict(toks: list[str], i: int) -> tuple[dict[str, ArgValue], int]:
             raise _Refused("expected ',' or '}'", i)
 
 
-def _string(tok: str) -> str:
+def _string(tok: str, i: int) -> str:
     # Only escapes need Python's rules; literal_eval of a single string literal runs nothing.
-    return tok[1:-1] if "\\" not in tok else str(ast.literal_eval(tok))
+    if "\\" not in tok:
+        return tok[1:-1]
+    try:
+        with warnings.catch_warnings():
+            # An unknown escape ('\d') is only a warning in Python: here it is refused.
+            warnings.simplefilter("error")
+            return str(ast.literal_eval(tok))
+    except (SyntaxError, ValueError, Warning) as e:
+        # Python says "(unicode error) 'unicodeescape' codec can't decode ...: <why>".
+        why = str(getattr(e, "msg", None) or e).rsplit(": ", 1)[-1]
+        raise _Refused(f"invalid escape in a string ({why})", i) from None
 
 
 def _string_value(toks: list[str], i: int) -> ArgValue:
     tok = toks[i]
-    s = _string(tok)
+    s = _string(tok, i)
     name = ABBREV_TO_DTYPE.get(s)
     if name is not None:
         # BackendBench's reader turns a quoted abbreviation into the dtype.
@@ -423,6 +479,8 @@ def _tensor(toks: list[str], i: int, start: int) -> tuple[TensorArg, int]:
 
     shape_v, at = positional[0]
     shape = _int_list(shape_v, at, "shape")
+    if math.prod(shape) > INT64_MAX:
+        raise _Refused("T() shape has more than 2**63-1 elements", at)
     dtype_v, at = positional[1]
     if not isinstance(dtype_v, DTypeArg):
         raise _Refused("T() dtype must be a dtype such as f16 or torch.float16", at)

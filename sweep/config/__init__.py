@@ -33,7 +33,7 @@ from sweep.config.models import (
     default_store_path,
     resolve_address,
 )
-from sweep.config.yaml_file import load_config, read_config_file, resolve_paths
+from sweep.config.yaml_file import key_lines, load_config, read_config_file, resolve_paths
 from sweep.schema.settings import EvalSettings, Timeouts, Tolerance
 
 __all__ = [
@@ -53,6 +53,7 @@ __all__ = [
     "apply_overrides",
     "apply_settings_overrides",
     "default_store_path",
+    "key_lines",
     "load_config",
     "read_config_file",
     "resolve_address",

@@ -28,6 +28,8 @@ from typing import Literal
 
 from pydantic import Field, JsonValue, field_validator
 
+from sweep.errors import shown
+from sweep.schema.limits import INT64_MAX, INT64_MIN
 from sweep.schema.settings import EvalSettings, StrictModel
 
 __all__ = [
@@ -81,7 +83,7 @@ class SolutionSelect(StrictModel):
 class WorkloadSelect(StrictModel):
     """Which workloads of each definition to run."""
 
-    limit_per_definition: int | None = Field(default=None, ge=1)
+    limit_per_definition: int | None = Field(default=None, ge=1, le=INT64_MAX)
     uuids: list[str] = Field(default_factory=list)
 
 
@@ -90,15 +92,22 @@ class RaySettings(StrictModel):
 
     address: str | None = None
     runtime_env: dict[str, JsonValue] = Field(default_factory=dict)
-    num_cpus: int | None = Field(default=None, ge=1, description="embedded Ray only")
-    num_gpus: int | None = Field(default=None, ge=0, description="embedded Ray only")
+    num_cpus: int | None = Field(default=None, ge=1, le=INT64_MAX, description="embedded Ray only")
+    num_gpus: int | None = Field(default=None, ge=0, le=INT64_MAX, description="embedded Ray only")
 
 
 class OutputSettings(StrictModel):
     """Where results go (relative paths are relative to the config file's folder)."""
 
-    results_dir: str = DEFAULT_RESULTS_DIR
-    store: str | None = Field(default=None, description=f"default: <results_dir>/{STORE_FILE_NAME}")
+    results_dir: str = Field(default=DEFAULT_RESULTS_DIR, min_length=1)
+    store: str | None = Field(
+        default=None, min_length=1, description=f"default: <results_dir>/{STORE_FILE_NAME}"
+    )
+
+    @field_validator("results_dir", "store")
+    @classmethod
+    def _path(cls, v: str | None) -> str | None:
+        return _no_nul(v)
 
     def store_path(self) -> str:
         """The DuckDB file, defaulting to ``<results_dir>/sweep.duckdb``."""
@@ -126,6 +135,35 @@ class SweepConfig(StrictModel):
     def _one_root(cls, v: object) -> object:
         return [v] if isinstance(v, str) else v
 
+    @field_validator("dataset")
+    @classmethod
+    def _roots(cls, v: list[str]) -> list[str]:
+        for root in v:
+            if not root:
+                raise ValueError("a dataset root must not be empty")
+            _no_nul(root)
+        return v
+
+    @field_validator("evaluation")
+    @classmethod
+    def _iterations(cls, v: EvalSettings) -> EvalSettings:
+        # Refused where a person writes them; the engine itself clamps (the stopping rule
+        # takes the larger), so settings records stay loadable.
+        if v.min_iterations > v.max_iterations:
+            raise ValueError(
+                f"min_iterations ({v.min_iterations}) is more than max_iterations ({v.max_iterations})"
+            )
+        return v
+
+    @field_validator("hardware")
+    @classmethod
+    def _hardware(cls, v: str) -> str:
+        # Only emptiness here: names are checked where a person wrote them (load_config),
+        # since a launch re-validates the config with whatever GPU the cluster reports.
+        if not v.strip():
+            raise ValueError("must name a target: 'auto', 'cpu' or a GPU type such as 'H100'")
+        return v
+
     def config_hash(self) -> str:
         """Stable hash of the whole config."""
         text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
@@ -138,15 +176,29 @@ class ConfigOverrides(StrictModel):
     name: str | None = Field(default=None, min_length=1)
     hardware: str | None = Field(default=None, min_length=1)
     address: str | None = Field(default=None, description="Ray cluster address (ray.address)")
-    results_dir: str | None = None
-    store: str | None = None
-    seed: int | None = None
-    trials: int | None = Field(default=None, ge=1, description="correctness trials (evaluation.trials)")
-    limit_per_definition: int | None = Field(default=None, ge=1)
+    results_dir: str | None = Field(default=None, min_length=1)
+    store: str | None = Field(default=None, min_length=1)
+    seed: int | None = Field(default=None, ge=INT64_MIN, le=INT64_MAX)
+    trials: int | None = Field(
+        default=None, ge=1, le=INT64_MAX, description="correctness trials (evaluation.trials)"
+    )
+    limit_per_definition: int | None = Field(default=None, ge=1, le=INT64_MAX)
+
+    @field_validator("results_dir", "store")
+    @classmethod
+    def _path(cls, v: str | None) -> str | None:
+        return _no_nul(v)
 
     def is_empty(self) -> bool:
         """True when nothing is overridden."""
         return all(v is None for v in self.model_dump().values())
+
+
+def _no_nul(path: str | None) -> str | None:
+    """``path``, unless it holds a NUL, which no file system allows in a path."""
+    if path is not None and "\x00" in path:
+        raise ValueError(f"a path must not contain a NUL character, got {shown(path)}")
+    return path
 
 
 def resolve_address(flag: str | None, config: SweepConfig) -> str | None:

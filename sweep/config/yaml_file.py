@@ -19,42 +19,21 @@ from typing import NoReturn, Union
 import pydantic
 import yaml
 
+from sweep.config._yaml_tree import BoundsError, compose, line_of, to_python
 from sweep.config.models import ConfigOverrides, SweepConfig, apply_overrides
-from sweep.errors import ConfigError, did_you_mean, field_errors, loc_path
+from sweep.errors import ConfigError, clip, did_you_mean, field_errors, loc_path, reason, shown
+from sweep.schema.hardware import hardware_problem
+from sweep.schema.limits import FileRefused, read_text
 
-__all__ = ["load_config", "read_config_file", "resolve_paths"]
+__all__ = ["key_lines", "load_config", "read_config_file", "resolve_paths"]
 
 _Loc = Sequence[str | int]
+#: The largest config file read: a sweep config is a page; this bounds reading and parsing.
+MAX_CONFIG_BYTES = 256 * 2**10
 
 
 def _mark(node: yaml.Node) -> int:
-    return int(node.start_mark.line) + 1
-
-
-def _to_python(node: yaml.Node, path: str, errors: list[str]) -> object:
-    """Build Python values from the node tree (safe types only), reporting duplicate keys."""
-    if isinstance(node, yaml.MappingNode):
-        out: dict[object, object] = {}
-        for knode, vnode in node.value:
-            key = _to_python(knode, path, errors)
-            if not isinstance(key, (str, int, float, bool)) or key is None:
-                errors.append(f"{path}:{_mark(knode)}: a key must be a plain word, got {key!r}")
-                continue
-            if key in out:
-                errors.append(f"{path}:{_mark(knode)}: duplicate key {key!r}")
-            out[key] = _to_python(vnode, path, errors)
-        return out
-    if isinstance(node, yaml.SequenceNode):
-        return [_to_python(n, path, errors) for n in node.value]
-    # Scalars: let the safe constructor decide ints, floats, bools, nulls, strings.
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_object(node, deep=True)
-    except yaml.YAMLError as e:
-        errors.append(f"{path}:{_mark(node)}: {e}")
-        return None
-    finally:
-        loader.dispose()
+    return line_of(node)
 
 
 def _node_at(root: yaml.Node, loc: _Loc) -> tuple[yaml.Node, bool]:
@@ -136,7 +115,7 @@ def _format_errors(err: pydantic.ValidationError, data: object, root: yaml.Node,
             inside = f" in {loc_path(parent, data)}" if parent else ""
             hint = did_you_mean(key, allowed)
             listing = f"; allowed: {', '.join(allowed)}" if allowed and not hint else ""
-            lines.append(f"{where}: unknown key {key!r}{inside}{hint}{listing}")
+            lines.append(f"{where}: unknown key {shown(key)}{inside}{hint}{listing}")
         elif f.kind == "missing":
             lines.append(f"{where}: {f.path}: required key is missing")
         else:
@@ -148,54 +127,107 @@ def read_config_file(path: str | Path) -> SweepConfig:
     """Parse and validate a sweep config file, paths left as written.
 
     Raises:
-        ConfigError: The file is missing, is not YAML, or breaks the config schema; the
-            message has ``file:line`` for every problem.
+        ConfigError: The file is missing, not a regular file or over :data:`MAX_CONFIG_BYTES`,
+            is not YAML or over the bounds of :mod:`sweep.config._yaml_tree`, breaks the config
+            schema, names a GPU type one typo away from a known one, or has a path that cannot
+            be made absolute; the message has ``file:line`` for every problem.
     """
     p = Path(path)
-    shown = str(path)
+    name = clip(str(path), 200)
     try:
-        text = p.read_text(encoding="utf-8")
+        text = read_text(p, MAX_CONFIG_BYTES)
     except FileNotFoundError:
-        raise ConfigError(f"config file not found: {shown}") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise ConfigError(f"cannot read config file {shown}: {e}") from None
+        raise ConfigError(f"config file not found: {name}") from None
+    except FileRefused as e:
+        raise ConfigError(f"config file {name} {e}: a sweep config is a YAML file") from None
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path, UnicodeDecodeError
+        raise ConfigError(f"cannot read config file {name}: {reason(e)}") from None
     try:
-        root = yaml.compose(text, Loader=yaml.SafeLoader)
+        root = compose(text)
+    except BoundsError as e:
+        line = f":{e.problem_mark.line + 1}" if e.problem_mark is not None else ""
+        raise ConfigError(f"{name}{line}: {e.problem}") from None
     except yaml.MarkedYAMLError as e:
         mark = e.problem_mark or e.context_mark
         line = f":{mark.line + 1}" if mark is not None else ""
         problem = e.problem or e.context or "invalid YAML"
-        raise ConfigError(f"{shown}{line}: YAML syntax error: {problem}") from None
+        raise ConfigError(f"{name}{line}: YAML syntax error: {problem}") from None
     except yaml.YAMLError as e:
-        raise ConfigError(f"{shown}: YAML syntax error: {e}") from None
+        raise ConfigError(f"{name}: YAML syntax error: {e}") from None
     if root is None:
-        raise ConfigError(f"{shown}: the config is empty; it needs at least 'name' and 'dataset'")
+        raise ConfigError(f"{name}: the config is empty; it needs at least 'name' and 'dataset'")
     if not isinstance(root, yaml.MappingNode):
-        raise ConfigError(f"{shown}:{_mark(root)}: the config must be a mapping of keys to values")
+        raise ConfigError(f"{name}:{_mark(root)}: the config must be a mapping of keys to values")
     errors: list[str] = []
-    data = _to_python(root, shown, errors)
+    data = to_python(root, name, errors)
     if errors:
-        _raise(errors, shown)
+        _raise(errors, name)
     try:
-        return SweepConfig.model_validate(data)
+        config = SweepConfig.model_validate(data)
     except pydantic.ValidationError as e:
-        _raise(_format_errors(e, data, root, shown), shown)
+        _raise(_format_errors(e, data, root, name), name)
+    wrong_hardware = hardware_problem(config.hardware)[0]
+    if wrong_hardware:
+        node, _found = _node_at(root, ("hardware",))
+        raise ConfigError(f"{name}:{_mark(node)}: hardware: {wrong_hardware}")
+    for loc, value in _path_fields(config):
+        try:
+            _resolve(Path(), value, loc)
+        except ConfigError as e:
+            raise ConfigError(f"{name}:{_mark(_node_at(root, loc)[0])}: {e}") from None
+    return config
 
 
-def _resolve(base: Path, value: str) -> str:
-    p = Path(value).expanduser()
-    return str(p if p.is_absolute() else (base / p).resolve())
+def _path_fields(config: SweepConfig) -> list[tuple[tuple[str | int, ...], str]]:
+    """The paths of a config, each with its place (``("dataset", 0)``, ``("output", "store")``)."""
+    out: list[tuple[tuple[str | int, ...], str]] = [(("dataset", i), d) for i, d in enumerate(config.dataset)]
+    out.append((("output", "results_dir"), config.output.results_dir))
+    if config.output.store is not None:
+        out.append((("output", "store"), config.output.store))
+    return out
+
+
+def _resolve(base: Path, value: str, loc: tuple[str | int, ...]) -> str:
+    try:
+        p = Path(value).expanduser()
+        return str(p if p.is_absolute() else (base / p).resolve())
+    except (RuntimeError, OSError, ValueError) as e:
+        # RuntimeError: '~user' for a user this machine does not have.
+        where = "".join(f"[{part}]" if isinstance(part, int) else f".{part}" for part in loc).lstrip(".")
+        raise ConfigError(f"{where}: path {shown(value)} cannot be used: {reason(e)}") from None
 
 
 def resolve_paths(config: SweepConfig, base: Path) -> SweepConfig:
-    """The config with relative ``dataset`` and ``output`` paths made absolute against ``base``."""
+    """The config with relative ``dataset`` and ``output`` paths made absolute against ``base``.
+
+    Raises:
+        ConfigError: A path cannot be made absolute (``~user`` of an unknown user).
+    """
     data = config.model_dump(mode="json", exclude_unset=True)
-    data["dataset"] = [_resolve(base, d) for d in config.dataset]
+    resolved = {loc: _resolve(base, value, loc) for loc, value in _path_fields(config)}
+    data["dataset"] = [resolved[("dataset", i)] for i in range(len(config.dataset))]
     out = data.setdefault("output", {})
-    out["results_dir"] = _resolve(base, config.output.results_dir)
+    out["results_dir"] = resolved[("output", "results_dir")]
     if config.output.store is not None:
-        out["store"] = _resolve(base, config.output.store)
+        out["store"] = resolved[("output", "store")]
     return SweepConfig.model_validate(data)
+
+
+def key_lines(path: str | Path, locs: Sequence[_Loc]) -> list[int | None]:
+    """The line of each place (``("definitions", "names", 0)``) in a config file, for
+    messages about a config that loaded; ``None`` where it is not found (or the file no
+    longer reads)."""
+    try:
+        root = compose(read_text(path, MAX_CONFIG_BYTES))
+    except (OSError, ValueError, yaml.YAMLError):
+        return [None] * len(locs)
+    if root is None:
+        return [None] * len(locs)
+    out: list[int | None] = []
+    for loc in locs:
+        node, found = _node_at(root, loc)
+        out.append(_mark(node) if found else None)
+    return out
 
 
 def load_config(path: str | Path, overrides: ConfigOverrides | None = None) -> SweepConfig:
@@ -214,5 +246,9 @@ def load_config(path: str | Path, overrides: ConfigOverrides | None = None) -> S
     config = read_config_file(p)
     config = resolve_paths(config, p.resolve().parent)
     if overrides is not None and not overrides.is_empty():
+        if overrides.hardware is not None:
+            wrong_hardware = hardware_problem(overrides.hardware)[0]
+            if wrong_hardware:
+                raise ConfigError(f"--hardware {shown(overrides.hardware)}: {wrong_hardware}")
         config = resolve_paths(apply_overrides(config, overrides), Path.cwd())
     return config

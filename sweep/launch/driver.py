@@ -25,8 +25,9 @@ from sweep.cluster.connect import ClusterInfo, Pool, RayConnection, auto_target,
 from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
+from sweep.errors import PlanError
 from sweep.launch.progress import Progress, SummaryRow, Tally
-from sweep.plan import Exclusion, Plan, build_plan, select
+from sweep.plan import Exclusion, Plan, build_plan, select, with_lines
 from sweep.plan.dataset import Dataset, load_dataset
 from sweep.schema import Trace
 from sweep.schema.hardware import config_target
@@ -80,6 +81,7 @@ class LaunchResult:
     cluster: ClusterInfo | None
     stats: SchedulerStats
     excluded: list[Exclusion]
+    warnings: list[str] = field(default_factory=list)
 
 
 def new_run_id() -> str:
@@ -132,7 +134,10 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
     t0 = time.monotonic()
     config: SweepConfig = load_config(config_path, opts.overrides)
     dataset = load_dataset(config.dataset)
-    selection = select(config, dataset)  # every plan error, before Ray
+    try:
+        selection = select(config, dataset)  # every plan error, before Ray
+    except PlanError as e:
+        raise with_lines(e, config_path) from None
     target = config_target(config.hardware)  # None: hardware auto, the cluster decides
     run_id = new_run_id()
     plan: Plan | None = None
@@ -256,4 +261,5 @@ def _result(
         cluster=cluster,
         stats=stats,
         excluded=list(plan.excluded),
+        warnings=list(plan.warnings),
     )

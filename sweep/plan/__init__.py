@@ -22,6 +22,7 @@ from sweep.plan.expand import (
     plan_config,
     select,
     target_hardware,
+    with_lines,
 )
 from sweep.plan.pair import PairSelection, select_pair
 
@@ -44,4 +45,5 @@ __all__ = [
     "select_pair",
     "target_hardware",
     "validate_roots",
+    "with_lines",
 ]

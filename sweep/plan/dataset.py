@@ -23,8 +23,9 @@ from typing import Literal, TypeVar
 
 import pydantic
 
-from sweep.errors import DatasetError, did_you_mean, format_validation_error
-from sweep.schema import Definition, Solution, Trace, Workload, check_workload
+from sweep.errors import DatasetError, clip, did_you_mean, format_validation_error, reason, shown
+from sweep.schema import Definition, SafetensorsInput, Solution, Trace, Workload, check_workload
+from sweep.schema.limits import load_json, read_text
 
 __all__ = ["LAYOUT", "Dataset", "Origin", "RecordKind", "load_dataset", "validate_roots"]
 
@@ -37,6 +38,9 @@ LAYOUT: dict[str, tuple[str, str]] = {
     "trace": ("traces", ".jsonl"),
 }
 _MAX_ERRORS_SHOWN = 200
+#: The largest dataset file read (a JSONL of workloads or traces can be large; a device or
+#: a runaway file must not fill the memory).
+MAX_FILE_BYTES = 512 * 2**20
 
 _R = TypeVar("_R", bound=pydantic.BaseModel)
 
@@ -118,14 +122,16 @@ def _files(root: Path, kind: str) -> list[Path]:
     base = root / folder
     if not base.is_dir():
         return []
-    return sorted(p for p in base.rglob(f"*{suffix}") if p.is_file())
+    # Not only regular files: a FIFO or a link to a device named like a record is reported
+    # (reading checks the kind of file first and never opens those).
+    return sorted(p for p in base.rglob(f"*{suffix}") if not p.is_dir())
 
 
 def _read_text(path: Path, errors: list[str]) -> str | None:
     try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as e:
-        errors.append(f"{path}: cannot read: {e}")
+        return read_text(path, MAX_FILE_BYTES)
+    except (OSError, ValueError) as e:  # ValueError: FileRefused, UnicodeDecodeError
+        errors.append(f"{path}: cannot read: {reason(e)}")
         return None
 
 
@@ -142,13 +148,16 @@ def _parse(
         return model.model_validate_json(text), None
     except pydantic.ValidationError:
         pass
+    where = f"{path}:{line}" if line is not None else str(path)
     try:
-        data: object = json.loads(text)
+        data: object = load_json(text)
     except json.JSONDecodeError as e:
         where = f"{path}:{line if line is not None else e.lineno}"
         errors.append(f"{where}: not valid JSON: {e.msg} (column {e.colno})")
         return None, None
-    where = f"{path}:{line}" if line is not None else str(path)
+    except ValueError as e:  # nested too deeply, an integer too long
+        errors.append(f"{where}: not accepted as JSON: {e}")
+        return None, None
     if not isinstance(data, dict):
         errors.append(f"{where}: expected a JSON object, got {type(data).__name__}")
         return None, data
@@ -163,7 +172,9 @@ def _jsonl_lines(path: Path, errors: list[str]) -> Iterator[tuple[int, str]]:
     text = _read_text(path, errors)
     if text is None:
         return
-    for lineno, line in enumerate(text.splitlines(), start=1):
+    # split("\n"), not splitlines(): JSON strings may hold U+2028 and other characters that
+    # splitlines() takes for line ends, and line numbers must be the file's.
+    for lineno, line in enumerate(text.split("\n"), start=1):
         if line.strip():
             yield lineno, line
 
@@ -183,7 +194,7 @@ class _Loader:
     def _claim(self, kind: str, name: str, origin: Origin, root: Path, what: str) -> bool:
         prev = self.ds._origins.get((kind, name))
         if prev is not None:
-            self.errors.append(f"{origin}: duplicate {what} {name!r}: also defined in {prev[0]}")
+            self.errors.append(f"{origin}: duplicate {what} {shown(name)}: also defined in {prev[0]}")
             return False
         self.ds._origins[(kind, name)] = (origin, root)
         return True
@@ -225,7 +236,7 @@ class _Loader:
                 if defn is None:
                     self.errors.append(self._unknown_definition(where, t.definition))
                     continue
-                problems = check_workload(defn, t.workload)
+                problems = check_workload(defn, t.workload) + _escaping_paths(root, t.workload)
                 if problems:
                     self.errors.extend(f"{where}: workload.{p}" for p in problems)
                     continue
@@ -253,19 +264,18 @@ class _Loader:
 
     def _unknown_definition(self, where: str, name: str) -> str:
         if name in self._failed_definitions:
-            return f"{where}: definition: definition {name!r} did not load (its file has errors)"
+            return f"{where}: definition: definition {shown(name)} did not load (its file has errors)"
         failed = self._failed_definition_files
         note = f" ({failed} definition file{'s' if failed != 1 else ''} failed to load)" if failed else ""
-        return (
-            f"{where}: definition: unknown definition {name!r}{did_you_mean(name, self.ds.definitions)}{note}"
-        )
+        return f"{where}: definition: unknown definition {shown(name)}{did_you_mean(name, self.ds.definitions)}{note}"
 
     def check_solutions(self) -> None:
         for name, sol in self.ds.solutions.items():
             if sol.definition not in self.ds.definitions:
                 self.ds.warnings.append(
-                    f"{self.ds.origin('solution', name)}: definition: solution {name!r} is for "
-                    f"{sol.definition!r}, which no root defines{did_you_mean(sol.definition, self.ds.definitions)}"
+                    f"{self.ds.origin('solution', name)}: definition: solution {shown(name)} is for "
+                    f"{shown(sol.definition)}, which no root defines"
+                    f"{did_you_mean(sol.definition, self.ds.definitions)}"
                 )
 
 
@@ -274,16 +284,22 @@ def _check_roots(roots: Sequence[str | Path]) -> list[Path]:
         raise DatasetError("no dataset root given")
     out: list[Path] = []
     for r in roots:
-        p = Path(r).expanduser().resolve()
-        if not p.is_dir():
-            raise DatasetError(f"dataset root {str(r)!r} is not a folder ({p})")
+        name = shown(str(r))
+        try:
+            p = Path(r).expanduser().resolve()
+            is_dir = p.is_dir()
+        except (OSError, ValueError, RuntimeError) as e:
+            # ValueError: a NUL in the path; RuntimeError: '~user' with no such user.
+            raise DatasetError(f"dataset root {name} is not a usable path: {reason(e)}") from None
+        if not is_dir:
+            raise DatasetError(f"dataset root {name} is not a folder ({clip(str(p))})")
         if not any((p / LAYOUT[k][0]).is_dir() for k in LAYOUT):
             raise DatasetError(
-                f"dataset root {str(r)!r} has none of definitions/, solutions/, workloads/, traces/ "
+                f"dataset root {name} has none of definitions/, solutions/, workloads/, traces/ "
                 "(expected the FlashInfer-Bench layout)"
             )
         if p in out:
-            raise DatasetError(f"dataset root {str(r)!r} is given twice")
+            raise DatasetError(f"dataset root {name} is given twice")
         out.append(p)
     return out
 
@@ -329,3 +345,20 @@ def load_dataset(roots: Sequence[str | Path], *, strict: bool = True) -> Dataset
         body = "\n".join(f"  {x}" for x in shown)
         raise DatasetError(f"dataset has {len(errors)} {noun}:\n{body}{tail}")
     return ds
+
+
+def _escaping_paths(root: Path, workload: Workload) -> list[str]:
+    """Safetensors inputs whose file, with symbolic links followed, is outside ``root``.
+
+    The record itself refuses absolute paths and ``..``; a link inside the dataset that
+    points elsewhere is found only here. The engine refuses such paths too (later).
+    """
+    base = root.resolve()
+    out = []
+    for name, spec in workload.inputs.items():
+        if isinstance(spec, SafetensorsInput) and not (base / spec.path).resolve().is_relative_to(base):
+            out.append(
+                f"inputs.{clip(name)}.path: {shown(spec.path)} leads outside the dataset root {base} "
+                "(through a symbolic link); safetensors files must be inside the root"
+            )
+    return out

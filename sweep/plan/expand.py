@@ -24,11 +24,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweep.config import ConfigOverrides, SweepConfig, apply_overrides, load_config
-from sweep.errors import PlanError, did_you_mean
+from sweep.config import ConfigOverrides, SweepConfig, apply_overrides, key_lines, load_config
+from sweep.errors import PlanError, did_you_mean, shown
 from sweep.plan.dataset import Dataset, load_dataset
 from sweep.schema import Definition, Solution, Workload
-from sweep.schema.hardware import CPU, config_target, solution_targets_match
+from sweep.schema.hardware import CPU, config_target, hardware_problem, solution_targets_match
 from sweep.schema.task import Task
 
 __all__ = [
@@ -40,6 +40,7 @@ __all__ = [
     "plan_config",
     "select",
     "target_hardware",
+    "with_lines",
 ]
 
 
@@ -67,6 +68,8 @@ class Plan:
     hardware: str
     tasks: list[Task]
     excluded: list[Exclusion] = field(default_factory=list)
+    #: Things worth saying that do not stop the plan (a GPU type this version does not know).
+    warnings: list[str] = field(default_factory=list)
 
     def count_by_definition(self) -> dict[str, int]:
         """Tasks per definition, in plan order."""
@@ -87,21 +90,28 @@ def _match_names(patterns: Sequence[str], names: Iterable[str]) -> set[str]:
     return {n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)}
 
 
-def _check_used(what: str, wanted: Sequence[str], available: Iterable[str], errors: list[str]) -> None:
+#: Problems of a config against a dataset, each with its place in the config.
+_Problems = list[tuple[tuple[str | int, ...], str]]
+_HEADING = "the config selects things the dataset does not have"
+
+
+def _check_used(
+    what: tuple[str, str], wanted: Sequence[str], available: Iterable[str], errors: _Problems
+) -> None:
     """Every entry of a filter must match something in the dataset."""
     pool = sorted(set(available))
-    for w in wanted:
+    for i, w in enumerate(wanted):
         if not any(fnmatch.fnmatchcase(a, w) for a in pool):
             hint = did_you_mean(w, pool)
-            errors.append(f"{what}: {w!r} matches nothing in the dataset{hint}")
+            errors.append(((*what, i), f"{'.'.join(what)}: {shown(w)} matches nothing in the dataset{hint}"))
 
 
-def _select_definitions(config: SweepConfig, ds: Dataset, errors: list[str]) -> list[Definition]:
+def _select_definitions(config: SweepConfig, ds: Dataset, errors: _Problems) -> list[Definition]:
     sel = config.definitions
     defs = ds.definitions
-    _check_used("definitions.names", sel.names, defs, errors)
-    _check_used("definitions.op_types", sel.op_types, (d.op_type for d in defs.values()), errors)
-    _check_used("definitions.tags", sel.tags, (t for d in defs.values() for t in d.tags), errors)
+    _check_used(("definitions", "names"), sel.names, defs, errors)
+    _check_used(("definitions", "op_types"), sel.op_types, (d.op_type for d in defs.values()), errors)
+    _check_used(("definitions", "tags"), sel.tags, (t for d in defs.values() for t in d.tags), errors)
     chosen = _match_names(sel.names, defs) if sel.names else set(defs)
     out = []
     for name in sorted(chosen):
@@ -114,12 +124,13 @@ def _select_definitions(config: SweepConfig, ds: Dataset, errors: list[str]) -> 
     return out
 
 
-def _select_solutions(config: SweepConfig, ds: Dataset, errors: list[str]) -> list[Solution]:
+def _select_solutions(config: SweepConfig, ds: Dataset, errors: _Problems) -> list[Solution]:
     sel = config.solutions
     sols = ds.solutions
-    _check_used("solutions.names", sel.names, sols, errors)
-    _check_used("solutions.authors", sel.authors, (s.author for s in sols.values()), errors)
-    _check_used("solutions.languages", sel.languages, (s.spec.language.value for s in sols.values()), errors)
+    _check_used(("solutions", "names"), sel.names, sols, errors)
+    _check_used(("solutions", "authors"), sel.authors, (s.author for s in sols.values()), errors)
+    languages = (s.spec.language.value for s in sols.values())
+    _check_used(("solutions", "languages"), sel.languages, languages, errors)
     chosen = _match_names(sel.names, sols) if sel.names else set(sols)
     out = []
     for name in sorted(chosen):
@@ -148,6 +159,27 @@ class Selection:
     dataset: Dataset
     definitions: list[Definition]
     solutions: list[Solution]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _check_tolerances(config: SweepConfig, ds: Dataset, errors: _Problems) -> None:
+    """Every key of the tolerance maps must name something the dataset has: a key that
+    matches nothing would silently leave the default tolerance in force."""
+    ev = config.evaluation
+    op_types = sorted({d.op_type for d in ds.definitions.values()})
+    for key in ev.op_type_tolerance:
+        if key not in op_types:
+            hint = did_you_mean(key, op_types)
+            where = ("evaluation", "op_type_tolerance", key)
+            errors.append(
+                (where, f"evaluation.op_type_tolerance: {shown(key)} is no op_type of the dataset{hint}")
+            )
+    for key in ev.definition_tolerance:
+        if key not in ds.definitions:
+            hint = did_you_mean(key, ds.definitions)
+            where = ("evaluation", "definition_tolerance", key)
+            text = f"evaluation.definition_tolerance: {shown(key)} is no definition of the dataset{hint}"
+            errors.append((where, text))
 
 
 def select(config: SweepConfig, dataset: Dataset) -> Selection:
@@ -156,22 +188,35 @@ def select(config: SweepConfig, dataset: Dataset) -> Selection:
     Hardware plays no part: the selection is the same for every target.
 
     Raises:
-        PlanError: A name, glob, op_type, tag, author, language or uuid in the config
+        PlanError: A name, glob, op_type, tag, author, language, uuid or tolerance key in the config
             matches nothing in the dataset (with "did you mean").
     """
-    errors: list[str] = []
+    errors: _Problems = []
     defs = _select_definitions(config, dataset, errors)
     sols = _select_solutions(config, dataset, errors)
+    _check_tolerances(config, dataset, errors)
     all_uuids = [w.uuid for wls in dataset.workloads.values() for w in wls]
     known = set(all_uuids)
-    for u in config.workloads.uuids:
+    for i, u in enumerate(config.workloads.uuids):
         if u not in known:
+            hint = did_you_mean(u, all_uuids)
             errors.append(
-                f"workloads.uuids: {u!r} matches nothing in the dataset{did_you_mean(u, all_uuids)}"
+                (
+                    ("workloads", "uuids", i),
+                    f"workloads.uuids: {shown(u)} matches nothing in the dataset{hint}",
+                )
             )
     if errors:
-        raise PlanError("the config selects things the dataset does not have:\n" + "\n".join(errors))
-    return Selection(config=config, dataset=dataset, definitions=defs, solutions=sols)
+        raise PlanError(f"{_HEADING}:\n" + "\n".join(text for _, text in errors), errors)
+    # The config's own hardware, as written: a near miss was refused when it was loaded.
+    warning = hardware_problem(config.hardware)[1]
+    return Selection(
+        config=config,
+        dataset=dataset,
+        definitions=defs,
+        solutions=sols,
+        warnings=[warning] if warning else [],
+    )
 
 
 def build_plan(selection: Selection, target: str) -> Plan:
@@ -195,7 +240,7 @@ def build_plan(selection: Selection, target: str) -> Plan:
     for s in selection.solutions:
         if s.definition not in dataset.definitions:
             excluded.append(
-                Exclusion("solution", s.name, f"its definition {s.definition!r} is not in the dataset")
+                Exclusion("solution", s.name, f"its definition {shown(s.definition)} is not in the dataset")
             )
         elif s.definition not in chosen_defs:
             continue  # its definition is not selected: out of scope, not an exclusion
@@ -238,7 +283,9 @@ def build_plan(selection: Selection, target: str) -> Plan:
                         config_hash=config_hash,
                     )
                 )
-    return Plan(config=config, hardware=target, tasks=tasks, excluded=excluded)
+    return Plan(
+        config=config, hardware=target, tasks=tasks, excluded=excluded, warnings=list(selection.warnings)
+    )
 
 
 def expand(config: SweepConfig, dataset: Dataset) -> Plan:
@@ -247,7 +294,7 @@ def expand(config: SweepConfig, dataset: Dataset) -> Plan:
     :func:`select`, then :func:`build_plan` for :func:`target_hardware` (``"auto"`` is CPU).
 
     Raises:
-        PlanError: A name, glob, op_type, tag, author, language or uuid in the config
+        PlanError: A name, glob, op_type, tag, author, language, uuid or tolerance key in the config
             matches nothing in the dataset (with "did you mean"). An empty plan is not an
             error: ``excluded`` says why nothing is left.
     """
@@ -264,4 +311,24 @@ def plan_config(path: str | Path, overrides: ConfigOverrides | None = None) -> P
     """
     config = load_config(path, overrides)
     dataset = load_dataset(config.dataset)
-    return expand(config, dataset)
+    try:
+        return expand(config, dataset)
+    except PlanError as e:
+        raise with_lines(e, path) from None
+
+
+def with_lines(err: PlanError, path: str | Path) -> PlanError:
+    """``err`` with each problem prefixed by ``file:line`` of the config it came from.
+
+    Args:
+        err: Raised by :func:`select` (its ``problems`` say where each one is).
+        path: The config file that was loaded.
+    """
+    if not err.problems:
+        return err
+    lines = key_lines(path, [loc for loc, _ in err.problems])
+    body = [
+        f"{path}:{line}: {text}" if line else f"{path}: {text}"
+        for line, (_, text) in zip(lines, err.problems)
+    ]
+    return PlanError(f"{_HEADING}:\n" + "\n".join(body), err.problems)

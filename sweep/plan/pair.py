@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sweep.errors import EngineError, did_you_mean
+from sweep.errors import EngineError, did_you_mean, listing, shown
 from sweep.plan.dataset import load_dataset
 from sweep.schema import Definition, Solution, Workload
 
@@ -46,32 +46,34 @@ def select_pair(
     defn = ds.definitions.get(definition)
     if defn is None:
         raise EngineError(
-            f"no definition {definition!r} in {', '.join(str(r) for r in ds.roots)}"
+            f"no definition {shown(definition)} in {listing(str(r) for r in ds.roots)}"
             f"{did_you_mean(definition, ds.definitions)}"
         )
     sol = ds.solutions.get(solution)
     if sol is None:
         mine = [n for n, s in ds.solutions.items() if s.definition == definition]
         raise EngineError(
-            f"no solution {solution!r}{did_you_mean(solution, ds.solutions)}; solutions of "
-            f"{definition!r}: {', '.join(sorted(mine)) or 'none'}"
+            f"no solution {shown(solution)}{did_you_mean(solution, ds.solutions)}; solutions of "
+            f"{shown(definition)}: {listing(sorted(mine))}"
         )
     if sol.definition != definition:
-        raise EngineError(f"solution {solution!r} is for definition {sol.definition!r}, not {definition!r}")
+        raise EngineError(
+            f"solution {shown(solution)} is for definition {shown(sol.definition)}, not {shown(definition)}"
+        )
     available = ds.workloads.get(definition, [])
     if not available:
-        raise EngineError(f"definition {definition!r} has no workloads in the dataset roots")
+        raise EngineError(f"definition {shown(definition)} has no workloads in the dataset roots")
     chosen: list[Workload] = []
     for wid in workload_ids:
         hits = [w for w in available if w.uuid == wid] or [w for w in available if w.uuid.startswith(wid)]
         if not hits:
             raise EngineError(
-                f"definition {definition!r} has no workload {wid!r}"
+                f"definition {shown(definition)} has no workload {shown(wid)}"
                 f"{did_you_mean(wid, [w.uuid for w in available])} "
-                f"(it has: {', '.join(w.uuid[:8] for w in available)})"
+                f"(it has: {listing(w.uuid[:8] for w in available)})"
             )
         if len(hits) > 1:
-            raise EngineError(f"workload prefix {wid!r} is ambiguous: {', '.join(w.uuid for w in hits)}")
+            raise EngineError(f"workload prefix {shown(wid)} is ambiguous: {listing(w.uuid for w in hits)}")
         chosen.append(hits[0])
     workloads = chosen or list(available)
     wl_roots = [ds.root_of("workload", w.uuid) for w in workloads]

@@ -12,6 +12,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TypeAlias
 
+from sweep.errors import shown
+
 __all__ = [
     "ABBREV_TO_DTYPE",
     "DTYPE_TO_ABBREV",
@@ -265,7 +267,7 @@ def parse_op_name(text: str) -> OpName:
     """
     m = OP_PATTERN.match(text)
     if m is None:
-        raise ValueError(f"not an operator overload name like 'aten.add.Tensor': {text!r}")
+        raise ValueError(f"not an operator overload name like 'aten.add.Tensor': {shown(text)}")
     return OpName(m.group(1), m.group(2), m.group(3))
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 import math
 from typing import TypeAlias
 
+from sweep.errors import listing, shown
 from sweep.schema.call_args import (
     ABBREV_TO_DTYPE,
     ITEMSIZE,
@@ -39,6 +40,7 @@ from sweep.schema.call_args import (
     TensorStyle,
     TupleArg,
 )
+from sweep.schema.limits import INT64_MAX, INT64_MIN
 
 __all__ = ["Json", "decode_call", "decode_value", "encode_call", "encode_value"]
 
@@ -97,7 +99,7 @@ def decode_call(
     """
     return (
         tuple(decode_value(a, f"args[{i}]") for i, a in enumerate(args)),
-        {k: decode_value(v, f"kwargs[{k!r}]") for k, v in kwargs.items()},
+        {k: decode_value(v, f"kwargs[{shown(k)}]") for k, v in kwargs.items()},
     )
 
 
@@ -107,6 +109,9 @@ def decode_value(j: Json, path: str) -> ArgValue:
     Raises:
         ValueError: ``j`` is malformed; the message starts with ``path``.
     """
+    if isinstance(j, int) and not isinstance(j, bool) and not INT64_MIN <= j <= INT64_MAX:
+        # An ATen call takes 64-bit integers; a larger one cannot be passed nor stored.
+        raise ValueError(f"{path}: {shown(j)} is outside the 64-bit integer range")
     if j is None or isinstance(j, (bool, int, float, str)):
         return j
     if isinstance(j, list):
@@ -128,7 +133,7 @@ def decode_value(j: Json, path: str) -> ArgValue:
         items_d = j["items"]
         if not isinstance(items_d, dict):
             raise ValueError(f"{path}.items: must be an object")
-        return {k: decode_value(x, f"{path}[{k!r}]") for k, x in items_d.items()}
+        return {k: decode_value(x, f"{path}[{shown(k)}]") for k, x in items_d.items()}
     if kind == "dtype":
         _keys(j, path, {"value"}, {"spelling"})
         return _decode_dtype(j["value"], j.get("spelling"), path)
@@ -144,10 +149,10 @@ def decode_value(j: Json, path: str) -> ArgValue:
         _keys(j, path, {"value"}, set())
         value = j["value"]
         if not isinstance(value, str) or value not in _NONFINITE:
-            raise ValueError(f"{path}.value: must be 'inf', '-inf' or 'nan', got {value!r}")
+            raise ValueError(f"{path}.value: must be 'inf', '-inf' or 'nan', got {shown(value)}")
         return _NONFINITE[value]
     raise ValueError(
-        f"{path}: unknown value type {kind!r} (expected one of tensor, tuple, dict, dtype, "
+        f"{path}: unknown value type {shown(kind)} (expected one of tensor, tuple, dict, dtype, "
         "device, layout, memory_format, float)"
     )
 
@@ -163,7 +168,7 @@ def _keys(j: dict[str, Json], path: str, required: set[str], optional: set[str])
 
 def _choice(value: Json, allowed: frozenset[str] | set[str], path: str) -> str:
     if not isinstance(value, str) or value not in allowed:
-        raise ValueError(f"{path}: must be one of {', '.join(sorted(allowed))}, got {value!r}")
+        raise ValueError(f"{path}: must be one of {listing(sorted(allowed))}, got {shown(value)}")
     return value
 
 
@@ -181,7 +186,7 @@ def _decode_dtype(value: Json, spelling: Json, path: str) -> DTypeArg:
     if spelling is None:
         return DTypeArg(name)
     if not isinstance(spelling, str) or spelling not in _spellings(name):
-        raise ValueError(f"{path}.spelling: {spelling!r} does not spell dtype {name!r}")
+        raise ValueError(f"{path}.spelling: {shown(spelling)} does not spell dtype {name!r}")
     return DTypeArg(name, spelling)
 
 
@@ -200,7 +205,7 @@ def _decode_device(j: Json, path: str) -> DeviceArg:
     if not isinstance(name, str) or not name:
         raise ValueError(f"{path}.value: must be a device name such as 'cuda'")
     if form not in (None, "torch.device"):
-        raise ValueError(f"{path}.form: must be 'torch.device', got {form!r}")
+        raise ValueError(f"{path}.form: must be 'torch.device', got {shown(form)}")
     return DeviceArg(name, call_form=form is not None)
 
 
@@ -226,14 +231,16 @@ def _encode_tensor(t: TensorArg) -> dict[str, Json]:
 
 
 def _ints(value: Json, path: str) -> tuple[int, ...]:
-    if not isinstance(value, list) or not all(type(x) is int and x >= 0 for x in value):
-        raise ValueError(f"{path}: must be a list of non-negative integers, got {value!r}")
+    if not isinstance(value, list) or not all(type(x) is int and 0 <= x <= INT64_MAX for x in value):
+        raise ValueError(f"{path}: must be a list of non-negative integers under 2**63, got {shown(value)}")
     return tuple(value)  # type: ignore[arg-type]
 
 
 def _decode_tensor(j: dict[str, Json], path: str) -> TensorArg:
     _keys(j, path, {"shape", "dtype"}, {"stride", "device", "style"})
     shape = _ints(j["shape"], f"{path}.shape")
+    if math.prod(shape) > INT64_MAX:
+        raise ValueError(f"{path}.shape: {shown(list(shape))} has more elements than a 64-bit count holds")
     dtype = _choice(j["dtype"], set(ITEMSIZE), f"{path}.dtype")
     stride = None
     if j.get("stride") is not None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from sweep.errors import clip, did_you_mean, listing, shown
 from sweep.schema.definition import Definition
 from sweep.schema.expr import ConstraintError, constraint_names, eval_expression
 from sweep.schema.workload import BackendBenchArgsInput, ScalarInput, Workload
@@ -45,57 +46,60 @@ def check_workload(definition: Definition, workload: Workload) -> list[str]:
     var = definition.var_axes()
     for name in var:
         if name not in workload.axes:
-            errors.append(f"axes.{name}: var axis {name!r} is not given")
+            errors.append(f"axes.{clip(name)}: var axis {shown(name)} is not given")
     for name, value in workload.axes.items():
         if name not in definition.axes:
             errors.append(
-                f"axes.{name}: unknown axis (definition {definition.name!r} has: "
-                f"{', '.join(definition.axes)})"
+                f"axes.{clip(name)}: unknown axis{did_you_mean(name, definition.axes)} "
+                f"(definition {shown(definition.name)} has: {listing(definition.axes)})"
             )
         elif name in const and value != const[name]:
-            errors.append(f"axes.{name}: const axis is {const[name]}, workload gives {value}")
+            errors.append(f"axes.{clip(name)}: const axis is {const[name]}, workload gives {value}")
         elif value < 1:
-            errors.append(f"axes.{name}: must be >= 1, got {value}")
+            errors.append(f"axes.{clip(name)}: must be >= 1, got {value}")
     whole_call = [n for n, s in workload.inputs.items() if isinstance(s, BackendBenchArgsInput)]
     if whole_call:
         # A backendbench_args input carries every argument of an ATen call; such a
         # definition declares no inputs (its signature is the operator's own schema).
         if definition.inputs:
             errors.append(
-                f"inputs.{whole_call[0]}: a 'backendbench_args' input stands for all arguments, "
-                f"but definition {definition.name!r} declares inputs ({', '.join(definition.inputs)})"
+                f"inputs.{clip(whole_call[0])}: a 'backendbench_args' input stands for all arguments, "
+                f"but definition {shown(definition.name)} declares inputs ({listing(definition.inputs)})"
             )
         if len(workload.inputs) > 1:
             errors.append(
-                f"inputs: a 'backendbench_args' input must be the only input, got "
-                f"{', '.join(workload.inputs)}"
+                f"inputs: a 'backendbench_args' input must be the only input, got {listing(workload.inputs)}"
             )
         return errors
     for name, spec in workload.inputs.items():
         tspec = definition.inputs.get(name)
         if tspec is None:
-            errors.append(f"inputs.{name}: unknown input (definition has: {', '.join(definition.inputs)})")
+            errors.append(
+                f"inputs.{clip(name)}: unknown input{did_you_mean(name, definition.inputs)} "
+                f"(definition has: {listing(definition.inputs)})"
+            )
             continue
         if tspec.is_scalar and spec.type not in ("scalar",):
-            errors.append(f"inputs.{name}: is a scalar in the definition, workload gives {spec.type!r}")
+            errors.append(f"inputs.{clip(name)}: is a scalar in the definition, workload gives {spec.type!r}")
         if not tspec.is_scalar and isinstance(spec, ScalarInput):
-            errors.append(f"inputs.{name}: is a tensor in the definition, workload gives a scalar")
+            errors.append(f"inputs.{clip(name)}: is a tensor in the definition, workload gives a scalar")
     for name in definition.inputs:
         if name not in workload.inputs:
-            errors.append(f"inputs.{name}: input is not given")
+            errors.append(f"inputs.{clip(name)}: input is not given")
     if errors:
         return errors
     values = {**workload.axes, **const}
     for text in definition.constraints or []:
+        # The definition's own validation refused names that are neither axes nor inputs.
         names = constraint_names(text)
         if not names or not names <= set(definition.axes):
             continue  # mentions tensor values: the engine checks it on real inputs
         try:
             ok = eval_axis_constraint(text, values)
         except (ConstraintError, ZeroDivisionError, OverflowError) as e:
-            errors.append(f"constraints: cannot evaluate {text!r}: {e}")
+            errors.append(f"constraints: cannot evaluate {shown(text)}: {e}")
             continue
         if not ok:
-            shown = ", ".join(f"{k}={values[k]}" for k in sorted(names))
-            errors.append(f"constraints: {text!r} does not hold ({shown})")
+            given = ", ".join(f"{k}={values[k]}" for k in sorted(names))
+            errors.append(f"constraints: {shown(text)} does not hold ({given})")
     return errors

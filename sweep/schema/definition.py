@@ -8,8 +8,16 @@ from typing import Annotated, Literal
 
 from pydantic import Field, model_validator
 
+from sweep.errors import clip, did_you_mean, listing, shown
 from sweep.schema._base import Record
-from sweep.schema.expr import expression_problem
+from sweep.schema.expr import (
+    CONSTRAINT_FUNCTIONS,
+    ConstraintError,
+    called_names,
+    constraint_names,
+    expression_problem,
+)
+from sweep.schema.limits import PosInt64
 
 __all__ = [
     "SEED_DTYPES",
@@ -50,13 +58,15 @@ SEED_DTYPES: frozenset[str] = frozenset(d.value for d in list(DType)[:11])
 
 #: The extension fields of a definition that state the work of one call.
 WORK_FIELDS: tuple[str, ...] = ("flops", "bytes")
+#: The longest reference accepted: Python's parser needs memory in proportion.
+MAX_REFERENCE_CHARS = 1_000_000
 
 
 class AxisConst(Record):
     """An axis whose size the definition fixes."""
 
     type: Literal["const"]
-    value: int = Field(ge=1)
+    value: PosInt64
     description: str | None = None
 
 
@@ -114,29 +124,62 @@ class Definition(Record):
                 for i, axis in enumerate(spec.shape or []):
                     if axis not in self.axes:
                         raise ValueError(
-                            f"{kind}.{tname}.shape[{i}]: axis {axis!r} is not declared in 'axes' "
-                            f"(declared: {', '.join(sorted(self.axes)) or 'none'})"
+                            f"{kind}.{clip(tname)}.shape[{i}]: axis {shown(axis)} is not declared "
+                            f"in 'axes'{did_you_mean(axis, self.axes)} (declared: {listing(sorted(self.axes))})"
                         )
         both = sorted(set(self.inputs) & set(self.outputs))
         if both:
-            raise ValueError(f"names used as both input and output: {', '.join(both)}")
-        try:
-            mod = ast.parse(self.reference, mode="exec")
-        except SyntaxError as e:
-            raise ValueError(f"reference: not valid Python: {e.msg} (line {e.lineno})") from None
-        if not any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in mod.body):
-            raise ValueError("reference: must define a top-level function 'run'")
+            raise ValueError(f"names used as both input and output: {listing(both)}")
+        self._check_reference()
         for i, text in enumerate(self.constraints or []):
-            try:
-                ast.parse(text, mode="eval")
-            except SyntaxError as e:
-                raise ValueError(f"constraints[{i}]: not a Python expression: {text!r} ({e.msg})") from None
+            problem = self._constraint_problem(text)
+            if problem:
+                raise ValueError(f"constraints[{i}]: {problem}")
         for field in WORK_FIELDS:
             text = getattr(self, field)
             problem = expression_problem(text, list(self.axes)) if text is not None else None
             if problem:
                 raise ValueError(f"{field}: {problem}")
         return self
+
+    def _check_reference(self) -> None:
+        if len(self.reference) > MAX_REFERENCE_CHARS:
+            raise ValueError(f"reference: longer than {MAX_REFERENCE_CHARS:,} characters")
+        try:
+            mod = ast.parse(self.reference, mode="exec")
+        except SyntaxError as e:
+            raise ValueError(f"reference: not valid Python: {e.msg} (line {e.lineno})") from None
+        except (RecursionError, MemoryError, ValueError):
+            # Python's parser gives up on very deep code this way (MemoryError is its own
+            # fixed-size stack); ValueError is a NUL byte on some versions.
+            raise ValueError("reference: not valid Python: nested too deeply for Python's parser") from None
+        if not any(isinstance(n, ast.FunctionDef) and n.name == "run" for n in mod.body):
+            raise ValueError("reference: must define a top-level function 'run'")
+
+    def _constraint_problem(self, text: str) -> str | None:
+        """Why a constraint cannot be checked, or ``None``: it must parse, and name only
+        axes and inputs (the engine binds nothing else) and call only
+        :data:`~sweep.schema.expr.CONSTRAINT_FUNCTIONS`."""
+        try:
+            names = constraint_names(text)
+            called = called_names(text)
+        except SyntaxError as e:
+            return f"not a Python expression: {shown(text)} ({e.msg})"
+        except ConstraintError as e:
+            return f"{e}: {shown(text)}"
+        known = [*self.axes, *self.inputs]
+        for name in sorted(names - set(known)):
+            return (
+                f"unknown name {shown(name)} in {shown(text)}{did_you_mean(name, known)}; "
+                f"a constraint may read axes ({listing(self.axes)}) and inputs ({listing(self.inputs)})"
+            )
+        for name in sorted(called - CONSTRAINT_FUNCTIONS):
+            allowed = ", ".join(sorted(CONSTRAINT_FUNCTIONS))
+            return (
+                f"unknown function {shown(name)} in {shown(text)}"
+                f"{did_you_mean(name, CONSTRAINT_FUNCTIONS)}; allowed: {allowed}"
+            )
+        return None
 
     def const_axes(self) -> dict[str, int]:
         """The const axes and their values."""

@@ -11,14 +11,20 @@ matches tasks to worker pools by it without normalising again).
 
 from __future__ import annotations
 
+import difflib
 import re
+
+from sweep.errors import listing, shown
 
 __all__ = [
     "ANY_GPU_WORDS",
     "ANY_WORDS",
     "AUTO",
     "CPU",
+    "KNOWN_MODELS",
+    "MAX_HARDWARE_CHARS",
     "config_target",
+    "hardware_problem",
     "record_name",
     "short_name",
     "solution_targets_match",
@@ -29,6 +35,21 @@ CPU = "CPU"
 AUTO = "auto"
 ANY_WORDS = frozenset({"*", "any", "all"})
 ANY_GPU_WORDS = frozenset({"gpu", "cuda", "nvidia"})
+#: GPU models known by name (short form). A config may name another, with a warning; a name
+#: one typo away from one of these is refused. Every key of ``peaks.DATASHEETS`` is here.
+KNOWN_MODELS: frozenset[str] = frozenset(
+    {
+        *("H100", "H200", "H800", "H20", "GH200", "B100", "B200", "B300", "GB200", "GB300"),
+        *("A100", "A800", "A10", "A10G", "A16", "A2", "A30", "A40", "L4", "L20", "L40", "L40S"),
+        *("T4", "V100", "P100", "P40", "P4"),
+        *(f"RTX{n}" for n in (2060, 2070, 2080, 3050, 3060, 3070, 3080, 3090, 4060, 4070, 4080, 4090)),
+        *(f"RTX{n}" for n in (5060, 5070, 5080, 5090, 6000, 8000)),
+        *(f"RTXA{n}" for n in (1000, 2000, 4000, 4500, 5000, 5500, 6000)),
+        *("MI100", "MI210", "MI250", "MI250X", "MI300A", "MI300X", "MI325X", "MI350X", "MI355X"),
+    }
+)
+#: The longest ``hardware`` a person may write (raw device names are about 30 characters).
+MAX_HARDWARE_CHARS = 64
 _VENDOR = re.compile(r"^(nvidia|amd|intel)[\s_-]+", re.IGNORECASE)
 _NOISE = re.compile(r"^(geforce|tesla|quadro|rtx|instinct)[\s_-]+", re.IGNORECASE)
 
@@ -62,6 +83,38 @@ def config_target(hardware: str) -> str | None:
     if hardware.strip().lower() == AUTO:
         return None
     return short_name(hardware)
+
+
+def hardware_problem(hardware: str) -> tuple[str | None, str | None]:
+    """Whether a ``hardware`` a person wrote names a target: ``(error, warning)``.
+
+    ``auto``, ``cpu`` and :data:`KNOWN_MODELS` (any spelling) are fine. A name close to one of
+    them is an error with a "did you mean" (``H10`` is a typo of ``H100``, not a new GPU); any
+    other name is allowed with a warning (a GPU this table does not list yet). Only for names
+    people write: a device name a cluster reports is never refused.
+    """
+    if not hardware.strip():
+        return "must name a target: 'auto', 'cpu' or a GPU type such as 'H100'", None
+    if any(ord(c) < 32 for c in hardware):
+        return f"must not contain control characters, got {shown(hardware)}", None
+    if len(hardware) > MAX_HARDWARE_CHARS:
+        # It names worker pools and goes into every task id: a GPU type is a short name.
+        return f"longer than {MAX_HARDWARE_CHARS} characters, no GPU type: {shown(hardware)}", None
+    if hardware.strip().lower() == AUTO:
+        return None, None
+    short = short_name(hardware)
+    if short == CPU or short in KNOWN_MODELS:
+        return None, None
+    # The two words get a looser match: 'cpy' is no GPU's name.
+    close = difflib.get_close_matches(hardware.strip().lower(), ["cpu", AUTO], n=1, cutoff=0.6)
+    if not close:
+        close = difflib.get_close_matches(short, sorted(KNOWN_MODELS), n=1, cutoff=0.75)
+    if close:
+        return f"unknown GPU type {shown(hardware)} (did you mean {close[0]!r}?)", None
+    return None, (
+        f"hardware {shown(hardware)} is not a GPU type kernel-sweep knows (known: "
+        f"{listing(sorted(KNOWN_MODELS), most=12)}); planned for {shown(short)}, without datasheet peaks"
+    )
 
 
 def record_name(name: str) -> str:

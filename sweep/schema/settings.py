@@ -12,13 +12,17 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sweep.schema.limits import INT64_MAX, INT64_MIN
+
 __all__ = ["EvalSettings", "StrictModel", "Timeouts", "Tolerance"]
 
 
 class StrictModel(BaseModel):
-    """Base for what users write: unknown keys are errors, values are frozen."""
+    """Base for what users write: unknown keys are errors, values are frozen, types strict
+    (YAML's ``true`` is not the integer 1, ``"5"`` is not 5) and floats finite (``.inf`` is no
+    duration). Integer fields also say ``le=INT64_MAX``: what is stored must fit 64 bits."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True, allow_inf_nan=False)
 
 
 class Tolerance(StrictModel):
@@ -42,14 +46,21 @@ class Timeouts(StrictModel):
 class EvalSettings(StrictModel):
     """How each evaluation is run. Its hash decides which stored results are comparable."""
 
-    seed: int = 0
-    trials: int = Field(default=3, ge=1, description="correctness trials, fresh inputs each")
+    seed: int = Field(default=0, ge=INT64_MIN, le=INT64_MAX)
+    trials: int = Field(default=3, ge=1, le=INT64_MAX, description="correctness trials, fresh inputs each")
     warmup_ms: float = Field(default=25.0, ge=0)
     rep_ms: float = Field(
         default=100.0, gt=0, description="least wall time spent timing each of the reference and the solution"
     )
-    min_iterations: int = Field(default=10, ge=1, description="least samples kept (and one per input set)")
-    max_iterations: int = Field(default=1000, ge=1, description="most samples taken, target met or not")
+    min_iterations: int = Field(
+        default=10, ge=1, le=INT64_MAX, description="least samples kept (and one per input set)"
+    )
+    max_iterations: int = Field(
+        default=1000,
+        ge=1,
+        le=INT64_MAX,
+        description="most samples taken, target met or not (>= min_iterations)",
+    )
     timer: Literal["events", "cudagraph", "auto"] = Field(
         default="auto",
         description="GPU timer: CUDA events around each call, replays of a captured CUDA graph, "
@@ -68,7 +79,7 @@ class EvalSettings(StrictModel):
     suspicious_speedup: float = Field(
         default=10.0, gt=1, description="a speedup above this is flagged 'suspicious' (shown, not excluded)"
     )
-    input_sets: int = Field(default=4, ge=1, description="distinct inputs rotated while timing")
+    input_sets: int = Field(default=4, ge=1, le=INT64_MAX, description="distinct inputs rotated while timing")
     tolerance: Tolerance = Tolerance()
     op_type_tolerance: dict[str, Tolerance] = Field(default_factory=dict)
     definition_tolerance: dict[str, Tolerance] = Field(default_factory=dict)
@@ -76,7 +87,7 @@ class EvalSettings(StrictModel):
     memory_budget_gb: float | None = Field(
         default=None, gt=0, description="per task; None = 80% of the device's free memory"
     )
-    log_limit_bytes: int = Field(default=16384, ge=256)
+    log_limit_bytes: int = Field(default=16384, ge=256, le=INT64_MAX)
 
     def settings_hash(self) -> str:
         """Stable hash of every setting that changes what a measurement means."""

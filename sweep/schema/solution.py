@@ -8,9 +8,11 @@ import posixpath
 from enum import Enum
 from functools import cached_property
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, StrictBool, field_validator, model_validator
 
+from sweep.errors import listing, shown
 from sweep.schema._base import Record
+from sweep.schema.limits import relative_path_problem
 
 __all__ = ["Binding", "BuildSpec", "Language", "Solution", "SourceFile"]
 
@@ -39,7 +41,7 @@ class BuildSpec(Record):
     target_hardware: list[str] = Field(min_length=1)
     entry_point: str
     dependencies: list[str] = Field(default_factory=list)
-    destination_passing_style: bool = True
+    destination_passing_style: StrictBool = True
     binding: Binding | None = None
 
     @field_validator("entry_point")
@@ -47,7 +49,7 @@ class BuildSpec(Record):
     def _entry(cls, v: str) -> str:
         file, sep, symbol = v.partition("::")
         if not sep or not file or not symbol:
-            raise ValueError(f"must be '<file>::<symbol>', got {v!r}")
+            raise ValueError(f"must be '<file>::<symbol>', got {shown(v)}")
         return v
 
     @property
@@ -70,11 +72,9 @@ class SourceFile(Record):
     @field_validator("path")
     @classmethod
     def _relative(cls, v: str) -> str:
-        if v.startswith(("/", "\\")) or (len(v) > 1 and v[1] == ":"):
-            raise ValueError(f"must be a relative path, got {v!r}")
-        parts = v.replace("\\", "/").split("/")
-        if ".." in parts:
-            raise ValueError(f"must not contain '..', got {v!r}")
+        problem = relative_path_problem(v)
+        if problem:
+            raise ValueError(f"{problem}, got {shown(v)}")
         return v
 
 
@@ -94,13 +94,13 @@ class Solution(Record):
         for i, s in enumerate(self.sources):
             norm = posixpath.normpath(s.path.replace("\\", "/"))
             if norm in seen:
-                raise ValueError(f"sources[{i}].path: duplicate path {s.path!r}")
+                raise ValueError(f"sources[{i}].path: duplicate path {shown(s.path)}")
             seen.add(norm)
         entry = posixpath.normpath(self.spec.entry_file)
         if entry not in seen:
             raise ValueError(
-                f"spec.entry_point: file {self.spec.entry_file!r} is not among the sources "
-                f"({', '.join(s.path for s in self.sources)})"
+                f"spec.entry_point: file {shown(self.spec.entry_file)} is not among the sources "
+                f"({listing(s.path for s in self.sources)})"
             )
         return self
 

@@ -10,9 +10,11 @@ from datetime import datetime
 from enum import Enum
 from typing import ClassVar
 
-from pydantic import Field, JsonValue, field_validator, model_validator
+from pydantic import Field, JsonValue, StrictBool, field_validator, model_validator
 
+from sweep.errors import shown
 from sweep.schema._base import Record
+from sweep.schema.limits import Int64, NonNegInt64
 from sweep.schema.workload import Workload
 
 __all__ = [
@@ -106,7 +108,7 @@ class TimingStats(Record):
     """
 
     clock: str  # "cuda_event" or "host"
-    iterations: int = Field(ge=0)
+    iterations: NonNegInt64
     p10_ms: float
     p50_ms: float
     p90_ms: float
@@ -116,8 +118,8 @@ class TimingStats(Record):
     samples: str | None = None
     rel_error: float | None = Field(default=None, ge=0.0)
     target_rel_error: float | None = Field(default=None, gt=0.0)
-    target_met: bool | None = None
-    discarded: int | None = Field(default=None, ge=0)
+    target_met: StrictBool | None = None
+    discarded: NonNegInt64 | None = None
 
     @staticmethod
     def encode_samples(values_ms: Sequence[float]) -> str:
@@ -135,17 +137,17 @@ class TimingStats(Record):
 class Clocks(Record):
     """Extension: SM clock (MHz) and NVML throttle reasons around a measurement."""
 
-    sm_clock_mhz_before: int | None = None
-    sm_clock_mhz_after: int | None = None
-    sm_clock_mhz_max: int | None = None
+    sm_clock_mhz_before: NonNegInt64 | None = None
+    sm_clock_mhz_after: NonNegInt64 | None = None
+    sm_clock_mhz_max: NonNegInt64 | None = None
     throttle_reasons_before: list[str] = Field(default_factory=list)
     throttle_reasons_after: list[str] = Field(default_factory=list)
     # Extension of the measurement issue: the lowest SM clock NVML read while the reference
     # and the solution were timed (between batches of samples), and whether it dropped under
     # 75% of its maximum or a slowdown reason (thermal, hardware, power brake) appeared.
     # sw_power_cap alone is not a throttle: boost clocks hold the power limit that way.
-    sm_clock_mhz_min: int | None = None
-    throttled: bool | None = None
+    sm_clock_mhz_min: NonNegInt64 | None = None
+    throttled: StrictBool | None = None
 
 
 class Evaluation(Record):
@@ -162,7 +164,7 @@ class Evaluation(Record):
     correctness: Correctness | None = None
     performance: Performance | None = None
     # Extensions (absent in upstream files).
-    seed: int | None = None
+    seed: Int64 | None = None
     timing: TimingStats | None = None
     reference_timing: TimingStats | None = None
     clocks: Clocks | None = None
@@ -176,7 +178,7 @@ class Evaluation(Record):
         try:
             datetime.fromisoformat(v.replace("Z", "+00:00"))
         except ValueError:
-            raise ValueError(f"must be an ISO 8601 timestamp, got {v!r}") from None
+            raise ValueError(f"must be an ISO 8601 timestamp, got {shown(v)}") from None
         return v
 
     @model_validator(mode="after")
@@ -226,10 +228,11 @@ class Provenance(Record):
     settings_hash: str | None = None
     node_id: str | None = None
     gpu_id: str | None = None
-    worker_pid: int | None = None
+    # 64-bit and strict like every stored integer (a pid of 2**70 would break the store).
+    worker_pid: NonNegInt64 | None = None
     started_at: str | None = None
     finished_at: str | None = None
-    attempt: int | None = None
+    attempt: NonNegInt64 | None = None
 
 
 class Trace(Record):

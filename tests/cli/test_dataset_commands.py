@@ -162,7 +162,7 @@ def test_plan_selection_error(tmp_path: Path) -> None:
     assert result.exit_code == 1
     assert result.stderr == (
         "error: the config selects things the dataset does not have:\n"
-        "definitions.names: 'vec_ad' matches nothing in the dataset (did you mean 'vec_add'?)\n"
+        f"{cfg}:4: definitions.names: 'vec_ad' matches nothing in the dataset (did you mean 'vec_add'?)\n"
     )
 
 

@@ -6,9 +6,9 @@ import base64
 import math
 import struct
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from enum import Enum
-from typing import ClassVar
+from typing import Annotated, ClassVar
 
 from pydantic import Field, JsonValue, field_validator, model_validator
 
@@ -16,6 +16,9 @@ from sweep.schema._base import Record
 from sweep.schema.workload import Workload
 
 __all__ = [
+    "EARLIEST_TIME",
+    "INT64_MAX",
+    "LATEST_TIME",
     "Clocks",
     "Correctness",
     "Environment",
@@ -25,7 +28,46 @@ __all__ = [
     "Status",
     "TimingStats",
     "Trace",
+    "check_time",
 ]
+
+#: The largest integer a stored column holds (DuckDB BIGINT, Arrow int64).
+INT64_MAX = 2**63 - 1
+# Integers that become BIGINT columns of the store: a larger one cannot be stored at all.
+_Int64 = Annotated[int, Field(ge=-INT64_MAX - 1, le=INT64_MAX)]
+
+#: The span of times (UTC) a trace may carry. Outside it the value is a placeholder or a typo
+#: (``0001-01-01T00:00:00+05:00``), and near the ends of Python's range it cannot even be read
+#: back from the store as a ``datetime``.
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
+LATEST_TIME = datetime(2200, 1, 1, tzinfo=timezone.utc)
+_SHOWN = 60
+
+
+def check_time(value: str) -> datetime:
+    """An ISO 8601 time of a trace, as an aware UTC datetime (no zone: taken as UTC).
+
+    Raises:
+        ValueError: Not ISO 8601, or outside ``EARLIEST_TIME``..``LATEST_TIME``; the message
+            shows the value (cut to 60 characters) and how a valid one looks.
+    """
+    shown = repr(value if len(value) <= _SHOWN else value[: _SHOWN - 3] + "...")
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(f"must be an ISO 8601 timestamp such as 2025-06-01T12:00:00Z, got {shown}") from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    try:
+        ts: datetime | None = parsed.astimezone(timezone.utc)
+    except OverflowError:  # the zone moves it outside Python's years 1..9999
+        ts = None
+    if ts is None or not EARLIEST_TIME <= ts < LATEST_TIME:
+        raise ValueError(
+            f"must be a time between {EARLIEST_TIME:%Y-%m-%d} and {LATEST_TIME:%Y-%m-%d} UTC "
+            f"(write the real time of the run, e.g. 2025-06-01T12:00:00Z), got {shown}"
+        )
+    return ts
 
 
 class Status(str, Enum):
@@ -106,7 +148,7 @@ class TimingStats(Record):
     """
 
     clock: str  # "cuda_event" or "host"
-    iterations: int = Field(ge=0)
+    iterations: int = Field(ge=0, le=INT64_MAX)
     p10_ms: float
     p50_ms: float
     p90_ms: float
@@ -135,9 +177,9 @@ class TimingStats(Record):
 class Clocks(Record):
     """Extension: SM clock (MHz) and NVML throttle reasons around a measurement."""
 
-    sm_clock_mhz_before: int | None = None
-    sm_clock_mhz_after: int | None = None
-    sm_clock_mhz_max: int | None = None
+    sm_clock_mhz_before: _Int64 | None = None
+    sm_clock_mhz_after: _Int64 | None = None
+    sm_clock_mhz_max: _Int64 | None = None
     throttle_reasons_before: list[str] = Field(default_factory=list)
     throttle_reasons_after: list[str] = Field(default_factory=list)
     # Extension of the measurement issue: the lowest SM clock NVML read while the reference
@@ -162,7 +204,7 @@ class Evaluation(Record):
     correctness: Correctness | None = None
     performance: Performance | None = None
     # Extensions (absent in upstream files).
-    seed: int | None = None
+    seed: _Int64 | None = None
     timing: TimingStats | None = None
     reference_timing: TimingStats | None = None
     clocks: Clocks | None = None
@@ -173,10 +215,7 @@ class Evaluation(Record):
     @field_validator("timestamp")
     @classmethod
     def _iso(cls, v: str) -> str:
-        try:
-            datetime.fromisoformat(v.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"must be an ISO 8601 timestamp, got {v!r}") from None
+        check_time(v)
         return v
 
     @model_validator(mode="after")
@@ -226,10 +265,18 @@ class Provenance(Record):
     settings_hash: str | None = None
     node_id: str | None = None
     gpu_id: str | None = None
-    worker_pid: int | None = None
+    worker_pid: _Int64 | None = None
     started_at: str | None = None
     finished_at: str | None = None
-    attempt: int | None = None
+    attempt: _Int64 | None = None
+
+    @field_validator("started_at", "finished_at")
+    @classmethod
+    def _iso(cls, v: str | None) -> str | None:
+        # An unreadable time would be stored as NULL and silently lost: refuse it instead.
+        if v is not None:
+            check_time(v)
+        return v
 
 
 class Trace(Record):

@@ -53,7 +53,10 @@ def render_ingest(r: IngestReport) -> str:
             f"{r.traces_present} already stored"
         )
     if r.skipped:
-        lines.append(f"skipped {_plural(r.skipped, 'invalid record')} (warnings above)")
+        lines.append(
+            f"skipped {_plural(r.skipped, 'invalid record')} (warnings above); fix or delete them and "
+            "ingest again: what is stored already is not added twice"
+        )
     return "\n".join(lines)
 
 

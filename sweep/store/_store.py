@@ -20,15 +20,16 @@ from typing import TYPE_CHECKING, Literal
 
 import pydantic
 
-from sweep.errors import StoreError
+from sweep.errors import StoreError, ValidationError
 from sweep.schema import Trace
+from sweep.store._checks import describe_invalid
 from sweep.store._connection import StoreLockedError, count, init_connection, retry_on_lock, schema_version
 from sweep.store._ingest import ingest_into
 from sweep.store._insert import LogMark, new_traces_sql
 from sweep.store._row_batch import RowBatch
 from sweep.store._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_DEPENDS, views_sql
 from sweep.store._store_context import StoreContext
-from sweep.store._trace_files import LogReader, head_hash, log_files
+from sweep.store._trace_files import LogReader, head_hash, is_json, log_files
 from sweep.store._writable_store import WritableStore
 
 if TYPE_CHECKING:
@@ -81,6 +82,17 @@ def _quote(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
+def _whole_lines(reader: LogReader, size: int) -> Iterator[tuple[int, int, bytes]]:
+    """(number, end offset, bytes) of each whole line, then of a last line without its newline
+    if it parses: such a line is whole (see :mod:`sweep.store._trace_files`)."""
+    number = 0
+    for line in reader:
+        number = line.number
+        yield line.number, line.end, line.data
+    if reader.torn.strip() and is_json(reader.torn):
+        yield (number + 1 if reader.start == 0 else 0), size, reader.torn
+
+
 def read_log_tails(
     results_dir: Path, marks: dict[str, LogMark], batch: RowBatch, context: StoreContext | None = None
 ) -> tuple[list[LogMark], list[str]]:
@@ -108,16 +120,16 @@ def read_log_tails(
         if start == size:
             continue
         reader = LogReader(path, start)
-        for line in reader:
-            if not line.data.strip():
+        for number, end, data in _whole_lines(reader, size):
+            if not data.strip():
                 continue
+            where = f"{path}:{number}" if number else f"{path} (byte {end})"
             try:
-                trace = Trace.model_validate_json(line.data)
+                batch.add_trace(Trace.model_validate_json(data), source=key, context=context)
             except pydantic.ValidationError as e:
-                where = f"{path}:{line.number}" if line.number else f"{path} (byte {line.end})"
-                warnings.append(f"{where}: not a valid trace, skipped ({e.error_count()} errors)")
-                continue
-            batch.add_trace(trace, source=key, context=context)
+                warnings.append(f"{where}: {describe_invalid(e, data)}, skipped")
+            except ValidationError as e:
+                warnings.append(f"{where}: not a valid trace: {e}, skipped")
         if reader.end > start:
             new_marks.append(LogMark(key, reader.end, head_hash(path, reader.end)))
     return new_marks, warnings

@@ -55,7 +55,10 @@ def test_ingest_warns_on_stderr_about_a_torn_line(tmp_path: Path) -> None:
     res = runner.invoke(app, ["ingest", str(log), "--store", str(tmp_path / "s.duckdb")])
     assert res.exit_code == 0
     assert res.stderr == f"warning: {log}:2: incomplete last line (a write cut short?), skipped\n"
-    assert res.stdout.endswith("skipped 1 invalid record (warnings above)\n")
+    assert res.stdout.endswith(
+        "skipped 1 invalid record (warnings above); fix or delete them and ingest again: "
+        "what is stored already is not added twice\n"
+    )
 
 
 def test_ingest_missing_path_fails(tmp_path: Path) -> None:

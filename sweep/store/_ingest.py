@@ -4,13 +4,12 @@ Every record is parsed with the schema models, checked for what the store needs
 (:mod:`sweep.store._checks`), batched, and inserted as Arrow tables (one statement per table
 per batch). A record that breaks a rule is skipped with a warning naming the file, line,
 field and value. Traces already stored (same key) are counted, not added, so ingesting the
-same file twice adds nothing. Parquet exports go straight from Parquet to DuckDB without
-passing through Python.
+same file twice adds nothing. Parquet exports are held to the same rules, row by row, and
+stored whole or not at all (:mod:`sweep.store._ingest_export`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -21,9 +20,9 @@ import pydantic_core
 from sweep.errors import StoreError, ValidationError
 from sweep.schema import Definition, Solution, Trace
 from sweep.store._checks import describe_invalid
-from sweep.store._insert import AddCounts, LogMark, insert_relations
+from sweep.store._ingest_export import ingest_export
+from sweep.store._insert import AddCounts, LogMark
 from sweep.store._row_batch import RowBatch
-from sweep.store._schema import SCHEMA_VERSION, TABLES
 from sweep.store._trace_files import LogReader, Source, find_sources, head_hash, is_json, parse_json_record
 from sweep.store._writable_store import WritableStore
 
@@ -163,52 +162,7 @@ class _Ingest:
     def export(self, folder: Path) -> None:
         self.flush()
         self.report.exports += 1
-        self.report._add(_ingest_export(self.store, folder))
-
-
-def _parquet_select(con: object, table: str, files: str, hive: bool) -> str:
-    """SELECT of ``table``'s columns from Parquet files, NULL for columns an older export lacks."""
-    import duckdb
-
-    assert isinstance(con, duckdb.DuckDBPyConnection)
-    opts = ", hive_partitioning = true, hive_types = {'hardware': VARCHAR}" if hive else ""
-    src = f"read_parquet({files}, union_by_name = true{opts})"
-    have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
-    cols = [
-        f'CAST("{c}" AS {t}) AS "{c}"' if c in have else f'CAST(NULL AS {t}) AS "{c}"'
-        for c, t in TABLES[table]
-    ]
-    return f"SELECT {', '.join(cols)} FROM {src}"
-
-
-def _ingest_export(store: WritableStore, folder: Path) -> AddCounts:
-    try:
-        manifest = json.loads((folder / "manifest.json").read_text())
-    except (OSError, ValueError) as e:
-        raise StoreError(f"{folder / 'manifest.json'}: cannot read the export manifest ({e})") from None
-    version = int(manifest.get("schema_version", 0))
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{folder}: exported by a newer kernel-sweep (schema {version}, this one reads up to "
-            f"{SCHEMA_VERSION}); upgrade kernel-sweep to ingest it"
-        )
-    rels: dict[str, str] = {}
-    with store.writing() as con:
-        try:
-            for table in ("definitions", "solutions", "workloads", "traces"):
-                files = sorted((folder / table).rglob("*.parquet"))
-                if not files:
-                    continue
-                listing = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
-                con.execute(
-                    f"CREATE OR REPLACE TEMP TABLE _import_{table} AS "
-                    + _parquet_select(con, table, listing, hive=table == "traces")
-                )
-                rels[table] = f"_import_{table}"
-            return insert_relations(con, rels)
-        finally:
-            for name in rels.values():
-                con.execute(f"DROP TABLE IF EXISTS {name}")
+        self.report._add(ingest_export(self.store, folder, batch_rows=self.batch_rows))
 
 
 def ingest_into(
@@ -258,7 +212,9 @@ def ingest(paths: Sequence[Path], store_path: Path, *, lock_timeout_s: float = 3
         lock_timeout_s: How long to wait for a running writer's batch.
 
     Raises:
-        StoreError: A path does not exist or holds nothing to ingest, or the store is locked.
+        StoreError: A path does not exist or holds nothing to ingest, the store is locked, or
+            a Parquet export breaks a rule (nothing of that export is stored; what earlier
+            paths added stays).
     """
     store = WritableStore(store_path, lock_timeout_s=lock_timeout_s)
     try:

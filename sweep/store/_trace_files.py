@@ -35,6 +35,7 @@ __all__ = [
 
 #: ``format`` of the manifest that marks a Parquet export folder.
 EXPORT_FORMAT = "kernel-sweep-export"
+_EXPORT_TABLES = ("definitions", "solutions", "workloads", "traces")
 _HEAD_BYTES = 4096
 
 
@@ -105,11 +106,16 @@ class Source:
 
 
 def _is_export(folder: Path) -> bool:
+    """A folder ``sweep export`` wrote: its manifest says so, or (a manifest damaged) it has
+    the manifest beside Parquet files of a table; :func:`sweep.store._ingest_export.read_manifest`
+    then says what is wrong, rather than the folder being read as loose files."""
     manifest = folder / "manifest.json"
     if not manifest.is_file():
         return False
+    if any((folder / t).is_dir() and any((folder / t).rglob("*.parquet")) for t in _EXPORT_TABLES):
+        return True
     try:
-        data = json.loads(manifest.read_text())
+        data = json.loads(manifest.read_bytes())
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and data.get("format") == EXPORT_FORMAT

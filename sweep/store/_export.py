@@ -64,7 +64,7 @@ def export_parquet(store_path: Path, folder: Path, *, results_dir: Path | None =
     folder.mkdir(parents=True, exist_ok=True)
     store = Store(Path(store_path))
     rows: dict[str, int] = {}
-    with store.session(results_dir) as s:
+    with store.session(results_dir, file_access=True) as s:
         con = s.con
         for table in ("definitions", "solutions", "workloads"):
             (folder / table).mkdir()

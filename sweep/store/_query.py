@@ -19,6 +19,7 @@ from sweep.store._store import Session, Store
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
 __all__ = ["QueryResult", "check_read_only", "query", "relation_names", "run_sql"]
 
@@ -163,9 +164,59 @@ def run_sql(session: Session, sql: str) -> QueryResult:
     except duckdb.Error as e:
         raise StoreError(f"query failed: {_first_line(e)}") from None
     columns = list(table.column_names)
-    data = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    as_text: list[str] = []
+    data = [_to_python(table.column(i), name, as_text) for i, name in enumerate(columns)]
+    if as_text:
+        note = (
+            f"{', '.join(repr(c) for c in as_text)}: times outside Python's range (years 1-9999), "
+            "shown as text; find the traces with: SELECT trace_key, source FROM traces WHERE "
+            "year(timestamp) NOT BETWEEN 1970 AND 2199"
+        )
+        if note not in session.notes:  # kept in the session: a report says it once
+            session.notes.append(note)
     rows = list(zip(*data)) if data else []
     return QueryResult(columns, types, rows, session.source, list(session.notes))
+
+
+def _to_python(col: pa.ChunkedArray, name: str, as_text: list[str]) -> list[object]:
+    """A column's values; times outside Python's years 1-9999 (a store written before they
+    were refused) come as ISO 8601 text, and the column's name is added to ``as_text``,
+    rather than failing the whole answer.
+
+    Raises:
+        StoreError: A value still cannot be shown.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        values: list[object] = col.to_pylist()
+        return values
+    except (OverflowError, ValueError):
+        pass
+    try:
+        values = pc.cast(col, _times_as_text(col.type)).to_pylist()
+    except (OverflowError, ValueError, pa.ArrowException) as e:
+        raise StoreError(f"query failed: column {name!r} holds a value that cannot be shown ({e})") from None
+    as_text.append(name)
+    return values
+
+
+def _times_as_text(t: pa.DataType) -> pa.DataType:
+    """``t`` with every timestamp and date in it (in lists, structs, maps too) as a string."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return pa.string()
+    if pa.types.is_map(t):
+        return pa.map_(_times_as_text(t.key_type), _times_as_text(t.item_type))
+    if pa.types.is_list(t):
+        return pa.list_(_times_as_text(t.value_type))
+    if pa.types.is_large_list(t):
+        return pa.large_list(_times_as_text(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _times_as_text(f.type)) for f in t])
+    return t
 
 
 def query(

@@ -9,6 +9,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+import duckdb
 import pytest
 from typer.testing import CliRunner
 
@@ -268,3 +269,28 @@ def test_a_writer_drops_a_trace_it_cannot_store_and_keeps_going(
         assert w.pending == 0
     assert query(db, "SELECT workload_uuid FROM traces").rows == [("wl-2",)]
     assert "not a valid trace: workload.axes.batch: must be a whole number" in caplog.text
+
+
+def test_a_store_poisoned_before_the_fix_still_answers(tmp_path: Path) -> None:
+    """Times outside Python's range, stored by an older kernel-sweep, come back as text."""
+    db = tmp_path / "s.duckdb"
+    ingest([_ingest_lines(tmp_path, _line(), _line(workload__uuid="wl-2"))[0]], db)
+    con = duckdb.connect(str(db))
+    con.execute(
+        "UPDATE traces SET timestamp = '0001-01-01 00:00:00+05'::TIMESTAMPTZ WHERE workload_uuid = 'wl-1'"
+    )
+    con.execute(
+        "UPDATE traces SET timestamp = '9999-12-31 23:59:59-05'::TIMESTAMPTZ WHERE workload_uuid = 'wl-2'"
+    )
+    con.close()
+    res = runner.invoke(app, ["query", "SELECT * FROM traces", "--store", str(db)])
+    assert res.exit_code == 0, res.output
+    assert "0000-12-31 19:00:00.000000Z" in res.stdout
+    assert res.stderr.startswith(
+        "note: 'timestamp': times outside Python's range (years 1-9999), shown as text"
+    )
+    for sql in ("SELECT * FROM latest", "SELECT max(timestamp), list(timestamp) FROM traces"):
+        assert runner.invoke(app, ["query", sql, "--store", str(db), "--json"]).exit_code == 0
+    res = runner.invoke(app, ["report", "--store", str(db)])
+    assert res.exit_code == 0, res.output
+    assert "10000-01-01 04:59:59.000000Z" in res.stdout

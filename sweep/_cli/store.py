@@ -53,7 +53,10 @@ def render_ingest(r: IngestReport) -> str:
             f"{r.traces_present} already stored"
         )
     if r.skipped:
-        lines.append(f"skipped {_plural(r.skipped, 'invalid record')} (warnings above)")
+        lines.append(
+            f"skipped {_plural(r.skipped, 'invalid record')} (warnings above); fix or delete them and "
+            "ingest again: what is stored already is not added twice"
+        )
     return "\n".join(lines)
 
 
@@ -100,17 +103,18 @@ def ingest(
 
 @app.command()
 def query(
-    sql: Annotated[str, typer.Argument(help="One SQL statement.")],
+    sql: Annotated[str, typer.Argument(help="One SQL query (SELECT ...); the session is read-only.")],
     store: StoreFileOpt = DEFAULT_STORE_PATH,
     results_dir: ResultsOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as a JSON array.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print rows as CSV.")] = False,
     width: Annotated[int, typer.Option("--width", min=8, help="Widest table cell.")] = 40,
 ) -> None:
-    """Run SQL on the store. Tables: traces, definitions, solutions, workloads; views: latest,
-    best, cross_hardware, leaderboard, op_scores, backend_scores; macro perf_at(p).
+    """Run one SQL query on the store. Tables: traces, definitions, solutions, workloads; views:
+    latest, best, cross_hardware, leaderboard, op_scores, backend_scores; macro perf_at(p).
 
-    Works while a sweep is writing (it sees every trace finished so far).
+    Works while a sweep is writing (it sees every trace finished so far). Read-only: one
+    statement, a query; no other file can be read or written from it.
 
     Example: sweep query "SELECT solution, hardware, op_speedup FROM leaderboard ORDER BY 3 DESC"
     """

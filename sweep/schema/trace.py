@@ -6,7 +6,7 @@ import base64
 import math
 import struct
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timezone
 from enum import Enum
 from typing import ClassVar
 
@@ -18,6 +18,8 @@ from sweep.schema.limits import Int64, NonNegInt64
 from sweep.schema.workload import Workload
 
 __all__ = [
+    "EARLIEST_TIME",
+    "LATEST_TIME",
     "Clocks",
     "Correctness",
     "Environment",
@@ -27,7 +29,42 @@ __all__ = [
     "Status",
     "TimingStats",
     "Trace",
+    "check_time",
 ]
+
+#: The span of times (UTC) a trace may carry. Outside it the value is a placeholder or a typo
+#: (``0001-01-01T00:00:00+05:00``), and near the ends of Python's range it cannot even be read
+#: back from the store as a ``datetime``.
+EARLIEST_TIME = datetime(1970, 1, 1, tzinfo=timezone.utc)
+LATEST_TIME = datetime(2200, 1, 1, tzinfo=timezone.utc)
+
+
+def check_time(value: str) -> datetime:
+    """An ISO 8601 time of a trace, as an aware UTC datetime (no zone: taken as UTC).
+
+    Raises:
+        ValueError: Not ISO 8601, or outside ``EARLIEST_TIME``..``LATEST_TIME``; the message
+            shows the value (clipped by ``errors.shown``) and how a valid one looks.
+    """
+    quoted = shown(value)
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        raise ValueError(
+            f"must be an ISO 8601 timestamp such as 2025-06-01T12:00:00Z, got {quoted}"
+        ) from None
+    if parsed.tzinfo is None:
+        parsed = parsed.replace(tzinfo=timezone.utc)
+    try:
+        ts: datetime | None = parsed.astimezone(timezone.utc)
+    except OverflowError:  # the zone moves it outside Python's years 1..9999
+        ts = None
+    if ts is None or not EARLIEST_TIME <= ts < LATEST_TIME:
+        raise ValueError(
+            f"must be a time between {EARLIEST_TIME:%Y-%m-%d} and {LATEST_TIME:%Y-%m-%d} UTC "
+            f"(write the real time of the run, e.g. 2025-06-01T12:00:00Z), got {quoted}"
+        )
+    return ts
 
 
 class Status(str, Enum):
@@ -175,10 +212,7 @@ class Evaluation(Record):
     @field_validator("timestamp")
     @classmethod
     def _iso(cls, v: str) -> str:
-        try:
-            datetime.fromisoformat(v.replace("Z", "+00:00"))
-        except ValueError:
-            raise ValueError(f"must be an ISO 8601 timestamp, got {shown(v)}") from None
+        check_time(v)
         return v
 
     @model_validator(mode="after")
@@ -233,6 +267,14 @@ class Provenance(Record):
     started_at: str | None = None
     finished_at: str | None = None
     attempt: NonNegInt64 | None = None
+
+    @field_validator("started_at", "finished_at")
+    @classmethod
+    def _iso(cls, v: str | None) -> str | None:
+        # An unreadable time would be stored as NULL and silently lost: refuse it instead.
+        if v is not None:
+            check_time(v)
+        return v
 
 
 class Trace(Record):

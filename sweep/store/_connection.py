@@ -26,7 +26,9 @@ __all__ = [
     "fetch_one",
     "init_connection",
     "is_lock_error",
+    "lock_down",
     "open_db",
+    "open_read_only",
     "retry_on_lock",
     "schema_version",
     "set_meta",
@@ -37,10 +39,20 @@ class StoreLockedError(StoreError):
     """Another process holds the store file, and it stayed held for the whole wait."""
 
 
+_LOCK_MESSAGES = (
+    "Could not set lock",
+    "Conflicting lock",
+    "Unique file handle conflict",
+    # This process holds the file through a connection opened otherwise (read-write, or a
+    # session of another kind); it is free again once that connection closes.
+    "different configuration than existing connections",
+)
+
+
 def is_lock_error(err: BaseException) -> bool:
     """Whether a DuckDB error means another process (or connection of this one) holds the file."""
     text = str(err)
-    return any(m in text for m in ("Could not set lock", "Conflicting lock", "Unique file handle conflict"))
+    return any(m in text for m in _LOCK_MESSAGES)
 
 
 def init_connection(con: duckdb.DuckDBPyConnection) -> None:
@@ -93,6 +105,52 @@ def open_db(path: Path, *, read_only: bool, timeout_s: float) -> duckdb.DuckDBPy
     )
     init_connection(con)
     return con
+
+
+def open_read_only(path: Path, *, file_access: bool, timeout_s: float) -> duckdb.DuckDBPyConnection:
+    """Open a store file read-only for a read session, retrying while a writer holds it.
+
+    Extensions are never installed or loaded on the fly (a query must not reach the network
+    or write ``~/.duckdb``); without ``file_access`` the session's SQL can read and write no
+    file either (``read_text``, ``COPY ... TO``, ``ATTACH``, ``EXPORT DATABASE``).
+
+    Raises:
+        StoreLockedError: Still held by a writer when the time was up.
+        StoreError: The file is not a DuckDB database.
+    """
+    import duckdb
+
+    config: dict[str, str | bool | int | float | list[str]] = {
+        "autoinstall_known_extensions": False,
+        "autoload_known_extensions": False,
+        "enable_external_access": file_access,
+    }
+    con = retry_on_lock(
+        lambda: duckdb.connect(str(path), read_only=True, config=config), timeout_s=timeout_s, what=str(path)
+    )
+    # Connections of this process to one file share one database: set UTC for all of them
+    # (a later one cannot, once a session has locked the configuration).
+    row = fetch_one(con, "SELECT current_setting('TimeZone')")
+    if row is None or row[0] != "UTC":
+        con.execute("SET GLOBAL TimeZone = 'UTC'")
+    return con
+
+
+_LOCKED = (
+    ("autoinstall_known_extensions", "false"),
+    ("autoload_known_extensions", "false"),
+    ("enable_external_access", "false"),
+    ("lock_configuration", "true"),
+)
+
+
+def lock_down(con: duckdb.DuckDBPyConnection) -> None:
+    """Turn off file access and extension loading and lock the configuration, so no SQL run
+    on ``con`` later can turn them on again. For read sessions, once their views are set up."""
+    for name, value in _LOCKED:
+        row = fetch_one(con, f"SELECT current_setting('{name}')::VARCHAR")
+        if row is None or str(row[0]).lower() != value:
+            con.execute(f"SET {name} = {value}")
 
 
 def _base_tables(con: duckdb.DuckDBPyConnection, catalog: str | None = None) -> set[str]:

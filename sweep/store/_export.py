@@ -46,6 +46,12 @@ def _q(path: Path) -> str:
     return "'" + str(path).replace("'", "''") + "'"
 
 
+def _why(err: Exception) -> str:
+    if isinstance(err, OSError) and err.strerror:
+        return err.strerror
+    return str(err).strip().splitlines()[0]
+
+
 def export_parquet(store_path: Path, folder: Path, *, results_dir: Path | None = None) -> ExportReport:
     """Write every table of a store to Parquet (traces partitioned by hardware).
 
@@ -56,34 +62,50 @@ def export_parquet(store_path: Path, folder: Path, *, results_dir: Path | None =
             logged there but not stored yet are exported too.
 
     Raises:
-        StoreError: The folder is not empty, or the store cannot be read.
+        StoreError: The folder is not empty or cannot be created or written (the message
+            names the path), or the store cannot be read.
     """
+    import duckdb
+
     folder = Path(folder)
-    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise StoreError(f"export folder {folder} is not empty; give a new folder or empty it first")
-    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        if folder.exists() and not folder.is_dir():
+            raise StoreError(f"export folder {folder} is a file; give a new folder")
+        if folder.exists() and any(folder.iterdir()):
+            raise StoreError(f"export folder {folder} is not empty; give a new folder or empty it first")
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise StoreError(
+            f"cannot create export folder {folder}: {_why(e)}; give a folder you can write"
+        ) from None
     store = Store(Path(store_path))
     rows: dict[str, int] = {}
-    with store.session(results_dir) as s:
+    with store.session(results_dir, file_access=True) as s:
         con = s.con
-        for table in ("definitions", "solutions", "workloads"):
-            (folder / table).mkdir()
-            rows[table] = count(con, f"SELECT count(*) FROM {table}")
-            con.execute(
-                f"COPY (SELECT * FROM {table}) TO {_q(folder / table / (table + '.parquet'))} "
-                "(FORMAT parquet)"
-            )
-        hardware = [
-            r[0] for r in con.execute("SELECT DISTINCT hardware FROM traces ORDER BY hardware").fetchall()
-        ]
-        rows["traces"] = count(con, "SELECT count(*) FROM traces")
-        if rows["traces"]:
-            con.execute(
-                f"COPY (SELECT * FROM traces ORDER BY timestamp, trace_key) TO {_q(folder / 'traces')} "
-                "(FORMAT parquet, PARTITION_BY (hardware))"
-            )
-        else:
-            (folder / "traces").mkdir()
+        try:
+            for table in ("definitions", "solutions", "workloads"):
+                (folder / table).mkdir()
+                rows[table] = count(con, f"SELECT count(*) FROM {table}")
+                con.execute(
+                    f"COPY (SELECT * FROM {table}) TO {_q(folder / table / (table + '.parquet'))} "
+                    "(FORMAT parquet)"
+                )
+            hardware = [
+                r[0] for r in con.execute("SELECT DISTINCT hardware FROM traces ORDER BY hardware").fetchall()
+            ]
+            rows["traces"] = count(con, "SELECT count(*) FROM traces")
+            if rows["traces"]:
+                con.execute(
+                    f"COPY (SELECT * FROM traces ORDER BY timestamp, trace_key) TO {_q(folder / 'traces')} "
+                    "(FORMAT parquet, PARTITION_BY (hardware))"
+                )
+            else:
+                (folder / "traces").mkdir()
+        except (OSError, duckdb.IOException, duckdb.PermissionException) as e:
+            raise StoreError(
+                f"cannot write the export to {folder}: {_why(e)}; remove what was written there "
+                "and export again into a folder you can write"
+            ) from None
     manifest = {
         "format": EXPORT_FORMAT,
         "schema_version": SCHEMA_VERSION,
@@ -92,5 +114,8 @@ def export_parquet(store_path: Path, folder: Path, *, results_dir: Path | None =
         "hardware": hardware,
         "rows": rows,
     }
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    try:
+        (folder / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+    except OSError as e:
+        raise StoreError(f"cannot write {folder / 'manifest.json'}: {_why(e)}") from None
     return ExportReport(folder, rows["traces"], hardware, rows)

@@ -1,33 +1,29 @@
 """Ingest: trace files, folders and Parquet exports into a store, idempotently.
 
-Every record is parsed with the schema models, batched, and inserted as Arrow tables (one
-statement per table per batch). Traces already stored (same key) are counted, not added, so
-ingesting the same file twice adds nothing. Parquet exports go straight from Parquet to
-DuckDB without passing through Python.
+Every record is parsed with the schema models, checked for what the store needs
+(:mod:`sweep.store._checks`), batched, and inserted as Arrow tables (one statement per table
+per batch). A record that breaks a rule is skipped with a warning naming the file, line,
+field and value. Traces already stored (same key) are counted, not added, so ingesting the
+same file twice adds nothing. Parquet exports are held to the same rules, row by row, and
+stored whole or not at all (:mod:`sweep.store._ingest_export`).
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pydantic
+import pydantic_core
 
-from sweep.errors import StoreError
+from sweep.errors import StoreError, ValidationError
 from sweep.schema import Definition, Solution, Trace
-from sweep.store._insert import AddCounts, LogMark, insert_relations
+from sweep.store._checks import describe_invalid
+from sweep.store._ingest_export import ingest_export
+from sweep.store._insert import AddCounts, LogMark
 from sweep.store._row_batch import RowBatch
-from sweep.store._schema import SCHEMA_VERSION, TABLES
-from sweep.store._trace_files import (
-    LogReader,
-    Source,
-    find_sources,
-    first_error,
-    head_hash,
-    parse_json_record,
-)
+from sweep.store._trace_files import LogReader, Source, find_sources, head_hash, is_json, parse_json_record
 from sweep.store._writable_store import WritableStore
 
 __all__ = ["BATCH_ROWS", "IngestReport", "ingest", "ingest_into"]
@@ -44,15 +40,15 @@ class IngestReport:
         store: The store's name.
         files: Trace files read (JSONL and JSON).
         exports: Parquet export folders read.
-        traces_read: Evaluated traces found.
+        traces_read: Evaluated traces found and accepted (a refused one counts in ``skipped``).
         traces_added: Traces new to the store.
         traces_present: Traces the store held already (same key), including repeats in the input.
         workload_records: Workload-only records found (stored as workloads, not evaluations).
         workloads_added: Workloads new to the store.
         definitions_added: Definitions new or changed.
         solutions_added: Solutions new or changed.
-        skipped: Lines or files that were not valid records.
-        warnings: One line per skipped record, with file and line.
+        skipped: Lines or files that were not valid records, or records the store cannot hold.
+        warnings: One line per skipped record: file, line, field, value and what is wrong.
     """
 
     store: str
@@ -94,19 +90,33 @@ class _Ingest:
         self.batch = RowBatch()
         self.marks = []
 
-    def add(self, record: Definition | Solution | Trace, source: str) -> None:
-        if isinstance(record, Definition):
-            self.batch.add_definition(record)
-        elif isinstance(record, Solution):
-            self.batch.add_solution(record)
-        elif record.is_workload_only:
-            self.report.workload_records += 1
-            self.batch.add_trace(record, source=source)
-        else:
-            self.report.traces_read += 1
-            self.batch.add_trace(record, source=source)
+    def add(self, record: Definition | Solution | Trace, source: str, where: str) -> None:
+        """Add one parsed record, or skip it (with ``where`` and the reason) if the store
+        cannot hold it (:mod:`sweep.store._checks`)."""
+        try:
+            if isinstance(record, Definition):
+                self.batch.add_definition(record)
+            elif isinstance(record, Solution):
+                self.batch.add_solution(record)
+            else:
+                self.batch.add_trace(record, source=source)
+                if record.is_workload_only:
+                    self.report.workload_records += 1
+                else:
+                    self.report.traces_read += 1
+        except ValidationError as e:
+            self.skip(where, f"not a valid {type(record).__name__.lower()}: {e}")
+            return
         if self.batch.count("traces") + self.batch.count("workloads") >= self.batch_rows:
             self.flush()
+
+    def line(self, where: str, data: bytes, source: str) -> None:
+        try:
+            trace = Trace.model_validate_json(data)
+        except pydantic.ValidationError as e:
+            self.skip(where, describe_invalid(e, data))
+            return
+        self.add(trace, source, where)
 
     def jsonl(self, path: Path) -> None:
         self.report.files += 1
@@ -115,23 +125,24 @@ class _Ingest:
         last = 0
         for line in reader:
             last = line.number
-            if not line.data.strip():
-                continue
-            try:
-                trace = Trace.model_validate_json(line.data)
-            except pydantic.ValidationError as e:
-                self.skip(f"{path}:{line.number}", _why(e))
-                continue
-            self.add(trace, source)
-        if reader.torn:
-            self.skip(f"{path}:{last + 1}", "incomplete last line (a write cut short?)")
+            if line.data.strip():
+                self.line(f"{path}:{line.number}", line.data, source)
+        if reader.torn.strip():
+            # A last line without its newline is a write cut short only if it does not parse
+            # (no prefix of a JSON object is one); a hand-written file may just lack the newline.
+            if is_json(reader.torn):
+                self.line(f"{path}:{last + 1}", reader.torn, source)
+            else:
+                self.skip(f"{path}:{last + 1}", "incomplete last line (a write cut short?)")
         if reader.end:
             self.marks.append(LogMark(source, reader.end, head_hash(path, reader.end)))
 
     def json(self, path: Path) -> None:
         self.report.files += 1
         try:
-            data = json.loads(path.read_bytes())
+            # pydantic's parser, as for JSONL lines: it refuses what Python's json module lets
+            # through and no store can hold (lone surrogates in strings).
+            data = pydantic_core.from_json(path.read_bytes())
         except (OSError, ValueError) as e:
             self.skip(str(path), f"not valid JSON ({e})")
             return
@@ -141,68 +152,17 @@ class _Ingest:
             try:
                 record = parse_json_record(obj)
             except pydantic.ValidationError as e:
-                self.skip(where, _why(e))
+                self.skip(where, describe_invalid(e, data=obj))
                 continue
             except (TypeError, ValueError) as e:
                 self.skip(where, str(e))
                 continue
-            self.add(record, str(path.resolve()))
+            self.add(record, str(path.resolve()), where)
 
     def export(self, folder: Path) -> None:
         self.flush()
         self.report.exports += 1
-        self.report._add(_ingest_export(self.store, folder))
-
-
-def _why(err: pydantic.ValidationError) -> str:
-    if any(e["type"] == "json_invalid" for e in err.errors()):
-        return "not valid JSON"
-    return "not a valid trace: " + first_error(err)
-
-
-def _parquet_select(con: object, table: str, files: str, hive: bool) -> str:
-    """SELECT of ``table``'s columns from Parquet files, NULL for columns an older export lacks."""
-    import duckdb
-
-    assert isinstance(con, duckdb.DuckDBPyConnection)
-    opts = ", hive_partitioning = true, hive_types = {'hardware': VARCHAR}" if hive else ""
-    src = f"read_parquet({files}, union_by_name = true{opts})"
-    have = {r[0] for r in con.execute(f"DESCRIBE SELECT * FROM {src}").fetchall()}
-    cols = [
-        f'CAST("{c}" AS {t}) AS "{c}"' if c in have else f'CAST(NULL AS {t}) AS "{c}"'
-        for c, t in TABLES[table]
-    ]
-    return f"SELECT {', '.join(cols)} FROM {src}"
-
-
-def _ingest_export(store: WritableStore, folder: Path) -> AddCounts:
-    try:
-        manifest = json.loads((folder / "manifest.json").read_text())
-    except (OSError, ValueError) as e:
-        raise StoreError(f"{folder / 'manifest.json'}: cannot read the export manifest ({e})") from None
-    version = int(manifest.get("schema_version", 0))
-    if version > SCHEMA_VERSION:
-        raise StoreError(
-            f"{folder}: exported by a newer kernel-sweep (schema {version}, this one reads up to "
-            f"{SCHEMA_VERSION}); upgrade kernel-sweep to ingest it"
-        )
-    rels: dict[str, str] = {}
-    with store.writing() as con:
-        try:
-            for table in ("definitions", "solutions", "workloads", "traces"):
-                files = sorted((folder / table).rglob("*.parquet"))
-                if not files:
-                    continue
-                listing = "[" + ", ".join("'" + str(f).replace("'", "''") + "'" for f in files) + "]"
-                con.execute(
-                    f"CREATE OR REPLACE TEMP TABLE _import_{table} AS "
-                    + _parquet_select(con, table, listing, hive=table == "traces")
-                )
-                rels[table] = f"_import_{table}"
-            return insert_relations(con, rels)
-        finally:
-            for name in rels.values():
-                con.execute(f"DROP TABLE IF EXISTS {name}")
+        self.report._add(ingest_export(self.store, folder, batch_rows=self.batch_rows))
 
 
 def ingest_into(
@@ -243,7 +203,8 @@ def ingest(paths: Sequence[Path], store_path: Path, *, lock_timeout_s: float = 3
     Accepts JSONL logs (``sweep``'s own and FlashInfer-Bench's, workload-only lines included),
     JSON files holding a trace, definition or solution (or a list of them), folders of those
     (searched recursively; hidden entries skipped), and folders written by ``sweep export``.
-    Invalid lines are skipped with a warning that names file and line.
+    Invalid lines are skipped with a warning that names file, line, field and value; a last
+    line without its newline is read when it parses (else it is a write cut short, skipped).
 
     Args:
         paths: Files or folders.
@@ -251,7 +212,9 @@ def ingest(paths: Sequence[Path], store_path: Path, *, lock_timeout_s: float = 3
         lock_timeout_s: How long to wait for a running writer's batch.
 
     Raises:
-        StoreError: A path does not exist or holds nothing to ingest, or the store is locked.
+        StoreError: A path does not exist or holds nothing to ingest, the store is locked, or
+            a Parquet export breaks a rule (nothing of that export is stored; what earlier
+            paths added stays).
     """
     store = WritableStore(store_path, lock_timeout_s=lock_timeout_s)
     try:

@@ -1,4 +1,10 @@
-"""Plain SQL over the store, with errors that say what exists."""
+"""Plain SQL over the store, with errors that say what exists.
+
+A query is one statement that only reads: DuckDB's own parser counts the statements and
+names their kind, and anything but a query (``SELECT``, ``WITH``, ``FROM``, ``DESCRIBE``,
+``SHOW``, ``SUMMARIZE``, ``VALUES``, or ``EXPLAIN`` of one) is refused before it runs. The
+session it runs in cannot touch a file either (see :mod:`sweep.store._store`).
+"""
 
 from __future__ import annotations
 
@@ -13,10 +19,16 @@ from sweep.store._store import Session, Store
 
 if TYPE_CHECKING:
     import duckdb
+    import pyarrow as pa
 
-__all__ = ["QueryResult", "query", "relation_names", "run_sql"]
+__all__ = ["QueryResult", "check_read_only", "query", "relation_names", "run_sql"]
 
 _MACROS = ["perf_at(p)"]
+_EXPLAIN = re.compile(r"^\s*EXPLAIN\s+(?:ANALY[SZ]E\s+)?", re.IGNORECASE)
+_READ_ONLY_FIX = (
+    "the query session is read-only: only a query (SELECT, WITH, FROM, DESCRIBE, SHOW, EXPLAIN) "
+    "can run; to change the store, use 'sweep ingest' or 'sweep launch'"
+)
 
 
 @dataclass(frozen=True)
@@ -70,15 +82,61 @@ def _unknown_column(session: Session, sql: str, err: Exception) -> StoreError:
     return StoreError(f"unknown column {name!r}{did_you_mean(name, choices)}; " + "; ".join(parts))
 
 
-def run_sql(session: Session, sql: str) -> QueryResult:
-    """Run one statement in a session.
+def _syntax_error(err: Exception) -> StoreError:
+    return StoreError(f"SQL syntax error: {_first_line(err).removeprefix('Parser Error: ')}")
+
+
+def check_read_only(sql: str) -> None:
+    """Refuse anything but exactly one query.
 
     Raises:
-        StoreError: Unknown table or column (the message lists what exists), a syntax error,
-            or any other failure of the statement.
+        StoreError: No statement, more than one, a syntax error, or a statement that is not a
+            query (the message names its kind and says the session is read-only).
     """
     import duckdb
 
+    try:
+        statements = duckdb.extract_statements(sql)
+    except duckdb.ParserException as e:
+        raise _syntax_error(e) from None
+    if not statements:
+        raise StoreError("no SQL statement given; write one query, e.g. 'SELECT * FROM leaderboard'")
+    if len(statements) > 1:
+        raise StoreError(
+            f"{len(statements)} SQL statements given; a query session runs exactly one "
+            "(remove the others, or run them one at a time)"
+        )
+    stmt = statements[0]
+    kind = stmt.type
+    if kind == duckdb.StatementType.EXPLAIN:
+        # EXPLAIN ANALYZE runs what it explains: allowed only over a query.
+        m = _EXPLAIN.match(stmt.query)
+        inner = duckdb.extract_statements(stmt.query[m.end() :]) if m else []
+        if len(inner) == 1 and inner[0].type == duckdb.StatementType.SELECT:
+            return
+        raise StoreError(f"refused EXPLAIN of a statement that is not a query: {_READ_ONLY_FIX}")
+    if kind == duckdb.StatementType.MULTI:
+        raise StoreError(
+            "refused a statement that DuckDB runs as several (PIVOT without IN): "
+            f"{_READ_ONLY_FIX}; name the values, e.g. PIVOT traces ON hardware IN ('NVIDIA_H100', "
+            "'NVIDIA_H200') USING count(*)"
+        )
+    if kind != duckdb.StatementType.SELECT:
+        word = re.match(r"\s*([A-Za-z]+)", stmt.query)  # what the user wrote: INSTALL, not LOAD
+        raise StoreError(f"refused {word.group(1).upper() if word else kind.name}: {_READ_ONLY_FIX}")
+
+
+def run_sql(session: Session, sql: str) -> QueryResult:
+    """Run one query in a session.
+
+    Raises:
+        StoreError: Not exactly one query (:func:`check_read_only`), unknown table or column
+            (the message lists what exists), a syntax error, or any other failure of the
+            statement.
+    """
+    import duckdb
+
+    check_read_only(sql)
     con = session.con
     session.require(sql)
     try:
@@ -97,13 +155,68 @@ def run_sql(session: Session, sql: str) -> QueryResult:
     except duckdb.BinderException as e:
         raise _unknown_column(session, sql, e) from None
     except duckdb.ParserException as e:
-        raise StoreError(f"SQL syntax error: {_first_line(e).removeprefix('Parser Error: ')}") from None
+        raise _syntax_error(e) from None
+    except duckdb.PermissionException as e:
+        raise StoreError(
+            f"query failed: {_first_line(e)}; a query session reads the store's tables and views "
+            "only, no other file"
+        ) from None
     except duckdb.Error as e:
         raise StoreError(f"query failed: {_first_line(e)}") from None
     columns = list(table.column_names)
-    data = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    as_text: list[str] = []
+    data = [_to_python(table.column(i), name, as_text) for i, name in enumerate(columns)]
+    if as_text:
+        note = (
+            f"{', '.join(repr(c) for c in as_text)}: times outside Python's range (years 1-9999), "
+            "shown as text; find the traces with: SELECT trace_key, source FROM traces WHERE "
+            "year(timestamp) NOT BETWEEN 1970 AND 2199"
+        )
+        if note not in session.notes:  # kept in the session: a report says it once
+            session.notes.append(note)
     rows = list(zip(*data)) if data else []
     return QueryResult(columns, types, rows, session.source, list(session.notes))
+
+
+def _to_python(col: pa.ChunkedArray, name: str, as_text: list[str]) -> list[object]:
+    """A column's values; times outside Python's years 1-9999 (a store written before they
+    were refused) come as ISO 8601 text, and the column's name is added to ``as_text``,
+    rather than failing the whole answer.
+
+    Raises:
+        StoreError: A value still cannot be shown.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    try:
+        values: list[object] = col.to_pylist()
+        return values
+    except (OverflowError, ValueError):
+        pass
+    try:
+        values = pc.cast(col, _times_as_text(col.type)).to_pylist()
+    except (OverflowError, ValueError, pa.ArrowException) as e:
+        raise StoreError(f"query failed: column {name!r} holds a value that cannot be shown ({e})") from None
+    as_text.append(name)
+    return values
+
+
+def _times_as_text(t: pa.DataType) -> pa.DataType:
+    """``t`` with every timestamp and date in it (in lists, structs, maps too) as a string."""
+    import pyarrow as pa
+
+    if pa.types.is_timestamp(t) or pa.types.is_date(t):
+        return pa.string()
+    if pa.types.is_map(t):
+        return pa.map_(_times_as_text(t.key_type), _times_as_text(t.item_type))
+    if pa.types.is_list(t):
+        return pa.list_(_times_as_text(t.value_type))
+    if pa.types.is_large_list(t):
+        return pa.large_list(_times_as_text(t.value_type))
+    if pa.types.is_struct(t):
+        return pa.struct([pa.field(f.name, _times_as_text(f.type)) for f in t])
+    return t
 
 
 def query(
@@ -113,11 +226,12 @@ def query(
 
     While a sweep is writing, the answer includes the lines of its JSONL logs that are not in
     the file yet; if the file stays locked, the answer comes from the logs alone (see
-    :class:`sweep.store.Store`). The store is opened read-only.
+    :class:`sweep.store.Store`). The store is opened read-only, in a session that can read
+    and write no other file, and only one query runs (:func:`check_read_only`).
 
     Args:
         store_path: The DuckDB file.
-        sql: One SQL statement; tables ``traces``, ``definitions``, ``solutions``,
+        sql: One query; tables ``traces``, ``definitions``, ``solutions``,
             ``workloads`` and views ``latest``, ``best``, ``cross_hardware``, ``leaderboard``,
             ``op_scores``, ``backend_scores`` are visible.
         results_dir: The sweep's results folder (default: the store file's folder).

@@ -13,8 +13,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
+from sweep.errors import ValidationError
 from sweep.schema import Definition, Solution, TimingStats, Trace, Workload
 from sweep.schema.hardware import record_name
+from sweep.store._checks import check_definition, check_trace, check_workload_axes
 from sweep.store._schema import arrow_schema
 from sweep.store._store_context import StoreContext
 
@@ -123,7 +125,12 @@ class RowBatch:
 
         Returns:
             The trace key, or ``None`` for a workload-only record or a key already in the batch.
+
+        Raises:
+            ValidationError: The store cannot hold the trace (:func:`~sweep.store._checks.check_trace`);
+                nothing of it was added.
         """
+        check_trace(trace)
         self.add_workload(trace.definition, trace.workload)
         ev = trace.evaluation
         if ev is None:
@@ -209,19 +216,29 @@ class RowBatch:
         return key
 
     def add_workload(self, definition: str, workload: Workload) -> None:
-        """Add a workload of ``definition`` (once per uuid)."""
+        """Add a workload of ``definition`` (once per uuid).
+
+        Raises:
+            ValidationError: An axis is not a size the store can hold.
+        """
         key = (definition, workload.uuid)
         if key in self._workload_keys:
             return
+        check_workload_axes(workload.axes)
         self._workload_keys.add(key)
         self._rows["workloads"].append(
             (definition, workload.uuid, list(workload.axes.items()), workload.to_json())
         )
 
     def add_definition(self, defn: Definition) -> None:
-        """Add a definition (once per name)."""
+        """Add a definition (once per name).
+
+        Raises:
+            ValidationError: A constant axis does not fit in 64 bits.
+        """
         if defn.name in self._definition_keys:
             return
+        check_definition(defn)
         self._definition_keys.add(defn.name)
         self._rows["definitions"].append(
             (
@@ -274,5 +291,20 @@ class RowBatch:
         if rows and len(rows[0]) != len(schema):
             raise AssertionError(f"{table}: rows have {len(rows[0])} values for {len(schema)} columns")
         columns = list(zip(*rows)) if rows else [() for _ in schema]
-        arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema)]
+        try:
+            arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema)]
+        except (OverflowError, pa.ArrowException, UnicodeError) as e:
+            # The checks of add_* keep such values out; this names the column if one slips by.
+            bad = next((f.name for col, f in zip(columns, schema) if not _converts(col, f.type)), "?")
+            raise ValidationError(f"{table}.{bad}: a value the store cannot hold ({e})") from None
         return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _converts(values: tuple[object, ...], dtype: pa.DataType) -> bool:
+    import pyarrow as pa
+
+    try:
+        pa.array(values, type=dtype)
+    except (OverflowError, pa.ArrowException, UnicodeError):
+        return False
+    return True

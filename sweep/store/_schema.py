@@ -27,6 +27,7 @@ __all__ = [
     "column_names",
     "create_tables_sql",
     "table_columns",
+    "view_statements",
     "views_hash",
     "views_sql",
 ]
@@ -316,11 +317,13 @@ def create_tables_sql(*, prefix: str = "") -> list[str]:
     return out
 
 
-def views_sql(needed: set[str] | None = None) -> list[str]:
-    """Statements that create (or replace) the views and macros, in dependency order.
+def view_statements(needed: set[str] | None = None, *, temp: bool = False) -> list[tuple[str, str]]:
+    """``(name, statement)`` that create (or replace) the views and macros, in dependency order.
 
     Args:
         needed: Only these and what they read (default: all).
+        temp: Create them in the connection's temporary catalog (a read session over a store
+            file opened read-only, whose own catalog cannot be written).
     """
     if needed is not None:
         todo, closure = list(needed), set()
@@ -330,13 +333,27 @@ def views_sql(needed: set[str] | None = None) -> list[str]:
                 closure.add(name)
                 todo.extend(VIEW_DEPENDS[name])
         needed = closure
+    kind = "TEMP " if temp else ""
     views = [
-        f"CREATE OR REPLACE VIEW {name} AS\n{body}"
+        (name, f"CREATE OR REPLACE {kind}VIEW {name} AS\n{body}")
         for name, body in VIEWS
         if needed is None or name in needed
     ]
-    macros = [m for m in MACROS if needed is None or "perf_at" in needed]
+    macros = [
+        ("perf_at", m.replace("CREATE OR REPLACE MACRO", f"CREATE OR REPLACE {kind}MACRO"))
+        for m in MACROS
+        if needed is None or "perf_at" in needed
+    ]
     return views + macros
+
+
+def views_sql(needed: set[str] | None = None) -> list[str]:
+    """Statements that create (or replace) the views and macros, in dependency order.
+
+    Args:
+        needed: Only these and what they read (default: all).
+    """
+    return [stmt for _, stmt in view_statements(needed)]
 
 
 def views_hash() -> str:

@@ -1,12 +1,18 @@
 """Store: a DuckDB file or an in-memory database (see :class:`WritableStore`), and read
 sessions over it.
 
-A read session is always an in-memory DuckDB. For a store file it attaches the file
-read-only, adds the lines of the sweep's JSONL logs that are not in the file yet (a running
-writer commits in batches; ``log_progress`` says how far each log is in), and creates the
-views over the union. So a reader sees every trace finished so far, and what it sees only
-grows. If the file stays locked by a writer past the wait, the session is built from the
-JSONL logs alone, with the same views.
+A read session over a store file opens the file read-only, adds the lines of the sweep's
+JSONL logs that are not in the file yet (a running writer commits in batches;
+``log_progress`` says how far each log is in) as temporary tables, and creates the views as
+temporary views over the union. So a reader sees every trace finished so far, and what it
+sees only grows. If the file stays locked by a writer past the wait, the session is built in
+memory from the JSONL logs alone, with the same views.
+
+Unless it is opened with ``file_access`` (an export writes Parquet through it), a session is
+then locked down: no file can be read or written from its SQL, no extension installed or
+loaded, and the configuration is locked so its SQL cannot undo that. With the statement
+check of :func:`sweep.store._query.run_sql` (one statement, and only a query), a query
+session changes nothing anywhere.
 """
 
 from __future__ import annotations
@@ -20,15 +26,23 @@ from typing import TYPE_CHECKING, Literal
 
 import pydantic
 
-from sweep.errors import StoreError
+from sweep.errors import StoreError, ValidationError
 from sweep.schema import Trace
-from sweep.store._connection import StoreLockedError, count, init_connection, retry_on_lock, schema_version
+from sweep.store._checks import describe_invalid
+from sweep.store._connection import (
+    StoreLockedError,
+    count,
+    fetch_one,
+    lock_down,
+    open_read_only,
+    schema_version,
+)
 from sweep.store._ingest import ingest_into
 from sweep.store._insert import LogMark, new_traces_sql
 from sweep.store._row_batch import RowBatch
-from sweep.store._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_DEPENDS, views_sql
+from sweep.store._schema import SCHEMA_VERSION, VIEW_DEPENDS, view_statements
 from sweep.store._store_context import StoreContext
-from sweep.store._trace_files import LogReader, head_hash, log_files
+from sweep.store._trace_files import LogReader, head_hash, is_json, log_files
 from sweep.store._writable_store import WritableStore
 
 if TYPE_CHECKING:
@@ -49,6 +63,8 @@ class Session:
             logs only: no file, or it stayed locked), or ``"memory"``.
         notes: Things the user should know about where the answer came from.
         tail: Traces read from the logs on top of the store file.
+        lazy_views: Views are created when a statement names them (:meth:`require`), as
+            temporary views (the file is open read-only).
     """
 
     con: duckdb.DuckDBPyConnection
@@ -70,15 +86,25 @@ class Session:
         wanted -= self._created
         if not wanted:
             return
-        for stmt in views_sql(wanted | self._created):
-            name = stmt.split()[4] if stmt.startswith("CREATE OR REPLACE VIEW") else "perf_at"
+        for name, stmt in view_statements(wanted | self._created, temp=True):
             if name not in self._created:
                 self.con.execute(stmt)
                 self._created.add(name)
 
 
-def _quote(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
+def _ident(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _whole_lines(reader: LogReader, size: int) -> Iterator[tuple[int, int, bytes]]:
+    """(number, end offset, bytes) of each whole line, then of a last line without its newline
+    if it parses: such a line is whole (see :mod:`sweep.store._trace_files`)."""
+    number = 0
+    for line in reader:
+        number = line.number
+        yield line.number, line.end, line.data
+    if reader.torn.strip() and is_json(reader.torn):
+        yield (number + 1 if reader.start == 0 else 0), size, reader.torn
 
 
 def read_log_tails(
@@ -108,16 +134,16 @@ def read_log_tails(
         if start == size:
             continue
         reader = LogReader(path, start)
-        for line in reader:
-            if not line.data.strip():
+        for number, end, data in _whole_lines(reader, size):
+            if not data.strip():
                 continue
+            where = f"{path}:{number}" if number else f"{path} (byte {end})"
             try:
-                trace = Trace.model_validate_json(line.data)
+                batch.add_trace(Trace.model_validate_json(data), source=key, context=context)
             except pydantic.ValidationError as e:
-                where = f"{path}:{line.number}" if line.number else f"{path} (byte {line.end})"
-                warnings.append(f"{where}: not a valid trace, skipped ({e.error_count()} errors)")
-                continue
-            batch.add_trace(trace, source=key, context=context)
+                warnings.append(f"{where}: {describe_invalid(e, data)}, skipped")
+            except ValidationError as e:
+                warnings.append(f"{where}: not a valid trace: {e}, skipped")
         if reader.end > start:
             new_marks.append(LogMark(key, reader.end, head_hash(path, reader.end)))
     return new_marks, warnings
@@ -133,7 +159,7 @@ class Store(WritableStore):
 
     @contextmanager
     def session(
-        self, results_dir: Path | None = None, *, timeout_s: float | None = None
+        self, results_dir: Path | None = None, *, timeout_s: float | None = None, file_access: bool = False
     ) -> Iterator[Session]:
         """A read session (see the module docstring).
 
@@ -141,6 +167,9 @@ class Store(WritableStore):
             results_dir: The sweep's results folder, whose logs complete the store file
                 (default: the folder holding the store file).
             timeout_s: How long to wait for a writer before reading the logs alone.
+            file_access: Let the session's SQL read and write files (``COPY ... TO``: only an
+                export needs it). Without it the session is locked down. A session of an
+                in-memory store is that store's own connection, and never locked down.
 
         Raises:
             StoreError: No store file and no logs, or the store is newer than this code.
@@ -157,87 +186,83 @@ class Store(WritableStore):
                     f"no store at {self.path} and no trace logs under {results / 'traces'}; "
                     "run 'sweep launch CONFIG' or 'sweep ingest PATH...' first"
                 )
-            with self._log_session(
-                results, f"no store at {self.path}; answered from the JSONL logs under {results}"
-            ) as s:
+            note = f"no store at {self.path}; answered from the JSONL logs under {results}"
+            with self._log_session(results, note, file_access) as s:
                 yield s
             return
-        import duckdb
-
-        con = duckdb.connect(":memory:")
         try:
-            init_connection(con)
-            try:
-                self._attach(con, wait)
-            except StoreLockedError:
-                con.close()
-                with self._log_session(
-                    results,
-                    f"store {self.path} is held by a writer; answered from the JSONL logs under {results}",
-                ) as s:
-                    yield s
-                return
+            con = self._open(wait, file_access)
+        except StoreLockedError:
+            note = f"store {self.path} is held by a writer; answered from the JSONL logs under {results}"
+            with self._log_session(results, note, file_access) as s:
+                yield s
+            return
+        try:
             session = self._build_session(con, results)
+            if not file_access:
+                lock_down(con)
             yield session
         finally:
             con.close()
 
-    def _attach(self, con: duckdb.DuckDBPyConnection, wait: float) -> None:
-        """Attach the file read-only as ``store``, migrating it first if it is older."""
+    def _open(self, wait: float, file_access: bool) -> duckdb.DuckDBPyConnection:
+        """Open the file read-only, migrating it first if it is older."""
         assert self.path is not None
-        path = self.path
-
-        def attach() -> None:
-            con.execute(f"ATTACH {_quote(path)} AS store (READ_ONLY)")
-
-        retry_on_lock(attach, timeout_s=wait, what=str(path))
-        version = schema_version(con, catalog="store")
+        con = open_read_only(self.path, file_access=file_access, timeout_s=wait)
+        try:
+            version = schema_version(con)
+        except BaseException:
+            con.close()
+            raise
         if version == SCHEMA_VERSION:
-            return
+            return con
+        con.close()
         if version is not None and version > SCHEMA_VERSION:
             raise StoreError(
-                f"{path} has schema version {version}, newer than this kernel-sweep supports "
+                f"{self.path} has schema version {version}, newer than this kernel-sweep supports "
                 f"({SCHEMA_VERSION}); upgrade kernel-sweep to read it"
             )
-        # Older (or empty): migrate with a short write, then attach again.
-        con.execute("DETACH store")
+        # Older (or empty): migrate with a short write, then open again.
         with self.writing(timeout_s=wait):
             pass
-        retry_on_lock(attach, timeout_s=wait, what=str(path))
+        return open_read_only(self.path, file_access=file_access, timeout_s=wait)
 
     def _build_session(self, con: duckdb.DuckDBPyConnection, results: Path) -> Session:
         batch = RowBatch()
-        _, warnings = read_log_tails(results, self.log_marks(con, "store"), batch)
+        _, warnings = read_log_tails(results, self.log_marks(con), batch)
         session = Session(con, "store")
-        for table in [*TABLES, *NODE_TABLES]:
-            if table not in ("traces", "workloads") or not batch.count(table):
-                con.execute(f"CREATE VIEW {table} AS SELECT * FROM store.{table}")
+        # The file's own tables, named through its catalog: a temporary view of the same name
+        # (traces with the log tail) shadows the unqualified name.
+        row = fetch_one(con, "SELECT current_database()")
+        assert row is not None
+        main = f"{_ident(str(row[0]))}.main"
         if batch.count("traces"):
             con.register("_tail_traces", batch.arrow("traces"))
             con.execute(
-                "CREATE TABLE tail_traces AS "
+                "CREATE TEMP TABLE tail_traces AS "
                 + new_traces_sql(
                     "_tail_traces",
-                    traces="store.traces",
-                    definitions="store.definitions",
-                    solutions="store.solutions",
+                    traces=f"{main}.traces",
+                    definitions=f"{main}.definitions",
+                    solutions=f"{main}.solutions",
                 )
             )
             con.unregister("_tail_traces")
             con.execute(
-                "CREATE VIEW traces AS SELECT * FROM store.traces UNION ALL BY NAME SELECT * FROM tail_traces"
+                f"CREATE TEMP VIEW traces AS SELECT * FROM {main}.traces "
+                "UNION ALL BY NAME SELECT * FROM tail_traces"
             )
             session.tail = count(con, "SELECT count(*) FROM tail_traces")
         if batch.count("workloads"):
             con.register("_tail_workloads", batch.arrow("workloads"))
             con.execute(
-                "CREATE TABLE tail_workloads AS SELECT * FROM _tail_workloads b WHERE NOT EXISTS "
-                "(SELECT 1 FROM store.workloads t WHERE t.definition = b.definition "
+                "CREATE TEMP TABLE tail_workloads AS SELECT * FROM _tail_workloads b WHERE NOT EXISTS "
+                f"(SELECT 1 FROM {main}.workloads t WHERE t.definition = b.definition "
                 "AND t.uuid = b.uuid)"
             )
             con.unregister("_tail_workloads")
             con.execute(
-                "CREATE VIEW workloads AS SELECT * FROM store.workloads "
+                f"CREATE TEMP VIEW workloads AS SELECT * FROM {main}.workloads "
                 "UNION ALL BY NAME SELECT * FROM tail_workloads"
             )
         session.lazy_views = True
@@ -250,11 +275,13 @@ class Store(WritableStore):
         return session
 
     @contextmanager
-    def _log_session(self, results: Path, note: str) -> Iterator[Session]:
+    def _log_session(self, results: Path, note: str, file_access: bool) -> Iterator[Session]:
         mem = WritableStore.memory()
         try:
             report = ingest_into(mem, [results], allow_empty=True)
             assert mem._mem is not None
+            if not file_access:
+                lock_down(mem._mem)
             notes = [f"{note} ({report.traces_read} traces)"] + report.warnings[:5]
             yield Session(mem._mem, "log", notes)
         finally:

@@ -1,8 +1,10 @@
 """Reading trace files: JSONL logs (from an offset, whole lines only), JSON records, folders.
 
 A JSONL log is appended one whole line per trace; a process killed mid-write leaves a last
-line without its newline. Such a torn line is never read as a record: readers stop before it,
-and once later lines follow it, it is reported and skipped.
+line without its newline. :class:`LogReader` stops before such a line and hands it over as
+:attr:`LogReader.torn`: a reader takes it as a record only if it parses (no proper prefix of a
+JSON object does, so a write cut short never does), and once later lines follow it, a line
+that does not parse is reported and skipped.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-import pydantic
+import pydantic_core
 
 from sweep.errors import StoreError
 from sweep.schema import Definition, Solution, Trace
@@ -25,14 +27,15 @@ __all__ = [
     "LogReader",
     "Source",
     "find_sources",
-    "first_error",
     "head_hash",
+    "is_json",
     "log_files",
     "parse_json_record",
 ]
 
 #: ``format`` of the manifest that marks a Parquet export folder.
 EXPORT_FORMAT = "kernel-sweep-export"
+_EXPORT_TABLES = ("definitions", "solutions", "workloads", "traces")
 _HEAD_BYTES = 4096
 
 
@@ -42,12 +45,13 @@ def head_hash(path: Path, offset: int) -> str:
         return hashlib.sha256(f.read(min(offset, _HEAD_BYTES))).hexdigest()[:16]
 
 
-def first_error(err: pydantic.ValidationError) -> str:
-    """One line saying what is wrong with a record: the field path and the message."""
-    e = err.errors()[0]
-    loc = ".".join(str(p) for p in e["loc"]) or "record"
-    more = f" (and {err.error_count() - 1} more)" if err.error_count() > 1 else ""
-    return f"{loc}: {e['msg']}{more}"
+def is_json(data: bytes) -> bool:
+    """Whether ``data`` is one whole JSON value (a last line that is not was cut short)."""
+    try:
+        pydantic_core.from_json(data)
+    except ValueError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -102,11 +106,16 @@ class Source:
 
 
 def _is_export(folder: Path) -> bool:
+    """A folder ``sweep export`` wrote: its manifest says so, or (a manifest damaged) it has
+    the manifest beside Parquet files of a table; :func:`sweep.store._ingest_export.read_manifest`
+    then says what is wrong, rather than the folder being read as loose files."""
     manifest = folder / "manifest.json"
     if not manifest.is_file():
         return False
+    if any((folder / t).is_dir() and any((folder / t).rglob("*.parquet")) for t in _EXPORT_TABLES):
+        return True
     try:
-        data = json.loads(manifest.read_text())
+        data = json.loads(manifest.read_bytes())
     except (OSError, ValueError):
         return False
     return isinstance(data, dict) and data.get("format") == EXPORT_FORMAT

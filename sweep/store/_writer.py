@@ -23,7 +23,7 @@ from typing import BinaryIO
 
 from typing_extensions import Self
 
-from sweep.errors import StoreError
+from sweep.errors import StoreError, ValidationError
 from sweep.schema import Provenance, Trace
 from sweep.store._insert import LogMark, insert_batch
 from sweep.store._row_batch import RowBatch
@@ -257,7 +257,12 @@ class ResultsWriter:
                 return
             batch = RowBatch()
             for trace, line, source in items:
-                batch.add_trace(trace, record=line, context=self.context, source=source)
+                try:
+                    batch.add_trace(trace, record=line, context=self.context, source=source)
+                except ValidationError as e:
+                    # Retrying cannot help; the line stays in its log, where 'sweep ingest'
+                    # reports it with the same words.
+                    _log.warning("%s: not a valid trace: %s; logged, not stored", source, e)
             marks = [LogMark(str(p.resolve()), end, head_hash(p, end)) for p, end in ends.items()]
             self.store.add(batch, marks, timeout_s=timeout_s)
             with self._lock:

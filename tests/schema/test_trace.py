@@ -1,15 +1,18 @@
-"""Trace and Evaluation: the status/field presence rule, NaN and infinities, workload-only traces."""
+"""Trace and Evaluation: the status/field presence rule, NaN and infinities, workload-only
+traces, times in a sane range, integers that fit the store."""
 
 from __future__ import annotations
 
 import json
 import math
+from datetime import datetime, timezone
 from typing import Any
 
 import pydantic
 import pytest
 
-from sweep.schema import Evaluation, Status, Trace
+from sweep.schema import Clocks, Evaluation, Provenance, Status, TimingStats, Trace
+from sweep.schema.trace import INT64_MAX, check_time
 
 BOTH = {Status.PASSED}
 CORRECTNESS_ONLY = {Status.INCORRECT_NUMERICAL}
@@ -108,8 +111,89 @@ def test_negative_error_is_refused(evaluation_data: dict[str, Any]) -> None:
 
 def test_timestamp_must_be_iso(evaluation_data: dict[str, Any]) -> None:
     evaluation_data["timestamp"] = "yesterday"
-    with pytest.raises(pydantic.ValidationError, match="must be an ISO 8601 timestamp, got 'yesterday'"):
+    with pytest.raises(
+        pydantic.ValidationError,
+        match="must be an ISO 8601 timestamp such as 2025-06-01T12:00:00Z, got 'yesterday'",
+    ):
         Evaluation.model_validate(evaluation_data)
+
+
+@pytest.mark.parametrize(
+    "ts",
+    [
+        "0001-01-01T00:00:00+05:00",  # UTC year 0: not even a Python datetime
+        "9999-12-31T23:59:59-05:00",  # UTC year 10000
+        "0001-01-01T00:00:00Z",
+        "1969-12-31T23:59:59Z",
+        "2200-01-01T00:00:00Z",
+    ],
+)
+def test_timestamp_outside_the_sane_range_is_refused(evaluation_data: dict[str, Any], ts: str) -> None:
+    evaluation_data["timestamp"] = ts
+    with pytest.raises(pydantic.ValidationError) as e:
+        Evaluation.model_validate(evaluation_data)
+    assert (
+        f"must be a time between 1970-01-01 and 2200-01-01 UTC (write the real time of the run, e.g. "
+        f"2025-06-01T12:00:00Z), got {ts!r}" in str(e.value)
+    )
+
+
+def test_timestamp_in_range_with_a_zone_or_none_is_accepted(evaluation_data: dict[str, Any]) -> None:
+    for ts in ("1970-01-01T00:00:00Z", "2199-12-31T23:59:59+00:00", "2025-06-01 12:00", "2025-06-01"):
+        evaluation_data["timestamp"] = ts
+        assert Evaluation.model_validate(evaluation_data).timestamp == ts
+    assert check_time("2025-06-01T12:00:00+02:00") == datetime(2025, 6, 1, 10, tzinfo=timezone.utc)
+
+
+def test_a_huge_timestamp_is_cut_in_the_message(evaluation_data: dict[str, Any]) -> None:
+    evaluation_data["timestamp"] = "x" * 100_000
+    with pytest.raises(pydantic.ValidationError) as e:
+        Evaluation.model_validate(evaluation_data)
+    assert "got 'xxxxx" in str(e.value) and "...'" in str(e.value)
+    assert len(str(e.value)) < 1000
+
+
+@pytest.mark.parametrize("field", ["started_at", "finished_at"])
+def test_provenance_times_are_checked_too(field: str) -> None:
+    # Unreadable times used to be stored as NULL and lost without a word.
+    for bad in ("yesterday", "0001-01-01T00:00:00+05:00"):
+        with pytest.raises(pydantic.ValidationError, match=field):
+            Provenance.model_validate({field: bad})
+    assert getattr(Provenance.model_validate({field: "2025-06-01T00:00:00Z"}), field) is not None
+
+
+@pytest.mark.parametrize(
+    ("model", "data"),
+    [
+        ("Evaluation", {"seed": 2**64}),
+        ("Evaluation", {"seed": -(2**63) - 1}),
+        ("Provenance", {"worker_pid": 2**63}),
+        ("Provenance", {"attempt": 10**30}),
+        ("Clocks", {"sm_clock_mhz_max": 2**63}),
+        ("TimingStats", {"iterations": 2**63}),
+    ],
+)
+def test_integers_beyond_64_bits_are_refused(
+    evaluation_data: dict[str, Any], model: str, data: dict[str, Any]
+) -> None:
+    timing = {
+        "clock": "cuda_event",
+        "iterations": 3,
+        "p10_ms": 1,
+        "p50_ms": 1,
+        "p90_ms": 1,
+        "mean_ms": 1,
+        "cv": 0,
+    }
+    cls = {"Evaluation": Evaluation, "Provenance": Provenance, "Clocks": Clocks, "TimingStats": TimingStats}[
+        model
+    ]
+    base = {"Evaluation": evaluation_data, "TimingStats": timing}.get(model, {})
+    with pytest.raises(pydantic.ValidationError, match="Input should be (less|greater) than or equal to"):
+        cls.model_validate({**base, **data})
+    # The largest that fits is fine.
+    key = next(iter(data))
+    assert cls.model_validate({**base, key: INT64_MAX if data[key] > 0 else -INT64_MAX - 1})
 
 
 def test_timestamp_with_z_suffix_is_accepted(evaluation_data: dict[str, Any]) -> None:

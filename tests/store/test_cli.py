@@ -55,7 +55,10 @@ def test_ingest_warns_on_stderr_about_a_torn_line(tmp_path: Path) -> None:
     res = runner.invoke(app, ["ingest", str(log), "--store", str(tmp_path / "s.duckdb")])
     assert res.exit_code == 0
     assert res.stderr == f"warning: {log}:2: incomplete last line (a write cut short?), skipped\n"
-    assert res.stdout.endswith("skipped 1 invalid record (warnings above)\n")
+    assert res.stdout.endswith(
+        "skipped 1 invalid record (warnings above); fix or delete them and ingest again: "
+        "what is stored already is not added twice\n"
+    )
 
 
 def test_ingest_missing_path_fails(tmp_path: Path) -> None:
@@ -144,3 +147,29 @@ def test_help_has_an_example(command: str) -> None:
     res = runner.invoke(app, [command, "--help"])
     assert res.exit_code == 0
     assert "Example: sweep " in res.stdout
+
+
+def test_export_into_a_folder_that_cannot_be_made_names_the_path(db: Path, tmp_path: Path) -> None:
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    res = runner.invoke(app, ["export", "--parquet", str(afile / "sub"), "--store", str(db)])
+    assert (res.exit_code, res.stdout) == (1, "")
+    assert res.stderr == (
+        f"error: cannot create export folder {afile / 'sub'}: Not a directory; give a folder you can write\n"
+    )
+    res = runner.invoke(app, ["export", "--parquet", str(afile), "--store", str(db)])
+    assert (res.exit_code, res.stderr) == (1, f"error: export folder {afile} is a file; give a new folder\n")
+
+
+def test_export_write_failure_names_the_folder(
+    db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def refuse(self: Path, *args: object, **kwargs: object) -> None:
+        raise PermissionError(13, "Permission denied", str(self))
+
+    monkeypatch.setattr(Path, "mkdir", refuse)
+    res = runner.invoke(app, ["export", "--parquet", str(tmp_path / "out"), "--store", str(db)])
+    assert (res.exit_code, res.stdout) == (1, "")
+    assert res.stderr == (
+        f"error: cannot create export folder {tmp_path / 'out'}: Permission denied; give a folder you can write\n"
+    )

@@ -55,10 +55,11 @@ def test_invalid_lines_are_skipped_with_file_and_line(tmp_path: Path) -> None:
     )
     r = ingest([log], tmp_path / "s.duckdb")
     assert (r.traces_added, r.skipped) == (1, 2)
-    assert r.warnings[0] == f"{log}:2: not valid JSON, skipped"
+    assert r.warnings[0] == f"{log}:2: not valid JSON (key must be a string at column 2), skipped"
     assert r.warnings[1].startswith(
         f"{log}:3: not a valid trace: evaluation.status: Input should be 'PASSED'"
     )
+    assert r.warnings[1].endswith(" (got 'GREAT'), skipped")
 
 
 def test_json_files_of_each_kind(tmp_path: Path) -> None:

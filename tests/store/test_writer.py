@@ -165,7 +165,7 @@ def test_torn_line_from_a_killed_run_is_closed_off(tmp_path: Path) -> None:
     ]
     report = ingest([results], db)
     assert (report.traces_added, report.traces_present) == (0, 2)
-    assert report.warnings == [f"{log}:2: not valid JSON, skipped"]
+    assert report.warnings == [f"{log}:2: not valid JSON (EOF while parsing a value), skipped"]
 
 
 def test_second_writer_on_the_same_folder_is_refused(tmp_path: Path) -> None:

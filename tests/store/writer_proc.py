@@ -18,7 +18,7 @@ def trace(i: int) -> Trace:
     return Trace.model_validate(
         {
             "definition": f"op_{i % 3}",
-            "workload": {"uuid": f"wl-{i}", "axes": {"batch": i}, "inputs": {}},
+            "workload": {"uuid": f"wl-{i}", "axes": {"batch": i + 1}, "inputs": {}},
             "solution": "s1",
             "evaluation": {
                 "status": "PASSED",

@@ -1,0 +1,93 @@
+"""What the store needs of a record beyond its schema, and messages that say what is wrong.
+
+A record the schema accepts can still be one the store cannot hold or should not: an axis of
+0, -5 or 2**70 (a dimension size; ``MAP(VARCHAR, BIGINT)`` holds 64 bits), or a trace that
+names a solution but carries no evaluation (a result without an outcome; a workload-only
+record has neither). Every write builds its rows through :class:`~sweep.store.RowBatch`,
+which calls these checks, so a writer's batch, an ingest and a Parquet merge refuse the same
+records with the same words.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+
+import pydantic
+import pydantic_core
+
+from sweep.errors import ValidationError, format_validation_error, shown
+from sweep.schema import Definition, Trace
+from sweep.schema.limits import INT64_MAX
+
+__all__ = ["check_definition", "check_trace", "check_workload_axes", "describe_invalid"]
+
+
+def check_workload_axes(axes: Mapping[str, object], field: str = "workload.axes") -> None:
+    """Refuse axis values that are not dimension sizes a store can hold.
+
+    Raises:
+        ValidationError: ``<field>.<axis>: must be ... (got <value>)``.
+    """
+    for name, value in axes.items():
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= INT64_MAX:
+            raise ValidationError(
+                f"{field}.{name}: must be a whole number from 1 to {INT64_MAX} (the size of a "
+                f"dimension) (got {shown(value)})"
+            )
+
+
+def check_trace(trace: Trace) -> None:
+    """Refuse a trace the store cannot hold (see the module docstring).
+
+    Raises:
+        ValidationError: The field and the value that are wrong, and what would be right.
+    """
+    check_workload_axes(trace.workload.axes)
+    if trace.solution is not None and trace.evaluation is None:
+        raise ValidationError(
+            f"solution: names {shown(trace.solution)} but the trace has no evaluation; a result "
+            "needs both (a workload-only record has neither: set solution to null)"
+        )
+
+
+def check_definition(defn: Definition) -> None:
+    """Refuse a definition whose constant axes do not fit a ``BIGINT`` column.
+
+    Raises:
+        ValidationError: The axis and its value.
+    """
+    for name, value in defn.const_axes().items():
+        if not -INT64_MAX - 1 <= value <= INT64_MAX:
+            raise ValidationError(
+                f"axes.{name}.value: must fit in 64 bits (at most {INT64_MAX}) (got {shown(value)})"
+            )
+
+
+def describe_invalid(
+    err: pydantic.ValidationError, text: bytes | str | None = None, data: object = None
+) -> str:
+    """One line saying why a record was refused: ``not valid JSON (...)`` or
+    ``not a valid <kind>: <field>: <message> (got <value>)``, plus how many more problems.
+
+    Args:
+        err: What pydantic raised.
+        text: The JSON text validated (to find field paths), when ``data`` is not given.
+        data: The object validated.
+    """
+    first = err.errors(include_url=False)[0]
+    if first["type"] == "json_invalid":
+        msg = str(first["msg"]).removeprefix("Invalid JSON: ")
+        # The text is one line of a file (named by the caller): a column says where in it; the
+        # newline that ends it would make an error at its end read "line 2 column 0".
+        msg = re.sub(r" at line 1 column (\d+)$", r" at column \1", msg)
+        return f"not valid JSON ({re.sub(r' at line [0-9]+ column [0-9]+$', '', msg)})"
+    if data is None and text is not None:
+        try:
+            data = pydantic_core.from_json(text)
+        except ValueError:
+            data = None
+    lines = format_validation_error(err, data)
+    kind = err.title.lower() if err.title else "record"  # the model: Trace -> "trace"
+    more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+    return f"not a valid {kind}: {lines[0]}{more}"

@@ -10,9 +10,10 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from sweep.cluster._sandbox_main import LOST_CONNECTION
 from sweep.cluster._zygote import ExitState
 
-__all__ = ["crash_log", "file_size", "output_tail", "timeout_log", "wait_quiet"]
+__all__ = ["crash_log", "file_size", "orphan_log", "output_tail", "timeout_log", "wait_quiet"]
 
 
 def crash_log(pid: int, state: ExitState, phase: str, tail: str) -> str:
@@ -20,8 +21,23 @@ def crash_log(pid: int, state: ExitState, phase: str, tail: str) -> str:
     what = {"build": "while building/importing the solution", "run": "while running"}.get(
         phase, "during the evaluation"
     )
+    why = ""
+    if state.code == LOST_CONNECTION:
+        why = (
+            ": it could not send its result, its socket to the supervisor was closed or replaced "
+            "(a solution closing file descriptors it does not own)"
+        )
     return (
-        f"sandbox process {pid} {state.describe()} {what}; it was replaced.\n"
+        f"sandbox process {pid} {state.describe()} {what}{why}; it was replaced.\n"
+        f"--- sandbox output (tail) ---\n{tail}"
+    )
+
+
+def orphan_log(pid: int, why: str, tail: str) -> str:
+    """The log of a task during which its sandbox's parent (the zygote) died: ``why`` says how."""
+    return (
+        f"{why}; sandbox process {pid} was killed and both were replaced. A solution must not "
+        "signal processes other than its own (os.kill(os.getppid(), ...) and the like).\n"
         f"--- sandbox output (tail) ---\n{tail}"
     )
 

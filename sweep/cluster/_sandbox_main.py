@@ -35,9 +35,10 @@ from multiprocessing.connection import Connection
 from typing import Any
 
 from sweep.cluster._packing import load_task
+from sweep.cluster._process_guard import ProcessState
 from sweep.schema.trace_log import sticky_cuda_error
 
-__all__ = ["Backend", "SandboxInfo", "child_main", "load_backend"]
+__all__ = ["LOST_CONNECTION", "Backend", "SandboxInfo", "child_main", "load_backend"]
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,21 @@ def _broken(device: str, trace: Any, backend: Backend) -> str | None:
     return backend.cuda_problem(device)
 
 
+def isolate() -> None:
+    """Make this process the leader of a session of its own (so a solution that signals its
+    process group reaches only this process and its children) and the first the kernel's
+    OOM killer picks (so a solution that exhausts memory costs no other process)."""
+    try:
+        os.setsid()
+    except OSError:  # already a group leader
+        pass
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+
 def set_parent_death_signal() -> None:
     """Ask Linux to SIGKILL this process when its parent dies (no-op elsewhere)."""
     if not sys.platform.startswith("linux"):
@@ -129,6 +145,28 @@ def set_parent_death_signal() -> None:
 
 
 _CRASH_LOG: Any = None
+#: The exit code of a sandbox that cannot send a result: its socket was closed or replaced
+#: (its output may be lost too: the descriptors it printed to may be gone).
+LOST_CONNECTION = 75
+
+
+def _lost_connection(e: OSError, problems: str | None) -> int:
+    """Say in the log why the supervisor gets no result (it reads the log's tail), and exit."""
+    print(
+        f"sandbox: cannot send the result to the supervisor ({e}); "
+        f"{problems or 'its socket was closed'}; exiting",
+        file=sys.stderr,
+        flush=True,
+    )
+    return LOST_CONNECTION
+
+
+def _restore(state: ProcessState) -> str | None:
+    """Undo what the evaluation did to this process; why it must be replaced, if it must."""
+    problems = state.restore()
+    if not problems:
+        return None
+    return "the evaluation changed the sandbox process: " + "; ".join(problems)
 
 
 def _device_for(kind: str) -> str:
@@ -138,6 +176,7 @@ def _device_for(kind: str) -> str:
 def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
     """Run evaluations until the supervisor closes the socket. Returns the exit code."""
     global _CRASH_LOG
+    isolate()
     set_parent_death_signal()
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
     os.dup2(log_fd, 1)
@@ -173,6 +212,7 @@ def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
         if msg[0] != "eval":
             continue
         _, blob, key, records_key, records, forget = msg
+        state = ProcessState.capture((conn_fd, 1, 2, log_fd))
         try:
             if forget is not None:
                 held.pop(forget, None)
@@ -196,10 +236,20 @@ def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
         except BaseException:  # noqa: BLE001 - even SystemExit from a solution is a result
             text = traceback.format_exc()
             print(text, file=sys.stderr, flush=True)
-            conn.send(("error", text))
+            problems = _restore(state)
+            try:
+                conn.send(("error", text))
+            except OSError as e:
+                return _lost_connection(e, problems)
             continue
+        broken = broken or _restore(state)
         sys.stdout.flush()
         sys.stderr.flush()
-        # send_bytes of a plain pickle reads the same as conn.send at the other end, without
-        # multiprocessing's per-call pickler set-up (~9 us, on the GPU's idle time)
-        conn.send_bytes(pickle.dumps(("trace", payload, broken, started, finished), pickle.HIGHEST_PROTOCOL))
+        try:
+            # send_bytes of a plain pickle reads the same as conn.send at the other end, without
+            # multiprocessing's per-call pickler set-up (~9 us, on the GPU's idle time)
+            conn.send_bytes(
+                pickle.dumps(("trace", payload, broken, started, finished), pickle.HIGHEST_PROTOCOL)
+            )
+        except OSError as e:
+            return _lost_connection(e, broken)

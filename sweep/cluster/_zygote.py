@@ -31,6 +31,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sweep.cluster._process_guard import children_of, kill_descendants
+
 __all__ = ["ExitState", "ZygoteClient"]
 
 _MAX_MSG = 1 << 16
@@ -85,7 +87,13 @@ def _serve(ctl: socket.socket) -> None:
         children[pid] = status
         return status
 
+    def cull() -> None:
+        """Kill and reap the orphans a sandbox left (re-parented here, the subreaper)."""
+        for pid in kill_descendants_except(set(children)):
+            children.pop(pid, None)
+
     while True:
+        cull()
         try:
             data, fds, _flags, _addr = socket.recv_fds(ctl, _MAX_MSG, 4)
         except (ConnectionError, OSError):
@@ -125,14 +133,52 @@ def _serve(ctl: socket.socket) -> None:
         elif op == "kill":
             pid = int(req["pid"])
             if children.get(pid, 0) is None:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+                # Its process group too (it leads one: ``isolate``), then what escaped it.
+                for kill in (os.killpg, os.kill):
+                    try:
+                        kill(pid, signal.SIGKILL)
+                    except OSError:
+                        pass
             reply = _state_obj(reap(pid, block=True))
+            cull()
         else:
             reply = {"error": f"unknown op {op!r}"}
         ctl.send(json.dumps(reply).encode())
+
+
+def _become_subreaper() -> None:
+    """Orphans of this process's descendants (a solution's double-forked children) are
+    re-parented here instead of to init, where :func:`kill_descendants_except` finds them."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        pr_set_child_subreaper = 36
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - exotic libc
+        pass
+
+
+def kill_descendants_except(keep: set[int]) -> list[int]:
+    """SIGKILL and reap this process's children not in ``keep`` (orphans a sandbox left,
+    re-parented here) with everything below them; return the pids reaped. Also reaps
+    orphans that have exited already."""
+    reaped: list[int] = []
+    for pid in children_of(os.getpid()):
+        if pid in keep:
+            continue
+        kill_descendants(pid)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(pid, 0)
+            reaped.append(pid)
+        except ChildProcessError:
+            pass
+    return reaped
 
 
 def zygote_main(argv: list[str]) -> int:
@@ -147,6 +193,7 @@ def zygote_main(argv: list[str]) -> int:
     """
     ctl = socket.socket(fileno=int(argv[0]))
     backend, kind, preload = argv[1], argv[2], argv[3]
+    _become_subreaper()
     try:
         prepare = getattr(importlib.import_module(backend), "prepare_process", None)
         if prepare is not None:
@@ -189,6 +236,9 @@ class ZygoteClient:
             pass_fds=[theirs.fileno()],
             env=env,
             stdin=subprocess.DEVNULL,
+            # A session of its own: a solution that signals its parent's process group
+            # reaches the zygote, not the worker that owns it.
+            start_new_session=True,
         )
         theirs.close()
         self._ctl.settimeout(start_timeout_s)
@@ -207,6 +257,15 @@ class ZygoteClient:
     def alive(self) -> bool:
         """Whether the zygote process is still running."""
         return self._proc.poll() is None
+
+    def exit_state(self) -> ExitState:
+        """How the zygote ended (``running`` while it has not)."""
+        code = self._proc.poll()
+        if code is None:
+            return ExitState(running=True)
+        if code < 0:
+            return ExitState(running=False, signal=-code)
+        return ExitState(running=False, code=code)
 
     def _recv(self) -> dict[str, Any]:
         data = self._ctl.recv(_MAX_MSG)

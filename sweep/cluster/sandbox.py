@@ -29,8 +29,10 @@ from typing_extensions import Self
 
 from sweep.cluster._failure_traces import failure_trace, now_iso
 from sweep.cluster._packing import Done, Envelope, TaskPacker, build_key, load_task
-from sweep.cluster._sandbox_log import crash_log, file_size, output_tail, timeout_log, wait_quiet
+from sweep.cluster._process_guard import kill_group
+from sweep.cluster._sandbox_log import crash_log, file_size, orphan_log, output_tail, timeout_log, wait_quiet
 from sweep.cluster._sandbox_main import SandboxInfo
+from sweep.cluster._sandbox_spec import SandboxSpec, SandboxStartError, SandboxStats
 from sweep.cluster._zygote import ExitState, ZygoteClient, ZygoteError
 from sweep.schema import Provenance, Status, Trace
 from sweep.schema.task import Task
@@ -52,43 +54,6 @@ _LOG_ROTATE_BYTES = 4 << 20
 #: Record sets (definition, solution, settings, ceilings) a sandbox keeps unpickled; the supervisor
 #: tells it which to forget beyond that.
 _MAX_RECORD_SETS = 64
-
-
-class SandboxStartError(RuntimeError):
-    """The sandbox process could not be started (the environment, not a kernel, is broken)."""
-
-
-@dataclass(frozen=True)
-class SandboxSpec:
-    """How to build sandboxes.
-
-    Attributes:
-        backend: Module with ``evaluate`` (and optionally ``prepare_process``,
-            ``EngineCache``, ``build``) that the sandbox runs.
-        device_kind: ``"cuda"`` (the one GPU this worker owns, as ``cuda:0``) or ``"cpu"``.
-        preload: Modules the zygote imports once before forking, after the backend's
-            ``prepare_process`` (none may initialise CUDA).
-        start_timeout_s: Seconds a new sandbox may take to report ready.
-        workdir: Folder for sandbox logs; a fresh temporary one when ``None``.
-    """
-
-    backend: str = "sweep.engine"
-    device_kind: str = "cpu"
-    preload: tuple[str, ...] = ("torch",)
-    start_timeout_s: float = 300.0
-    workdir: str | None = None
-
-
-@dataclass
-class SandboxStats:
-    """Counters of one supervisor."""
-
-    started: int = 0
-    tasks: int = 0
-    timeouts: int = 0
-    crashes: int = 0
-    replaced_broken: int = 0
-    start_seconds: list[float] = field(default_factory=list)
 
 
 @dataclass
@@ -211,13 +176,24 @@ class Sandbox:
         if child is None:
             return None
         child.conn.close()
-        state = None
         if self._zygote is not None and self._zygote.alive():
             try:
-                state = self._zygote.kill(child.pid)
+                return self._zygote.kill(child.pid)
             except ZygoteError:
-                state = None
-        return state
+                pass
+        kill_group(child.pid)  # its parent is gone: nobody else will
+        return None
+
+    def _parent_gone(self) -> str | None:
+        """Why the current sandbox has no parent any more (the zygote died), or ``None``."""
+        zygote = self._zygote
+        if zygote is None or zygote.alive():
+            return None
+        zygote.close()
+        return (
+            f"the sandbox's parent process {zygote.pid} (the zygote that forks sandboxes) "
+            f"{zygote.exit_state().describe()} while this task ran"
+        )
 
     # -- running tasks --------------------------------------------------------------------
 
@@ -303,7 +279,14 @@ class Sandbox:
             phase, budget = "evaluation", env.compile_s + env.run_s
         deadline = time.monotonic() + budget
         while True:
-            msg, state = self._receive(child, deadline)
+            try:
+                msg, state = self._receive(child, deadline)
+            except ZygoteError:
+                state = ExitState(running=False)
+            # Whatever the sandbox did or said, a dead parent means the task broke out of it.
+            gone = self._parent_gone() if state is not None or (msg and msg[0] == "trace") else None
+            if gone is not None:
+                return self._orphaned(env.task(), stamp, child, offset, gone)
             if state is not None:
                 return self._died(env.task(), stamp, child, offset, state, phase)
             if msg is None:
@@ -373,6 +356,18 @@ class Sandbox:
         self.stats.crashes += 1
         tail = output_tail(child.log, offset, task.settings.log_limit_bytes)
         return self._failure(task, Status.RUNTIME_ERROR, crash_log(child.pid, state, phase, tail), stamp)
+
+    def _orphaned(self, task: Task, stamp: Provenance, child: _Child, offset: int, why: str) -> Done:
+        """The task's sandbox lost its parent: the task is blamed (nothing else ran there),
+        the sandbox killed, and the next task gets a new zygote and sandbox."""
+        self.stats.crashes += 1
+        if self._child is child:
+            self._drop_child()
+        else:
+            child.conn.close()
+            kill_group(child.pid)
+        tail = output_tail(child.log, offset, task.settings.log_limit_bytes)
+        return self._failure(task, Status.RUNTIME_ERROR, orphan_log(child.pid, why, tail), stamp)
 
     def _dump_stacks(self, child: _Child) -> None:
         """Ask a hung sandbox where it is (faulthandler on SIGUSR1) before it is killed."""

@@ -98,11 +98,33 @@ def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Head]:
                 if proc.poll() is not None or time.monotonic() > deadline:
                     pytest.fail(f"ray start --head did not come up:\n{log.read_text()[-3000:]}")
                 time.sleep(0.5)
+        _wait_for_job_agent(f"http://127.0.0.1:{dash}", home, proc, log)
         yield Head(address=f"127.0.0.1:{port}", dashboard=f"http://127.0.0.1:{dash}")
     finally:
         with contextlib.suppress(ProcessLookupError):  # it may have failed to start
             os.killpg(proc.pid, signal.SIGKILL)  # `ray start --block` outlives SIGTERM for a while
         proc.wait(30)
+
+
+def _wait_for_job_agent(dashboard: str, home: Path, proc: subprocess.Popen[bytes], log: Path) -> None:
+    """Wait until the head accepts jobs. The dashboard answers before the node's job agent
+    has registered with it, and a job submitted meanwhile fails with "No available agent to
+    submit job" (slower under load): submit an empty job until one succeeds."""
+    deadline = time.monotonic() + 180
+    while True:
+        probe = _run(
+            [str(_BIN / "ray"), "job", "submit", "--address", dashboard, "--", sys.executable, "-c", "pass"],
+            home,
+            timeout=120,
+        )
+        if probe.returncode == 0:
+            return
+        if proc.poll() is not None or time.monotonic() > deadline:
+            pytest.fail(
+                f"the Ray head never accepted a job:\n{probe.stdout[-2000:]}{probe.stderr[-2000:]}\n"
+                f"{log.read_text()[-2000:]}"
+            )
+        time.sleep(1.0)
 
 
 def _run(cmd: list[str], cwd: Path, timeout: float = 300) -> subprocess.CompletedProcess[str]:

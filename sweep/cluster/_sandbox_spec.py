@@ -1,0 +1,44 @@
+"""How sandboxes are built and counted, and the error when none can start (``sandbox.py``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+__all__ = ["SandboxSpec", "SandboxStartError", "SandboxStats"]
+
+
+class SandboxStartError(RuntimeError):
+    """The sandbox process could not be started (the environment, not a kernel, is broken)."""
+
+
+@dataclass(frozen=True)
+class SandboxSpec:
+    """How to build sandboxes.
+
+    Attributes:
+        backend: Module with ``evaluate`` (and optionally ``prepare_process``,
+            ``EngineCache``, ``build``) that the sandbox runs.
+        device_kind: ``"cuda"`` (the one GPU this worker owns, as ``cuda:0``) or ``"cpu"``.
+        preload: Modules the zygote imports once before forking, after the backend's
+            ``prepare_process`` (none may initialise CUDA).
+        start_timeout_s: Seconds a new sandbox may take to report ready.
+        workdir: Folder for sandbox logs; a fresh temporary one when ``None``.
+    """
+
+    backend: str = "sweep.engine"
+    device_kind: str = "cpu"
+    preload: tuple[str, ...] = ("torch",)
+    start_timeout_s: float = 300.0
+    workdir: str | None = None
+
+
+@dataclass
+class SandboxStats:
+    """Counters of one supervisor."""
+
+    started: int = 0
+    tasks: int = 0
+    timeouts: int = 0
+    crashes: int = 0
+    replaced_broken: int = 0
+    start_seconds: list[float] = field(default_factory=list)

@@ -1,0 +1,200 @@
+"""Solutions that attack their own process, their parent, their process group: the offender
+gets one RUNTIME_ERROR trace naming what happened, the next task runs as if nothing had."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sweep.cluster import Sandbox, SandboxSpec
+from sweep.schema import Status, Trace
+
+from .conftest import toy_tasks
+
+pytestmark = pytest.mark.hostile
+
+
+@pytest.fixture
+def engine() -> Iterator[Sandbox]:
+    spec = SandboxSpec(backend="sweep.engine", preload=("torch", "sweep.engine._evaluate"))
+    with Sandbox(spec) as sb:
+        yield sb
+
+
+def _run(sb: Sandbox, name: str, body: str) -> Trace:
+    (task,) = toy_tasks([name], body=body)
+    return sb.run(task)
+
+
+def _ok(sb: Sandbox) -> Trace:
+    trace = _run(sb, "innocent", "    y.copy_(x + 1)\n")
+    assert trace.evaluation is not None and trace.evaluation.status is Status.PASSED, trace.evaluation
+    return trace
+
+
+def _status(trace: Trace) -> tuple[Status, str]:
+    assert trace.evaluation is not None
+    return trace.evaluation.status, trace.evaluation.log
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def _gone_soon(pid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+KILL_PARENT = "    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    y.copy_(x + 1)\n"
+KILL_PARENT_GROUP = (
+    "    import os, signal\n    os.killpg(os.getpgid(os.getppid()), signal.SIGKILL)\n    y.copy_(x + 1)\n"
+)
+KILL_OWN_GROUP = "    import os, signal\n    os.killpg(os.getpgrp(), signal.SIGKILL)\n"
+
+
+@pytest.mark.parametrize("body", [KILL_PARENT, KILL_PARENT_GROUP], ids=["parent", "parent-group"])
+def test_killing_the_parent_fails_that_task_only(engine: Sandbox, body: str) -> None:
+    _ok(engine)
+    assert engine._zygote is not None
+    zygote = engine._zygote.pid
+    status, log = _status(_run(engine, "kills_parent", body))
+    assert status is Status.RUNTIME_ERROR
+    assert f"parent process {zygote}" in log and "killed by signal 9" in log, log
+    assert "must not signal processes other than its own" in log
+    after = _ok(engine)  # a new zygote, a new sandbox; the supervisor survived
+    assert engine._zygote is not None and engine._zygote.pid != zygote
+    assert after.provenance is not None
+
+
+def test_killing_its_own_process_group_kills_only_itself(engine: Sandbox) -> None:
+    _ok(engine)
+    assert engine._zygote is not None
+    zygote = engine._zygote.pid
+    status, log = _status(_run(engine, "kills_group", KILL_OWN_GROUP))
+    assert status is Status.RUNTIME_ERROR and "killed by signal 9 (SIGKILL)" in log, log
+    _ok(engine)
+    assert engine._zygote.pid == zygote  # the zygote was not in the group
+
+
+def test_children_left_behind_are_killed_with_double_forked_orphans(engine: Sandbox, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    body = (
+        "    import os, subprocess, time\n"
+        "    child = subprocess.Popen(['sleep', '600'])\n"
+        "    r, w = os.pipe()\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        "            os.write(w, str(os.getpid()).encode())\n"
+        "            time.sleep(600)\n"
+        "        os._exit(0)\n"
+        "    orphan = os.read(r, 32).decode()\n"
+        f"    open({str(pids)!r}, 'a').write(f'{{child.pid}} {{orphan}}\\n')\n"
+        "    y.copy_(x + 1)\n"
+    )
+    trace = _run(engine, "leaves_children", body)
+    status, log = _status(trace)
+    assert status is Status.PASSED, log  # what it computed is right; what it left is not kept
+    found = [int(p) for line in pids.read_text().splitlines() for p in line.split()]
+    assert found
+    _ok(engine)  # the zygote culls orphans when it next hears from the supervisor
+    for pid in found:
+        assert _gone_soon(pid), f"process {pid} left by the solution still runs"
+
+
+def test_closing_every_descriptor_fails_that_task_only(engine: Sandbox) -> None:
+    body = "    import os\n    os.closerange(3, 1 << 16)\n    y.copy_(x + 1)\n"
+    status, log = _status(_run(engine, "closes_fds", body))
+    assert status is Status.RUNTIME_ERROR, log
+    assert "exited with code 75" in log and "socket to the supervisor was closed" in log, log
+    _ok(engine)
+
+
+def test_exhausting_memory_fails_that_task_and_limits_do_not_outlive_it(engine: Sandbox) -> None:
+    body = (
+        "    import resource\n"
+        "    resource.setrlimit(resource.RLIMIT_AS, (1 << 31, resource.getrlimit(resource.RLIMIT_AS)[1]))\n"
+        "    hog = bytearray(1 << 32)\n"
+    )
+    status, log = _status(_run(engine, "hogs_memory", body))
+    assert status is Status.RUNTIME_ERROR and "MemoryError" in log, log
+    # The limit it set is lifted again: a task that needs the memory still gets it.
+    big = "    import torch\n    z = torch.ones(1 << 29, dtype=torch.uint8)\n    y.copy_(x + 1 + 0 * z[0])\n"
+    status, log = _status(_run(engine, "needs_memory", big))
+    assert status is Status.PASSED, log
+
+
+def test_a_hard_limit_it_lowers_for_good_retires_the_sandbox(engine: Sandbox) -> None:
+    first = _ok(engine)
+    body = (
+        "    import resource\n    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\n    y.copy_(x + 1)\n"
+    )
+    status, log = _status(_run(engine, "lowers_limit", body))
+    assert status is Status.PASSED, log
+    after = _ok(engine)
+    assert first.provenance is not None and after.provenance is not None
+    assert after.provenance.worker_pid != first.provenance.worker_pid  # replaced, not reused
+
+
+def test_a_thread_left_running_retires_the_sandbox(engine: Sandbox) -> None:
+    first = _ok(engine)
+    body = (
+        "    import os, signal, threading, time\n"
+        "    def later():\n"
+        "        time.sleep(3)\n"
+        "        os.kill(os.getppid(), signal.SIGKILL)\n"
+        "    threading.Thread(target=later, daemon=True).start()\n"
+        "    y.copy_(x + 1)\n"
+    )
+    _run(engine, "leaves_thread", body)
+    # The thread would kill the parent during the next tasks: it died with its sandbox.
+    for _ in range(3):
+        after = _ok(engine)
+        time.sleep(1.2)
+    assert first.provenance is not None and after.provenance is not None
+    assert after.provenance.worker_pid != first.provenance.worker_pid
+
+
+def test_signal_handlers_umask_and_environment_are_put_back(engine: Sandbox) -> None:
+    body = (
+        "    import os, signal\n"
+        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "    signal.signal(signal.SIGUSR1, signal.SIG_IGN)\n"
+        "    os.umask(0o777)\n"
+        "    os.environ['SWEEP_HOSTILE'] = '1'\n"
+        "    os.chdir('/')\n"
+        "    y.copy_(x + 1)\n"
+    )
+    assert _status(_run(engine, "changes_state", body))[0] is Status.PASSED
+    check = (
+        "    import os, signal\n"
+        "    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN\n"
+        "    assert signal.getsignal(signal.SIGUSR1) is not signal.SIG_IGN\n"
+        "    old = os.umask(0o022); os.umask(old)\n"
+        "    assert old != 0o777\n"
+        "    assert 'SWEEP_HOSTILE' not in os.environ\n"
+        "    y.copy_(x + 1)\n"
+    )
+    status, log = _status(_run(engine, "checks_state", check))
+    assert status is Status.PASSED, log
+
+
+def test_the_sandbox_leads_its_own_session_and_is_the_oom_killers_first_choice(engine: Sandbox) -> None:
+    trace = _ok(engine)
+    assert trace.provenance is not None and trace.provenance.worker_pid
+    pid = trace.provenance.worker_pid
+    assert os.getsid(pid) == pid and os.getpgid(pid) == pid
+    assert Path(f"/proc/{pid}/oom_score_adj").read_text().strip() == "1000"

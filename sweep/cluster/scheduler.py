@@ -17,7 +17,8 @@ error: those go back to the queue with ``attempt + 1`` and run on another worker
 ``max_attempts`` tries the task gets a RUNTIME_ERROR trace saying the worker was lost (only
 the call that was running counts an attempt; when it held several tasks, which one broke the
 worker is unknown, so they all go back "solo", one per call, without counting one). Dead
-workers are replaced while a replacement budget lasts. If no worker can run the remaining
+workers are replaced: at once when they died running a task (each task can cost at most
+``max_attempts`` workers), while a replacement budget lasts otherwise. If no worker can run the remaining
 tasks for ``stall_timeout_s``, the loop raises :class:`~sweep.errors.ClusterError`.
 """
 
@@ -183,7 +184,15 @@ class _Loop:
         if w.ready_ref is not None:
             self.owner.pop(w.ready_ref, None)
             w.ready_ref = None
-        if self.budget[id(w.pool)] > 0 and self.pending.get(w.pool.target):
+        if not self.pending.get(w.pool.target):
+            return
+        # A worker lost while it ran a task is replaced at no cost to the budget: the task is
+        # to blame (a solution that kills its worker), and it is retried solo at most
+        # ``max_attempts`` times, so such losses are bounded. The budget is for workers that
+        # die on their own (cannot start, die idle), which could otherwise restart forever.
+        if calls:
+            self._start(w.pool)
+        elif self.budget[id(w.pool)] > 0:
             self.budget[id(w.pool)] -= 1
             self._start(w.pool)
 

@@ -47,7 +47,9 @@ _KILLS_WORKER = (
 
 
 def test_hostile_solutions_on_a_one_slot_host(tmp_path: Path) -> None:
-    solutions = {"ok_a": _OK, "ok_b": _OK, "ok_c": _OK, **_HOSTILE, "kills_worker": _KILLS_WORKER}
+    # Three innocent solutions of distinct content (a task's id hashes the solution's content).
+    innocent = {f"ok_{k}": f"# {k}\n{_OK}" for k in "abc"}
+    solutions = {**innocent, **_HOSTILE, "kills_worker": _KILLS_WORKER}
     data = write_dataset(tmp_path / "data", solutions, n_workloads=2)
     results = tmp_path / "results"
     cfg = write_config(

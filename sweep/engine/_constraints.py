@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 
 import torch
 
-from sweep.schema.expr import BINARY_OPERATORS, COMPARISONS
+from sweep.schema.expr import BINARY_OPERATORS, COMPARISONS, MAX_INT_BITS
 
 __all__ = ["ConstraintError", "constraint_inputs", "evaluate_constraint"]
 
@@ -91,7 +91,18 @@ def _eval(node: ast.AST, names: Mapping[str, Value]) -> Value:
         left, right = _eval(node.left, names), _eval(node.right, names)
         if isinstance(node.op, ast.Pow) and isinstance(right, (int, float)) and abs(right) > _MAX_POW:
             raise ConstraintError("exponent too large")
-        return BINARY_OPERATORS[type(node.op)](left, right)
+        if (
+            isinstance(node.op, ast.Pow)
+            and type(left) is int
+            and type(right) is int
+            and left.bit_length() * right > MAX_INT_BITS
+        ):
+            # A tower ((n**64)**64)**64 passes the exponent check at every step.
+            raise ConstraintError(f"an integer past {MAX_INT_BITS} bits")
+        value = BINARY_OPERATORS[type(node.op)](left, right)
+        if type(value) is int and value.bit_length() > MAX_INT_BITS:
+            raise ConstraintError(f"an integer past {MAX_INT_BITS} bits")
+        return value
     if isinstance(node, ast.UnaryOp):
         v = _eval(node.operand, names)
         if isinstance(node.op, ast.USub):

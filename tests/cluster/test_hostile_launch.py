@@ -47,19 +47,26 @@ _KILLS_WORKER = (
 
 
 def test_hostile_solutions_on_a_one_slot_host(tmp_path: Path) -> None:
+    _sweep(tmp_path, hardware="CPU", extra="ray: {num_cpus: 1}\n")
+
+
+@pytest.mark.gpu
+def test_hostile_solutions_on_a_one_gpu_host(tmp_path: Path) -> None:
+    import torch
+
+    if torch.cuda.device_count() != 1:
+        pytest.skip("needs a host with exactly one GPU")
+    _sweep(tmp_path, hardware="auto", extra="")
+
+
+def _sweep(tmp_path: Path, *, hardware: str, extra: str) -> None:
     # Three innocent solutions of distinct content (a task's id hashes the solution's content).
     innocent = {f"ok_{k}": f"# {k}\n{_OK}" for k in "abc"}
     solutions = {**innocent, **_HOSTILE, "kills_worker": _KILLS_WORKER}
     data = write_dataset(tmp_path / "data", solutions, n_workloads=2)
     results = tmp_path / "results"
     cfg = write_config(
-        tmp_path / "one-slot.yaml",
-        [data],
-        results,
-        hardware="CPU",
-        compile_s=60,
-        run_s=60,
-        extra="ray: {num_cpus: 1}\n",
+        tmp_path / "one-slot.yaml", [data], results, hardware=hardware, compile_s=60, run_s=60, extra=extra
     )
     home = tmp_path / "home"
     home.mkdir()

@@ -77,3 +77,11 @@ def test_random_inputs_that_cannot_satisfy_a_value_constraint_say_so(kit) -> Non
     assert "constraint 'indptr[0].item() == 0' does not hold on input set 0" in text
     assert "inputs indptr are random, and random values cannot satisfy a constraint on tensor values" in text
     assert "must not run" not in text
+
+
+def test_an_integer_tower_is_refused_at_once() -> None:
+    # Without the bound the first takes tens of seconds, then MemoryError.
+    with pytest.raises(ConstraintError, match="past 512 bits"):
+        evaluate_constraint("((((N**64)**64)**64)**64) > 0", {"N": 7})
+    with pytest.raises(ConstraintError, match="past 512 bits"):
+        evaluate_constraint("N * N * N * N * N * N * N * N * N * N > 0", {"N": 2**60})

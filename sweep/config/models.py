@@ -26,7 +26,7 @@ import os
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, JsonValue, field_validator
+from pydantic import Field, JsonValue, StrictBool, field_validator
 
 from sweep.errors import shown
 from sweep.schema.limits import INT64_MAX, INT64_MIN
@@ -78,6 +78,14 @@ class SolutionSelect(StrictModel):
     names: list[str] = Field(default_factory=list, description="exact names or globs (fnmatch)")
     authors: list[str] = Field(default_factory=list)
     languages: list[Literal["python", "triton", "cuda", "cpp", "tilelang"]] = Field(default_factory=list)
+    ignore_target_hardware: StrictBool = Field(
+        default=False,
+        description=(
+            "evaluate solutions whatever their target_hardware says (porting a kernel written for "
+            "another GPU); each such trace records the targets it was written for "
+            "(provenance.ported_from)"
+        ),
+    )
 
 
 class WorkloadSelect(StrictModel):

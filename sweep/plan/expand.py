@@ -228,14 +228,17 @@ def build_plan(selection: Selection, target: str) -> Plan:
     launcher), the plan's config names it, so the tasks' ``config_hash`` says what ran.
 
     A definition with no selected solution or no workload, and a solution whose definition
-    is not loaded or whose ``target_hardware`` excludes the target, are left out and listed
-    in ``Plan.excluded``. An empty plan is not an error: ``excluded`` says why nothing is left.
+    is not loaded or whose ``target_hardware`` excludes the target (unless the config's
+    ``solutions.ignore_target_hardware`` ports it: the task then says so), are left out and
+    listed in ``Plan.excluded``. An empty plan is not an error: ``excluded`` says why nothing is left.
     """
     config, dataset = selection.config, selection.dataset
     if target != target_hardware(config):
         config = apply_overrides(config, ConfigOverrides(hardware=target))
     excluded: list[Exclusion] = []
     by_def: dict[str, list[Solution]] = {}
+    ported: set[str] = set()  # solutions run although their target_hardware excludes the target
+    porting = config.solutions.ignore_target_hardware
     chosen_defs = {d.name for d in selection.definitions}
     for s in selection.solutions:
         if s.definition not in dataset.definitions:
@@ -244,6 +247,9 @@ def build_plan(selection: Selection, target: str) -> Plan:
             )
         elif s.definition not in chosen_defs:
             continue  # its definition is not selected: out of scope, not an exclusion
+        elif not solution_targets_match(target, s.spec.target_hardware) and porting:
+            ported.add(s.name)
+            by_def.setdefault(s.definition, []).append(s)
         elif not solution_targets_match(target, s.spec.target_hardware):
             excluded.append(
                 Exclusion(
@@ -281,6 +287,7 @@ def build_plan(selection: Selection, target: str) -> Plan:
                         dataset_root=str(dataset.root_of("workload", w.uuid)),
                         sweep=config.name,
                         config_hash=config_hash,
+                        ported=s.name in ported,
                     )
                 )
     return Plan(

@@ -50,6 +50,9 @@ class Task(BaseModel):
     #: Ceilings measured on a node of the task's hardware (``sweep calibrate``): the engine
     #: prefers them to the datasheet for the achieved fraction of peak. Not part of the id.
     ceilings: Ceilings | None = None
+    #: Planned although the solution's ``target_hardware`` excludes ``hardware`` (the config's
+    #: ``solutions.ignore_target_hardware``): the trace records the targets it was written for.
+    ported: bool = False
 
     @classmethod
     def make(
@@ -64,6 +67,7 @@ class Task(BaseModel):
         sweep: str = "",
         config_hash: str = "",
         ceilings: Ceilings | None = None,
+        ported: bool = False,
     ) -> Task:
         """Build a task, computing its stable id."""
         tid = task_id(
@@ -80,18 +84,21 @@ class Task(BaseModel):
             sweep=sweep,
             config_hash=config_hash,
             ceilings=ceilings,
+            ported=ported,
         )
 
     def provenance(self, **run: str | int | None) -> Provenance:
         """The provenance of this task's trace: its identity (task id, sweep, solution,
-        config and settings hashes; empty ones left out) and the ``run`` fields given
+        config and settings hashes, the targets a ported solution was written for; empty
+        ones left out) and the ``run`` fields given
         (``Provenance.RUN_FIELDS``: where and when it ran; ``None`` values left out)."""
-        identity: dict[str, str | int | None] = {
+        identity: dict[str, str | int | list[str] | None] = {
             "task_id": self.task_id,
             "sweep": self.sweep or None,
             "solution_hash": self.solution.content_hash,
             "settings_hash": self.settings.settings_hash(),
             "config_hash": self.config_hash or None,
+            "ported_from": list(self.solution.spec.target_hardware) if self.ported else None,
         }
         fields = {**identity, **run}
         return Provenance(**{k: v for k, v in fields.items() if v is not None})

@@ -260,6 +260,9 @@ class Provenance(Record):
     solution_hash: str | None = None
     config_hash: str | None = None
     settings_hash: str | None = None
+    #: The solution's ``target_hardware`` when it ran on other hardware by the config's
+    #: ``solutions.ignore_target_hardware`` (a kernel written for one GPU, checked on another).
+    ported_from: list[str] | None = None
     node_id: str | None = None
     gpu_id: str | None = None
     # 64-bit and strict like every stored integer (a pid of 2**70 would break the store).

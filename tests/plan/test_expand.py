@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import builtins
+import json
 import os
 from pathlib import Path
 from typing import Any
@@ -249,3 +250,44 @@ def test_build_plan_once_for_the_target_a_launcher_found(dataset: Dataset) -> No
         (t.task_id, t.config_hash) for t in explicit.tasks
     ]
     assert on_gpu.excluded == explicit.excluded
+
+
+def test_ignore_target_hardware_ports_a_solution_and_its_trace_says_so(tmp_path: Path) -> None:
+    root = tmp_path / "ds"
+    (root / "definitions").mkdir(parents=True)
+    (root / "workloads").mkdir()
+    (root / "solutions").mkdir()
+    defn = {
+        "name": "add1",
+        "op_type": "e",
+        "axes": {"n": {"type": "var"}},
+        "inputs": {"x": {"shape": ["n"], "dtype": "float32"}},
+        "outputs": {"y": {"shape": ["n"], "dtype": "float32"}},
+        "reference": "def run(x):\n    return x + 1\n",
+    }
+    (root / "definitions" / "add1.json").write_text(json.dumps(defn))
+    wl = {"uuid": "w0", "axes": {"n": 8}, "inputs": {"x": {"type": "random"}}}
+    (root / "workloads" / "add1.jsonl").write_text(json.dumps({"definition": "add1", "workload": wl}) + "\n")
+    sol = {
+        "name": "b200_only",
+        "definition": "add1",
+        "author": "a",
+        "spec": {
+            "language": "python",
+            "target_hardware": ["B200"],
+            "entry_point": "main.py::run",
+            "destination_passing_style": False,
+        },
+        "sources": [{"path": "main.py", "content": "def run(x):\n    return x + 1\n"}],
+    }
+    (root / "solutions" / "b200_only.json").write_text(json.dumps(sol))
+    ds = load_dataset([str(root)])
+    base = {"name": "p", "dataset": [str(root)], "hardware": "H100"}
+    plan = expand(SweepConfig.model_validate(base), ds)
+    assert not plan.tasks and "does not include H100" in plan.excluded[0].reason
+    ported = expand(SweepConfig.model_validate({**base, "solutions": {"ignore_target_hardware": True}}), ds)
+    (task,) = ported.tasks
+    assert task.ported and task.provenance().ported_from == ["B200"]
+    assert task.config_hash != plan.config.config_hash()  # the switch is part of what ran
+    with pytest.raises(ValueError, match="ignore_target_hardware"):
+        SweepConfig.model_validate({**base, "solutions": {"ignore_target_hardware": "yes"}})

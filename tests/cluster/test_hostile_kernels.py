@@ -26,7 +26,8 @@ def engine() -> Iterator[Sandbox]:
 
 
 def _run(sb: Sandbox, name: str, body: str) -> Trace:
-    (task,) = toy_tasks([name], body=body)
+    # Deadlines far above what a toy task takes even on a loaded CI machine.
+    (task,) = toy_tasks([name], body=body, run_s=120, compile_s=120)
     return sb.run(task)
 
 

@@ -58,6 +58,10 @@ def _free_port() -> int:
 def _env() -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
     env["RAY_USAGE_STATS_ENABLED"] = "0"
+    # An uploaded working_dir package is kept 30 s by default until a job or actor refers to
+    # it; on a loaded 2-core machine the workers start later than that and find it deleted
+    # ("Failed to download runtime_env file package"). Read by the head's processes.
+    env["RAY_RUNTIME_ENV_TEMPORARY_REFERENCE_EXPIRATION_S"] = "600"
     return env
 
 

@@ -1,8 +1,11 @@
-"""Timing a callable: three timers over one warm-up and one stopping rule.
+"""Timing a callable: four timers over one warm-up and one stopping rule.
 
 - ``events`` (GPU): CUDA events around each call, the L2 flush buffer zeroed before it;
 - ``cudagraph`` (GPU): replays of captured CUDA graphs, the flush and the input rotation
   inside them, the time of what is not the call subtracted (``_graph_timer.py``);
+- ``cupti`` (GPU, with cupti-python): the device time of the kernels, copies and sets each
+  call launched, from CUPTI's activity records; the flush and the fresh values before the
+  call are launched outside its window and not counted (``_cupti_timer.py``);
 - ``host`` (CPU): ``time.perf_counter_ns`` around each call.
 
 Every timer warms up for ``warmup_ms`` (at least one call: :func:`warm_up`), then takes
@@ -29,6 +32,7 @@ from dataclasses import dataclass
 
 import torch
 
+from sweep.engine._cupti_timer import CuptiSession
 from sweep.engine._fresh import Freshener, Rechecks
 from sweep.engine._graph_timer import GraphTimer
 from sweep.engine._stopping import ClockWatch, Sampled, Stopper, StopRule, percentile
@@ -121,7 +125,8 @@ class WarmUp:
 
 def choose_timer(requested: str, device: torch.device, call_ms: float) -> str:
     """The timer to run: ``host`` off a GPU; for ``auto``, ``cudagraph`` when a call takes
-    under :data:`AUTO_GRAPH_BELOW_MS` by the warm-up, else ``events``."""
+    under :data:`AUTO_GRAPH_BELOW_MS` by the warm-up, else ``events``; otherwise the one
+    requested (``events``, ``cudagraph``, ``cupti``)."""
     if device.type != "cuda":
         return "host"
     if requested == "auto":
@@ -201,9 +206,10 @@ def time_calls(
         sets: How many input sets to rotate over.
         flush: On CUDA, a buffer of at least twice the L2, zeroed before every timed call.
         before: Runs before each call, outside the timed window (restoring inputs).
-        timer: ``events`` or ``cudagraph`` on a GPU (``host`` is used off one, whatever this
-            says). ``cudagraph`` raises ``CaptureFailed`` when the call cannot be captured,
-            before any sample is taken.
+        timer: ``events``, ``cudagraph`` or ``cupti`` on a GPU (``host`` is used off one,
+            whatever this says). ``cudagraph`` raises ``CaptureFailed`` when the call cannot
+            be captured, before any sample is taken; ``cupti`` raises ``CuptiUnavailable``
+            when CUPTI cannot be imported or initialised, or records nothing.
         warm: The warm-up already done (:func:`warm_up`); warms up here when ``None``.
         watch: NVML readings between batches (samples of throttled batches are discarded).
         rechecks: Checks of a random sample of the timed calls, run as they happen,
@@ -229,6 +235,15 @@ def time_calls(
         sampled = _sample(graphs.batch, batch, StopRule.of(settings), watch)
         return stats_of(sampled.samples, "cuda_event", "cudagraph", sampled), last
     batch = max(sets, math.ceil(BATCH_MS / max(warm.iteration_ms, 1e-6)))
+    if timer == "cupti":
+        with CuptiSession() as session:
+            sampled = _sample(
+                lambda n: _cupti_batch(session, call, rotation, prep, flush, last, n, rechecks),
+                batch,
+                StopRule.of(settings, min_samples=sets),
+                watch,
+            )
+        return stats_of(sampled.samples, "cupti", "cupti", sampled), last
     sampled = _sample(
         lambda n: _events_batch(call, rotation, prep, flush, last, n, rechecks),
         batch,
@@ -315,3 +330,33 @@ def _events_batch(
     if rechecks is not None:
         rechecks.settle()
     return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+
+
+def _cupti_batch(
+    session: CuptiSession,
+    call: Callable[[int], object],
+    rotation: _Rotation,
+    prep: Callable[[int], None],
+    flush: torch.Tensor | None,
+    last: list[object],
+    n: int,
+    rechecks: Rechecks | None,
+) -> list[float]:
+    """``n`` calls back to back, each in a window of CUPTI's clock that opens after its fresh
+    values and flush are launched and closes before the rechecks' copies; then the device
+    time of what each window launched (``_cupti_timer.py``)."""
+    windows: list[tuple[int, int]] = []
+    for _ in range(n):
+        k = rotation.next()
+        prep(k)
+        if flush is not None:
+            flush.zero_()
+        start = session.now()
+        last[k] = call(k)
+        windows.append((start, session.now()))
+        if rechecks is not None:
+            rechecks.after_call(rotation.index, k, last[k])
+    samples = session.collect(windows)  # waits for the device
+    if rechecks is not None:
+        rechecks.settle()
+    return samples

@@ -7,7 +7,9 @@
 3. the timer (``_timing.choose_timer``): ``host`` on a CPU; on a GPU ``settings.timer``, where
    ``auto`` means graphs when the shorter of the two calls is short by the warm-up. Both are
    timed with the same timer, so the speedup compares like with like; when a capture fails,
-   both are timed with events and the log says why (for ``auto`` and ``cudagraph`` alike);
+   or CUPTI cannot time them (``cupti`` not importable, CUPTI not initialised, nothing
+   recorded), both are timed with events and the log says why. ``cupti`` asked for off a GPU
+   says so in the log too (the host clock times both);
 4. the reference is timed, then right after it the solution (its output buffers poisoned
    first), NVML read between batches (``_stopping.ClockWatch``);
 5. a random sample of the solution's timed calls, and the last one on each slot, are checked
@@ -23,6 +25,7 @@ from typing import TypeVar
 import torch
 
 from sweep.engine._callpath import CallPath
+from sweep.engine._cupti_timer import CuptiUnavailable, cupti_problem
 from sweep.engine._fresh import CheckSchedule, Freshener, Rechecks
 from sweep.engine._global_state import pinned_flags
 from sweep.engine._graph_timer import CaptureFailed
@@ -36,6 +39,8 @@ from sweep.schema import Clocks, Status, TimingStats
 __all__ = ["TimingPhase", "timing_words"]
 
 _T = TypeVar("_T")
+#: The solution's stats, the reference's, and the last result on each input set.
+_Measured = tuple[TimingStats, TimingStats, list[object]]
 
 
 def timing_words(stats: TimingStats) -> str:
@@ -97,7 +102,7 @@ class TimingPhase:
         try:
             with pinned_flags(self.run.flags), torch.no_grad():
                 return work()
-        except CaptureFailed:
+        except (CaptureFailed, CuptiUnavailable):
             raise
         except Exception as e:  # noqa: BLE001 - any failure of the reference is reported
             self.run.note_sticky(e)
@@ -112,7 +117,7 @@ class TimingPhase:
             with torch.no_grad():
                 out = work()
             self.run.sync()
-        except (CaptureFailed, Stop):
+        except (CaptureFailed, CuptiUnavailable, Stop):
             raise  # Stop: a check of a timed call failed, with its own status
         except Exception as e:  # noqa: BLE001 - any failure of the kernel is a status
             raise self.run.solution_failed(e, "while timed") from None
@@ -156,25 +161,24 @@ class TimingPhase:
         )
         self._restore_all(prep)
         timer = choose_timer(settings.timer, run.device, min(ref_warm.call_ms, sol_warm.call_ms))
-        fallback: str | None = None  # why graphs cannot time this pair: both go to events
-        try:
-            stats, ref_stats, last = self._measure(timer, ref_warm, sol_warm, prep)
-        except CaptureFailed as failed:
-            run.cache.retire = f"a CUDA-graph capture failed in this process ({failed})"
-            fallback = f"CUDA graphs cannot time the {self.timing_who} ({failed})"
-        else:
-            if timer == "cudagraph" and min(stats.p50_ms, ref_stats.p50_ms) <= 0:
-                # A call that launches nothing (an empty tensor) or too little for the two
-                # replays to differ reads 0: no speedup can be told from it.
-                who = "solution" if stats.p50_ms <= 0 else "reference"
-                fallback = f"the {who} is too short for CUDA graphs to resolve (median 0)"
-        if fallback is not None:
+        if settings.timer == "cupti" and timer == "host":
+            run.notes.append(
+                f"note: timer cupti: CUPTI times GPU work and the device is {run.device}; the "
+                "reference and the solution are timed with the host clock instead"
+            )
+        # why the timer asked for cannot time this pair: both go to events
+        fallback = cupti_problem() if timer == "cupti" else None
+        measured: _Measured | None = None
+        if fallback is None:
+            measured, fallback = self._first_try(timer, ref_warm, sol_warm, prep)
+        if measured is None or fallback is not None:
             run.notes.append(
                 f"note: timer {settings.timer}: {fallback}; the reference and the solution are "
                 "timed with CUDA events instead"
             )
             self._restore_all(prep)
-            stats, ref_stats, last = self._measure("events", ref_warm, sol_warm, prep)
+            measured = self._measure("events", ref_warm, sol_warm, prep)
+        stats, ref_stats, last = measured
         try:
             for j in range(sets):
                 self.rechecks.verify(path.snapshot(j, last[j]), f"last timed call on input set {first + j}")
@@ -182,6 +186,31 @@ class TimingPhase:
             raise _cache_hint(stop) from None
         self.checked = self.rechecks.count
         return stats, ref_stats, self._clocks()
+
+    def _first_try(
+        self, timer: str, ref_warm: WarmUp, sol_warm: WarmUp, prep: Callable[[int], None]
+    ) -> tuple[_Measured | None, str | None]:
+        """Time both with ``timer``: what was measured, and why it cannot be used (``None``
+        when it can)."""
+        try:
+            measured = self._measure(timer, ref_warm, sol_warm, prep)
+        except CaptureFailed as failed:
+            self.run.cache.retire = f"a CUDA-graph capture failed in this process ({failed})"
+            return None, f"CUDA graphs cannot time the {self.timing_who} ({failed})"
+        except CuptiUnavailable as failed:
+            return None, f"{failed}, timing the {self.timing_who}"
+        stats, ref_stats, _ = measured
+        if timer in ("cudagraph", "cupti") and min(stats.p50_ms, ref_stats.p50_ms) <= 0:
+            # A call that launches nothing (an empty tensor), or too little for the two
+            # replays to differ, reads 0: no speedup can be told from it.
+            who = "solution" if stats.p50_ms <= 0 else "reference"
+            if timer == "cupti":
+                return (
+                    measured,
+                    f"the {who} launched no kernel, copy or set on the GPU while timed (median 0)",
+                )
+            return measured, f"the {who} is too short for CUDA graphs to resolve (median 0)"
+        return measured, None
 
     def _check(self, snap: object, where: str) -> None:
         """Check a timed call. A passing check leaves the trace's error figures as the trials
@@ -198,7 +227,7 @@ class TimingPhase:
         ref_warm: WarmUp,
         sol_warm: WarmUp,
         prep: Callable[[int], None],
-    ) -> tuple[TimingStats, TimingStats, list[object]]:
+    ) -> _Measured:
         run, path, sets, settings = self.run, self.path, self.sets, self.run.settings
         self.timing_who = "reference"
         ref_stats, _ = self._reference(

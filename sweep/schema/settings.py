@@ -61,10 +61,13 @@ class EvalSettings(StrictModel):
         le=INT64_MAX,
         description="most samples taken, target met or not (>= min_iterations)",
     )
-    timer: Literal["events", "cudagraph", "auto"] = Field(
+    timer: Literal["events", "cudagraph", "auto", "cupti"] = Field(
         default="auto",
         description="GPU timer: CUDA events around each call, replays of a captured CUDA graph, "
-        "or graphs for short calls where capture works (the trace says which ran)",
+        "graphs for short calls where capture works (auto), or the device time of the kernels, "
+        "copies and sets each call launched, read through CUPTI (needs cupti-python: "
+        "kernel-sweep[cupti]; events time both where CUPTI cannot, and the log says why); the "
+        "trace says which ran",
     )
     target_rel_error: float = Field(
         default=0.005,

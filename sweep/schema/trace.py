@@ -134,17 +134,17 @@ class Environment(Record):
 class TimingStats(Record):
     """Extension: the distribution behind a latency (milliseconds).
 
-    ``timer`` says which timer ran (``"events"``, ``"cudagraph"``, ``"host"``); ``samples``
-    keeps every kept sample in the order taken (:meth:`encode_samples`: base64 of
+    ``timer`` says which timer ran (``"events"``, ``"cudagraph"``, ``"cupti"``, ``"host"``);
+    ``samples`` keeps every kept sample in the order taken (:meth:`encode_samples`: base64 of
     little-endian float32 milliseconds, :meth:`sample_values` reads them back), and
     ``iterations`` counts them (with ``"cudagraph"`` a sample is the mean of the calls of one
-    graph replay); ``rel_error`` is the relative standard error of the median when timing
+    graph replay; with ``"cupti"`` it is the device time of the work one call launched); ``rel_error`` is the relative standard error of the median when timing
     stopped, ``target_met`` whether it was at most ``target_rel_error`` then; ``discarded``
     counts samples dropped because NVML saw the SM clock under 75% of its maximum or a
     slowdown reason (thermal, hardware, power brake) around their batch.
     """
 
-    clock: str  # "cuda_event" or "host"
+    clock: str  # "cuda_event", "cupti" (CUPTI's device timestamps) or "host"
     iterations: NonNegInt64
     p10_ms: float
     p50_ms: float

@@ -1,11 +1,14 @@
 """Building solutions and references into callables.
 
-- ``python`` and ``triton`` solutions, and any solution whose entry point is a ``.py`` file:
-  sources written to ``<cache>/solutions/<content hash>/`` and imported as a package of
-  their own (see ``_pyimport``).
-- ``cuda``/``cpp`` solutions with ``binding: torch`` whose entry point is a C++/CUDA file:
-  compiled with ``torch.utils.cpp_extension.load`` in the same folder, under a file lock
-  so two processes never build one solution at once; the build is reused by content hash.
+- ``python``, ``triton`` and ``tilelang`` solutions, and any solution whose entry point is a
+  ``.py`` file: sources written to ``<cache>/solutions/<content hash>/`` and imported as a
+  package of their own (see ``_pyimport``). TileLang is Python: its kernels compile when the
+  solution's code asks (``tilelang.jit``); the build only requires the ``tilelang`` package.
+- ``cuda``/``cpp`` solutions whose entry point is a C++/CUDA file, by ``spec.binding``:
+  ``tvm-ffi``, or none (FlashInfer-Bench's default), compiled with apache-tvm-ffi
+  (``_build_tvm_ffi``); ``torch``, compiled with ``torch.utils.cpp_extension.load``. Both
+  build in the solution's folder under a file lock, so two processes never build one
+  solution at once, and reuse the build by content hash.
 - The definition's ``reference`` is built like a one-file python solution.
 
 Every failure here is a :class:`BuildError`, which the engine reports as COMPILE_ERROR
@@ -14,6 +17,7 @@ Every failure here is a :class:`BuildError`, which the engine reports as COMPILE
 
 from __future__ import annotations
 
+import importlib.util
 import inspect
 import os
 import re
@@ -21,15 +25,17 @@ import shutil
 import tempfile
 import traceback
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 
+from sweep.engine._build_tvm_ffi import build_tvm_ffi
+from sweep.engine._built import CPP_SUFFIXES, BuildError, Built, cache_root, solution_folder
 from sweep.engine._lock import FileLock
 from sweep.engine._pyimport import forget_package, import_entry, package_name
 from sweep.schema import BuildSpec, Definition, Language, Solution, SourceFile
 
 __all__ = [
     "SUPPORTED",
+    "TILELANG_HINT",
     "BuildError",
     "Built",
     "build_solution",
@@ -41,41 +47,12 @@ __all__ = [
     "write_sources",
 ]
 
-_CPP_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
 SUPPORTED = (
-    "python; triton; cuda and cpp with binding 'torch' (entry point in a .py file, or a "
-    ".cu/.cpp file built with torch.utils.cpp_extension)"
+    "python; triton; tilelang (needs the tilelang package); each with its entry point in a .py "
+    "file; cuda and cpp with the entry point in a .cu/.cpp file, bound with 'tvm-ffi' (the "
+    "default; needs apache-tvm-ffi) or 'torch' (torch.utils.cpp_extension), or in a .py file"
 )
-
-
-class BuildError(Exception):
-    """A solution cannot be built or loaded; ``log`` holds the compiler's or importer's message."""
-
-    def __init__(self, message: str, log: str = "") -> None:
-        super().__init__(message)
-        self.log = log
-
-
-@dataclass
-class Built:
-    """A loaded entry point."""
-
-    fn: Callable[..., object]
-    kind: str  # "python" or "torch_extension"
-    folder: Path
-    build_s: float = 0.0
-    note: str = ""
-
-
-def cache_root() -> Path:
-    """``$SWEEP_CACHE_DIR``, else ``~/.cache/kernel-sweep``."""
-    env = os.environ.get("SWEEP_CACHE_DIR")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "kernel-sweep"
-
-
-def solution_folder(content_hash: str) -> Path:
-    """The folder holding a solution's sources and build."""
-    return cache_root() / "solutions" / content_hash
+TILELANG_HINT = "pip install 'kernel-sweep[tilelang]'"
 
 
 def write_sources(content_hash: str, sources: list[SourceFile]) -> Path:
@@ -165,7 +142,7 @@ def _entry_symbol(module: object, solution: Solution, folder: Path, kind: str) -
 def _build_extension(solution: Solution, folder: Path, cuda_ok: bool, lock_timeout_s: float) -> Built:
     from torch.utils.cpp_extension import load
 
-    sources = [str(folder / s.path) for s in solution.sources if s.path.endswith(_CPP_SUFFIXES)]
+    sources = [str(folder / s.path) for s in solution.sources if s.path.endswith(CPP_SUFFIXES)]
     has_cuda = any(s.endswith(".cu") for s in sources)
     if has_cuda and not cuda_ok:
         raise BuildError(
@@ -205,6 +182,17 @@ def _build_extension(solution: Solution, folder: Path, cuda_ok: bool, lock_timeo
     return built
 
 
+def _require_tilelang() -> None:
+    try:
+        found = importlib.util.find_spec("tilelang") is not None
+    except (ImportError, ValueError):
+        found = True  # present but odd (a module without a spec): let its import speak
+    if not found:
+        raise BuildError(
+            f"language 'tilelang' needs the tilelang package, which is not installed here: {TILELANG_HINT}"
+        )
+
+
 def build_solution(solution: Solution, *, cuda_ok: bool, lock_timeout_s: float = 3600.0) -> Built:
     """Write a solution's sources and load its entry point.
 
@@ -214,31 +202,27 @@ def build_solution(solution: Solution, *, cuda_ok: bool, lock_timeout_s: float =
         lock_timeout_s: How long to wait for another process building the same solution.
 
     Raises:
-        BuildError: Unsupported language or binding, a compile, syntax or import error, or
-            a missing entry point.
+        BuildError: Unsupported language or entry file, a missing optional package (tvm-ffi,
+            tilelang), a compile, syntax or import error, or a missing entry point.
     """
     spec = solution.spec
     lang = spec.language.value
     entry_is_py = spec.entry_file.endswith(".py")
-    if lang not in ("python", "triton", "cuda", "cpp"):
+    if lang not in ("python", "triton", "tilelang", "cuda", "cpp"):
         raise BuildError(f"language {lang!r} is not supported (supported: {SUPPORTED})")
     if lang in ("cuda", "cpp"):
-        binding = spec.binding.value if spec.binding is not None else None
-        if binding not in (None, "torch"):
-            raise BuildError(f"binding {binding!r} is not supported (supported: {SUPPORTED})")
-        if not entry_is_py and binding is None:
-            raise BuildError(
-                f"a {lang} solution with a C++/CUDA entry point needs 'binding: torch' "
-                f"(supported: {SUPPORTED})"
-            )
+        if not entry_is_py and not spec.entry_file.endswith(CPP_SUFFIXES):
+            raise BuildError(f"entry point file {spec.entry_file!r} is neither Python nor C++/CUDA")
     elif not entry_is_py:
         raise BuildError(f"the entry point of a {lang} solution must be a .py file, got {spec.entry_file!r}")
+    if lang == "tilelang":
+        _require_tilelang()
     folder = write_sources(solution.content_hash, solution.sources)
     if entry_is_py:
         return _load_python(solution, folder)
-    if not spec.entry_file.endswith(_CPP_SUFFIXES):
-        raise BuildError(f"entry point file {spec.entry_file!r} is neither Python nor C++/CUDA")
-    return _build_extension(solution, folder, cuda_ok, lock_timeout_s)
+    if spec.binding is not None and spec.binding.value == "torch":
+        return _build_extension(solution, folder, cuda_ok, lock_timeout_s)
+    return build_tvm_ffi(solution, folder, cuda_ok, lock_timeout_s)
 
 
 _NEVER = 1 << 30

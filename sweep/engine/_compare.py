@@ -16,7 +16,9 @@ Rules (documented in the README's engine section):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TypeGuard
 
 import torch
 
@@ -28,6 +30,7 @@ __all__ = [
     "Mismatch",
     "check_reference",
     "compare_outputs",
+    "is_sequence",
     "normalize_outputs",
     "tolerance",
 ]
@@ -85,6 +88,12 @@ def _dtype_str(dtype: torch.dtype) -> str:
     return str(dtype).removeprefix("torch.")
 
 
+def is_sequence(value: object) -> TypeGuard[Sequence[object]]:
+    """Whether a returned value holds several outputs: a tuple, a list, or another sequence
+    (a tvm-ffi ``Array``: how a TVM-FFI entry point returns a tuple), never a tensor or text."""
+    return isinstance(value, Sequence) and not isinstance(value, (torch.Tensor, str, bytes, bytearray))
+
+
 def normalize_outputs(value: object, names: list[str]) -> list[object] | Mismatch:
     """A value-returning call's result as one object per output name."""
     if value is None:
@@ -93,10 +102,10 @@ def normalize_outputs(value: object, names: list[str]) -> list[object] | Mismatc
             f"returned None; expected {len(names)} output(s) ({', '.join(names)}) "
             "(is destination_passing_style set right?)",
         )
-    if isinstance(value, torch.Tensor) or not isinstance(value, (tuple, list)):
-        items: list[object] = [value]
-    else:
+    if is_sequence(value):
         items = list(value)
+    else:
+        items = [value]
     if len(items) != len(names):
         return Mismatch(
             Status.INCORRECT_SHAPE,

@@ -83,9 +83,11 @@ def environment(device: torch.device, nvml: Nvml) -> Environment:
     """The ``environment`` record: normalized hardware name, raw name, library versions."""
     raw = device_name(device)
     libs: dict[str, str] = {"python": platform.python_version(), "torch": str(torch.__version__)}
-    triton = _version("triton")
-    if triton:
-        libs["triton"] = triton
+    # The compilers of solutions, when installed (tvm-ffi and tilelang are optional extras).
+    for lib, dist in (("triton", "triton"), ("tvm_ffi", "apache-tvm-ffi"), ("tilelang", "tilelang")):
+        version = _version(dist)
+        if version:
+            libs[lib] = version
     if device.type == "cuda":
         if torch.version.cuda:
             libs["cuda"] = str(torch.version.cuda)

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from sweep.engine._build import check_signature
-from sweep.engine._compare import Mismatch, check_reference, compare_outputs, normalize_outputs
+from sweep.engine._compare import Mismatch, check_reference, compare_outputs, is_sequence, normalize_outputs
 from sweep.engine._constraints import ConstraintError, constraint_inputs, evaluate_constraint
 from sweep.engine._envinfo import memory_budget
 from sweep.engine._inputs import INT_RANGE_BITS, InputError, InputSet, make_inputs, memory_plan, torch_dtype
@@ -47,7 +47,7 @@ def _clone_result(value: object) -> object:
         return value.clone()
     if isinstance(value, list):
         return [_clone_result(v) for v in value]
-    if isinstance(value, tuple):
+    if is_sequence(value):  # a tuple, or a tvm-ffi Array
         return tuple(_clone_result(v) for v in value)
     return value
 

@@ -121,6 +121,7 @@ class EvalRun(RunState):
     def _built(self, sol: Solution, *, is_reference: bool) -> Built:
         key = ("ref:" if is_reference else "sol:") + sol.content_hash + ":" + interpreter_mode()
         hit = self.cache.solutions.get(key)
+        fresh = hit is None
         if hit is None:
             try:
                 hit = build_solution(
@@ -136,7 +137,7 @@ class EvalRun(RunState):
         else:
             self.cache.hits["solution"] += 1
         if isinstance(hit, BuildError):
-            raise self._build_stop(hit, is_reference, cached=True)
+            raise self._build_stop(hit, is_reference, cached=not fresh)
         return hit
 
     def _build_stop(self, e: BuildError, is_reference: bool, *, cached: bool) -> Stop:

@@ -18,7 +18,7 @@ __all__ = ["Binding", "BuildSpec", "Language", "Solution", "SourceFile"]
 
 
 class Language(str, Enum):
-    """Source language of a solution (``tilelang`` is accepted from upstream files)."""
+    """Source language of a solution (``tilelang`` needs the optional tilelang package to run)."""
 
     python = "python"
     triton = "triton"
@@ -28,7 +28,8 @@ class Language(str, Enum):
 
 
 class Binding(str, Enum):
-    """How a C++/CUDA solution is bound to Python."""
+    """How a C++/CUDA solution is bound to Python; a spec without one means ``tvm-ffi``, as in
+    FlashInfer-Bench (the field stays unset, so the record is written back as it was read)."""
 
     torch = "torch"
     tvm_ffi = "tvm-ffi"

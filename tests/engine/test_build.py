@@ -109,14 +109,9 @@ def test_destination_passing_signature_counts_outputs(kit, vadd, vadd_wl) -> Non
 @pytest.mark.parametrize(
     ("language", "binding", "entry", "expected"),
     [
-        (
-            "tilelang",
-            None,
-            "main.py::run",
-            "language 'tilelang' is not supported (supported: python; triton; cuda",
-        ),
-        ("cpp", "tvm-ffi", "main.cpp::run", "binding 'tvm-ffi' is not supported"),
-        ("cpp", None, "main.cpp::run", "needs 'binding: torch'"),
+        ("tilelang", None, "main.cpp::run", "the entry point of a tilelang solution must be a .py file"),
+        ("cpp", None, "main.txt::run", "'main.txt' is neither Python nor C++/CUDA"),
+        ("cpp", "tvm-ffi", "main.h::run", "'main.h' is neither Python nor C++/CUDA"),
         ("triton", None, "main.cpp::run", "must be a .py file"),
         ("cuda", "torch", "main.py::run", "needs a CUDA device"),
     ],

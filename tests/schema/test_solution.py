@@ -109,3 +109,36 @@ def test_known_hash_value(solution_data: dict[str, Any]) -> None:
     }
     text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
     assert s.content_hash == hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+# Laid out as FlashInfer-Bench's TVM-FFI example (examples/ffi/.../example_agent_solution.json):
+# no binding (tvm-ffi, upstream's default for C++/CUDA), description before author, an empty
+# dependency list, a header beside the kernel.
+UPSTREAM_TVM_FFI = {
+    "name": "example_agent_solution",
+    "definition": "gemm_n4096_k4096",
+    "description": "a CUDA kernel exported with TVM_FFI_DLL_EXPORT_TYPED_FUNC",
+    "author": "agent",
+    "spec": {
+        "language": "cuda",
+        "target_hardware": ["B200"],
+        "entry_point": "kernel.cu::gemm_n_4096_k_4096",
+        "dependencies": [],
+    },
+    "sources": [
+        {"path": "kernel.h", "content": "#pragma once\n"},
+        {"path": "kernel.cu", "content": '#include "kernel.h"\n'},
+    ],
+}
+
+
+@pytest.mark.parametrize("binding", [None, "tvm-ffi", "torch"])
+def test_upstream_tvm_ffi_solution_loads_and_round_trips(binding: str | None) -> None:
+    data = copy.deepcopy(UPSTREAM_TVM_FFI)
+    if binding is not None:
+        data["spec"]["binding"] = binding  # type: ignore[index]
+    s = Solution.model_validate(data)
+    assert (s.spec.binding.value if s.spec.binding else None) == binding
+    assert s.spec.entry_file == "kernel.cu" and s.spec.entry_symbol == "gemm_n_4096_k_4096"
+    assert s.to_json_obj() == data  # no field lost or added: an absent binding stays absent
+    assert Solution.model_validate_json(s.to_json()).content_hash == s.content_hash

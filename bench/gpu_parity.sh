@@ -17,6 +17,12 @@ if ! PYTHONPATH="$FIB_SITE" python3 -c "import flashinfer_bench, tvm_ffi" 2>/dev
     done
 fi
 export PYTHONPATH="$FIB_SITE:$PYTHONPATH"
+if ! command -v ninja >/dev/null 2>&1 && ls "$WHEELS"/ninja-*.whl >/dev/null 2>&1; then
+    # tvm_ffi.cpp.build runs ninja; a wheel unpacked by zipfile loses the executable bit
+    python3 -m zipfile -e "$WHEELS"/ninja-*.whl /tmp/ninja-site
+    chmod +x /tmp/ninja-site/ninja/data/bin/ninja
+    export PATH="/tmp/ninja-site/ninja/data/bin:$PATH"
+fi
 datasets=(--dataset . --dataset ../shared/data/flashinfer-trace)
 if [ -n "${UPSTREAM_EXAMPLE:-}" ] && [ -d "$UPSTREAM_EXAMPLE" ]; then
     datasets+=(--dataset "$UPSTREAM_EXAMPLE")

@@ -54,3 +54,56 @@ def schema_mutations(name: str) -> tuple[MutatedArg, ...]:
         if info is not None and info.is_write:
             out.append(MutatedArg(arg.name, None if arg.kwarg_only else i))
     return tuple(out)
+
+
+def write_table() -> tuple[str, dict[str, tuple[MutatedArg, ...]], list[str]]:
+    """From the installed torch's operator registry: its version, the arguments each
+    ``aten`` overload writes (those that write any), and every ``aten`` overload name.
+
+    The importer of BackendBench traces reads a table generated from this
+    (``sweep/backendbench/aten_writes.json``) instead of importing torch; run this module to
+    regenerate it: ``python -m sweep.engine._aten_ops > sweep/backendbench/aten_writes.json``.
+    """
+    import torch
+
+    writes: dict[str, tuple[MutatedArg, ...]] = {}
+    names: set[str] = set()
+    for schema in torch._C._jit_get_all_schemas():
+        namespace, _, packet = schema.name.partition("::")
+        if namespace != "aten":
+            continue
+        name = f"aten.{packet}.{schema.overload_name or 'default'}"
+        names.add(name)
+        found = tuple(
+            MutatedArg(arg.name, None if arg.kwarg_only else i)
+            for i, arg in enumerate(schema.arguments)
+            if arg.alias_info is not None and arg.alias_info.is_write
+        )
+        if found:
+            writes[name] = found
+    version = str(torch.__version__).split("+", 1)[0]
+    return version, dict(sorted(writes.items())), sorted(names)
+
+
+def table_json() -> str:
+    """The text of ``sweep/backendbench/aten_writes.json`` for the installed torch."""
+    import json
+
+    version, writes, names = write_table()
+    table = {
+        "about": (
+            "Which arguments each ATen overload writes (name, position or null when keyword-only), "
+            "and every aten overload, generated from torch's operator schemas by "
+            "'python -m sweep.engine._aten_ops'; do not edit"
+        ),
+        "torch": version,
+        "writes": {n: [[a.name, a.index] for a in args] for n, args in writes.items()},
+        "names": names,
+    }
+    return json.dumps(table, indent=0, sort_keys=False) + "\n"
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.stdout.write(table_json())

@@ -13,6 +13,9 @@ The engine calls, for a workload whose definition is a BackendBench import:
 Input policy (BackendBench's, seeded here): floating tensors uniform in [0, 1); signed
 integers uniform in [-9, 10); uint8 in [0, 10); bool uniform; complex real and imaginary
 parts uniform in [-9, 9) (``make_tensor``'s default, which BackendBench keeps for complex).
+Then the index arguments of index-taking operators are drawn again, from the same
+generator, within what they index (``_index_rules``: gather's ``index`` below
+``self.size(dim)``, bag offsets from 0, class targets below C, ...).
 Strided tensors get a storage of exactly their extent, viewed with ``as_strided`` (zero
 strides included). Device strings in arguments: ``cpu`` stays the host, any other device
 (``'cuda'``) means the evaluation device.
@@ -157,10 +160,15 @@ def materialize(
     """
     import torch
 
+    from sweep.engine._index_draw import constrain, index_fills
+
     check_budget(spec, max_bytes)
     target = torch.device(device) if device is not None else generator.device
     mat = _Materializer(torch, generator, target)
-    return [mat.value(a) for a in spec.args], {k: mat.value(v) for k, v in spec.kwargs.items()}
+    args, kwargs = [mat.value(a) for a in spec.args], {k: mat.value(v) for k, v in spec.kwargs.items()}
+    # Index arguments drawn again within what they index (``_index_rules``), same generator.
+    constrain(index_fills(spec.op, spec.args, spec.kwargs), args, kwargs, generator)
+    return args, kwargs
 
 
 def materialize_meta(spec: CallSpec) -> tuple[list[Any], dict[str, Any]]:

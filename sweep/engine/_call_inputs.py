@@ -240,20 +240,30 @@ class _Materializer:
         raise EngineError(f"no input policy for dtype {dtype!r}")
 
 
-def clone_call(args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+def clone_call(
+    args: Sequence[Any], kwargs: dict[str, Any], *, offsets: bool = False
+) -> tuple[list[Any], dict[str, Any]]:
     """A deep copy of materialized arguments that keeps every tensor's strides and overlaps.
 
     Tensors are copied storage and all (``x.clone()`` would make an expanded, zero-stride
     tensor contiguous, changing what an in-place operator does). Non-tensor values are
-    immutable or rebuilt (lists, tuples, dicts).
+    immutable or rebuilt (lists, tuples, dicts). ``offsets``: keep each tensor's storage
+    offset too (what ``as_strided_`` sets), over a storage whose head is left unset.
     """
-    return [_clone(a) for a in args], {k: _clone(v) for k, v in kwargs.items()}
+    return [_clone(a, offsets) for a in args], {k: _clone(v, offsets) for k, v in kwargs.items()}
 
 
-def _clone(v: Any) -> Any:
+def _clone(v: Any, offsets: bool = False) -> Any:
     import torch
 
     if isinstance(v, torch.Tensor):
+        if offsets and v.layout == torch.strided and v.storage_offset():
+            at = v.storage_offset()
+            extent = 1 + sum((s - 1) * st for s, st in zip(v.shape, v.stride())) if v.numel() else 0
+            base = torch.empty(at + extent, dtype=v.dtype, device=v.device)
+            if extent:
+                base[at:].copy_(v.as_strided((extent,), (1,)))
+            return base.as_strided(v.shape, v.stride(), at)
         if v.layout != torch.strided or v.is_contiguous():
             return v.clone()
         if v.numel() == 0:
@@ -262,11 +272,11 @@ def _clone(v: Any) -> Any:
         base = v.as_strided((extent,), (1,)).clone()
         return base.as_strided(v.shape, v.stride())
     if isinstance(v, list):
-        return [_clone(x) for x in v]
+        return [_clone(x, offsets) for x in v]
     if isinstance(v, tuple):
-        return tuple(_clone(x) for x in v)
+        return tuple(_clone(x, offsets) for x in v)
     if isinstance(v, dict):
-        return {k: _clone(x) for k, x in v.items()}
+        return {k: _clone(x, offsets) for k, x in v.items()}
     return v
 
 

@@ -95,17 +95,19 @@ def _write(t: torch.Tensor, values: torch.Tensor) -> None:
     if t.is_contiguous():
         t.copy_(values.reshape(t.shape))
         return
-    extent = storage_view(t).numel()
-    where = torch.arange(extent).as_strided(tuple(t.shape), t.stride()).reshape(-1)
+    # Where each logical element lives in the storage (numel positions, never the extent).
+    where = torch.zeros((), dtype=torch.int64)
+    for d, (n, st) in enumerate(zip(t.shape, t.stride())):
+        where = where + (torch.arange(n) * st).view([-1 if i == d else 1 for i in range(t.dim())])
+    where = where.reshape(-1)
     flat = values.reshape(-1)
     # The first logical element that reads each storage element gives its value.
     order = torch.argsort(where, stable=True)
     sorted_where = where[order]
     first = torch.ones_like(sorted_where, dtype=torch.bool)
     first[1:] = sorted_where[1:] != sorted_where[:-1]
-    host = storage_view(t).to("cpu", copy=True)
-    host[sorted_where[first]] = flat[order[first]].to(host.dtype)
-    storage_view(t).copy_(host)
+    target = sorted_where[first].to(t.device)
+    storage_view(t).index_copy_(0, target, flat[order[first]].to(t.device, t.dtype))
 
 
 def draw(

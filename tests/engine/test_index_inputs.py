@@ -237,6 +237,12 @@ def test_zero_stride_index_gets_one_valid_value_per_storage_element() -> None:
         _t([1, 60, 4], "float16"),
     )
     assert idx.stride() == (60, 1, 0) and _in(idx, 50)
+    # A transposed (non-overlapping) index: every element its own valid value.
+    (_, _, idx), _ = _call("aten.gather.default", _t([5, 9]), 1, _t([5, 4], "int64", [1, 5]))
+    assert idx.stride() == (1, 5) and _in(idx, 9)
+    # Distinct along dim in a strided index too.
+    (_, _, idx, _), _ = _call("aten.scatter.src", _t([5, 9]), 1, _t([5, 4], "int64", [1, 5]), _t([5, 4]))
+    assert all(len(set(row.tolist())) == 4 for row in idx)
 
 
 def test_indices_are_seeded_like_every_input() -> None:

@@ -144,6 +144,7 @@ def plan(
 
     Example: sweep plan configs/local.yaml --hardware H100 --json
     """
+    from sweep.launch.driver import operator_check
     from sweep.plan import plan_config
 
     overrides = make_overrides(
@@ -155,7 +156,7 @@ def plan(
         seed=seed,
         limit_per_definition=limit_per_definition,
     )
-    result = plan_config(config, overrides)
+    result = plan_config(config, overrides, unavailable=operator_check)
     if as_json:
         typer.echo(json.dumps(plan_rows(result), indent=2))
     else:

@@ -11,7 +11,13 @@ here imports torch.
 """
 
 from sweep.backendbench._exporter import ExportReport, export_backendbench, export_text
-from sweep.backendbench._importer import ImportedOp, ImportReport, build_records, import_backendbench
+from sweep.backendbench._importer import (
+    ImportedOp,
+    ImportReport,
+    build_records,
+    import_backendbench,
+    op_expression,
+)
 from sweep.backendbench._kernels import KernelImportReport, import_kernels, solution_from_file
 from sweep.backendbench._ops import select_ops
 from sweep.backendbench._parser import TraceRow, parse_trace, parse_trace_file
@@ -34,6 +40,7 @@ __all__ = [
     "export_text",
     "import_backendbench",
     "import_kernels",
+    "op_expression",
     "parse_op_name",
     "parse_trace",
     "parse_trace_file",

@@ -11,6 +11,7 @@ workload's ``weight``), the synthetic flag, and the file and line the row came f
 from __future__ import annotations
 
 import json
+import keyword
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ __all__ = [
     "ImportedOp",
     "build_records",
     "import_backendbench",
+    "op_expression",
     "reference_source",
 ]
 
@@ -72,13 +74,18 @@ class ImportReport:
     warnings: list[str] = field(default_factory=list)
 
 
+def op_expression(op: OpName) -> str:
+    """Python for the ``torch.ops`` overload: ``torch.ops.aten.add.Tensor``, through ``getattr``
+    for a name that is a Python keyword (``getattr(torch.ops.aten.random_, 'from')``)."""
+    text = "torch.ops"
+    for part in (op.namespace, op.packet, op.overload):
+        text = f"getattr({text}, {part!r})" if keyword.iskeyword(part) else f"{text}.{part}"
+    return text
+
+
 def reference_source(op: OpName) -> str:
     """The definition's reference: a ``run`` that calls the ATen overload itself."""
-    return (
-        "import torch\n\n\n"
-        "def run(*args, **kwargs):\n"
-        f"    return torch.ops.{op.namespace}.{op.packet}.{op.overload}(*args, **kwargs)\n"
-    )
+    return f"import torch\n\n\ndef run(*args, **kwargs):\n    return {op_expression(op)}(*args, **kwargs)\n"
 
 
 def _definition(op: OpName, source_file: str, tags: list[str]) -> Definition:

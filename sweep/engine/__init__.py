@@ -16,7 +16,9 @@ Public API:
 - :func:`calibrate`: measure this node's ceilings (copy bandwidth, dense GEMM rate per dtype)
   for ``sweep calibrate``.
 - :func:`resolve_op`, :func:`schema_mutations`: an ATen operator by name and the arguments
-  its schema writes (the engine is the one package that imports torch).
+  its schema writes (the engine is the one package that imports torch);
+  :func:`operator_problem`: why this torch cannot run an imported operator on a target (the
+  plan's ``unavailable`` check, passed by the launch stage).
 
 Every evaluation runs the same phases (``_phases.EvalRun``); what depends on the kind of
 workload is its call path (the ``_callpath.CallPath`` protocol): ``_aten_call.AtenCall`` for a
@@ -30,7 +32,7 @@ import os
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from sweep.engine._aten_ops import resolve_op, schema_mutations
+from sweep.engine._aten_ops import operator_problem, resolve_op, schema_mutations
 from sweep.engine._cache import EngineCache
 
 if TYPE_CHECKING:
@@ -43,6 +45,7 @@ __all__ = [
     "cuda_problem",
     "evaluate",
     "evaluate_pair",
+    "operator_problem",
     "prepare_process",
     "resolve_op",
     "schema_mutations",

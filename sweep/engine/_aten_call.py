@@ -21,11 +21,15 @@ the phases, the timer, the statuses and the guarantees are those of every evalua
 - a solution that writes into an argument the operator does not write is wrong
   (INCORRECT_NUMERICAL): an ATen drop-in must leave its other arguments as they were;
 - tolerance: the per-dtype default of the loosest floating dtype among the reference's
-  result tensors, then the per-definition, per-op_type and global overrides of the settings.
+  result tensors, then the per-definition, per-op_type and global overrides of the settings;
+- random and uninitialised results, and the strides an in-place view operator sets, get
+  their own checks (``_op_kinds``, ``_call_random``); a random operator's trials run with the
+  default generators seeded from the input set (reference and solution apart), and put back.
 """
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -43,6 +47,7 @@ from sweep.engine._call_inputs import (
     materialize_meta,
     mutated_values,
 )
+from sweep.engine._call_random import tensor_check
 from sweep.engine._call_tree import (
     Args,
     copy_into,
@@ -56,6 +61,7 @@ from sweep.engine._call_tree import (
 from sweep.engine._compare import tolerance
 from sweep.engine._envinfo import memory_budget
 from sweep.engine._inputs import MemoryPlan, set_seed
+from sweep.engine._op_kinds import OpKind, op_kind, seeded
 from sweep.engine._outcome import Stop
 from sweep.engine._timing import flush_bytes
 from sweep.errors import SweepError
@@ -143,6 +149,7 @@ class AtenCall:
         self.sol_writes = False
         self.first = 0  # the input set of timing slot 0
         self._tol: tuple[float, float] | None = None
+        self._kind: OpKind | None = None
 
     @property
     def spec(self) -> CallSpec:
@@ -156,11 +163,27 @@ class AtenCall:
                 ) from None
         return self.call
 
+    @property
+    def kind(self) -> OpKind:
+        """Random, uninitialised or in-place view: how the results are checked."""
+        if self._kind is None:
+            self._kind = op_kind(self.spec)
+        return self._kind
+
+    def _rng(self, index: int, who: str) -> contextlib.AbstractContextManager[None]:
+        """For a random operator, default generators seeded for ``who``'s call on input set
+        ``index`` (restored after); for any other, nothing."""
+        if not self.kind.random:
+            return contextlib.nullcontext()
+        return seeded(self.run.device, set_seed(self.run.seed, index, f"rng:{who}") & ((1 << 63) - 1))
+
     # ---- setup and build -------------------------------------------------------------
 
     def setup(self) -> None:
         run = self.run
         call = self.spec
+        if self.kind.note:
+            run.notes.append(self.kind.note)
         out_bytes, how = _output_bytes(call)
         have_flush = str(run.device) in run.cache.flush_buffers
         plan = MemoryPlan(
@@ -260,8 +283,14 @@ class AtenCall:
 
     def _verdict(self, got: object, args: Args, expected: _Expected, where: str) -> None:
         atol, rtol = self._tolerance(expected)
+        check = tensor_check(self.kind, *args)
         v = compare_call(
-            self.spec, (expected.out, expected.args, expected.kwargs), (got, *args), atol=atol, rtol=rtol
+            self.spec,
+            (expected.out, expected.args, expected.kwargs),
+            (got, *args),
+            atol=atol,
+            rtol=rtol,
+            check=check,
         )
         self.run.stats.update(v.max_abs_error, v.max_rel_error)
         if v.ok:
@@ -288,10 +317,12 @@ class AtenCall:
     def trial(self, index: int) -> None:
         assert self.run.solution is not None
         args = self._materialize(index)
-        expected = self._expected(index, args)
+        with self._rng(index, "reference"):
+            expected = self._expected(index, args)
         slot = index % self.run.settings.input_sets
         sa, sk = self._fill(slot, args)
-        got = self.run.call_solution(self.call_solution, slot, f"trial {index}")
+        with self._rng(index, "solution"):
+            got = self.run.call_solution(self.call_solution, slot, f"trial {index}")
         self._verdict(got, (sa, sk), expected, f"trial {index}")
         self._check_writes(args, (sa, sk), f"trial {index}")
         del args, sa, sk, got
@@ -329,7 +360,7 @@ class AtenCall:
             raise Stop(
                 Status.RUNTIME_ERROR,
                 f"cannot restore the arguments of input set {slot} before a timed call: a callee "
-                "changed the shape or strides of an argument",
+                "replaced the storage of an argument with a smaller one, or changed its dtype",
             )
 
     def call_reference(self, slot: int) -> object:
@@ -354,9 +385,9 @@ class AtenCall:
         pass  # results are returned, never written into buffers of ours
 
     def snapshot(self, slot: int, got: object) -> object:
-        before = self.kept.get(slot) or self.calls[slot]
-        (result,), _ = clone_call([got], {})
-        return _Snapshot(slot, clone_call(*before), result, clone_call(*self.calls[slot]))
+        before, keep = self.kept.get(slot) or self.calls[slot], self.kind.inplace_view  # as_strided_
+        (result,), _ = clone_call([got], {}, offsets=keep)
+        return _Snapshot(slot, clone_call(*before), result, clone_call(*self.calls[slot], offsets=keep))
 
     def check_snapshot(self, snap: object, where: str) -> None:
         assert isinstance(snap, _Snapshot)

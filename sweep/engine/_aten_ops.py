@@ -1,5 +1,5 @@
-"""ATen operators by name: the ``torch.ops`` overload a qualified name stands for, and the
-arguments its schema says it writes.
+"""ATen operators by name: the ``torch.ops`` overload a qualified name stands for, the
+arguments its schema says it writes, and whether this torch can run it on a device.
 
 Names are checked by pattern first (:func:`sweep.schema.call_args.parse_op_name`) and then
 resolved by attribute lookup on ``torch.ops``, never by evaluating text.
@@ -7,13 +7,25 @@ resolved by attribute lookup on ``torch.ops``, never by evaluating text.
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import TYPE_CHECKING, Any
 
 from sweep.errors import EngineError
 from sweep.schema.call_args import parse_op_name
-from sweep.schema.op_tags import MutatedArg
+from sweep.schema.op_tags import MutatedArg, op_from_tags
 
-__all__ = ["resolve_op", "schema_mutations"]
+if TYPE_CHECKING:
+    from sweep.schema import Definition
+
+__all__ = ["operator_problem", "resolve_op", "schema_mutations"]
+
+#: The dispatch keys of a device family's kernels (dense, sparse, quantized, mkldnn); an
+#: operator with a computed kernel (its own or a composite one) for none of them cannot run
+#: there. ``BackendSelect`` and ``Meta`` alone do not count.
+_DEVICE_KEYS = {
+    "cpu": ("CPU", "SparseCPU", "SparseCsrCPU", "QuantizedCPU", "MkldnnCPU"),
+    "cuda": ("CUDA", "SparseCUDA", "SparseCsrCUDA", "QuantizedCUDA"),
+}
 
 
 def resolve_op(name: str) -> Any:
@@ -54,6 +66,49 @@ def schema_mutations(name: str) -> tuple[MutatedArg, ...]:
         if info is not None and info.is_write:
             out.append(MutatedArg(arg.name, None if arg.kwarg_only else i))
     return tuple(out)
+
+
+def _family(target: str) -> str:
+    """``cpu`` or ``cuda``: the device family a plan target (``CPU``, ``H100``) or an evaluation
+    device (``cpu``, ``cuda:1``, ``auto``) runs kernels of (ROCm builds use the CUDA keys)."""
+    import torch
+
+    word = target.strip().lower()
+    if word == "auto":
+        return "cuda" if torch.cuda.is_available() else "cpu"
+    return "cpu" if word.startswith("cpu") else "cuda"
+
+
+@functools.lru_cache(maxsize=4096)
+def _op_problem(name: str, family: str) -> str | None:
+    import torch
+
+    try:
+        overload = resolve_op(name)
+    except EngineError as e:
+        return str(e)
+    if family == "cuda" and not (torch.backends.cuda.is_built() or torch.version.hip):  # type: ignore[no-untyped-call]
+        return None  # this torch has no GPU kernels to ask about: the evaluating worker's may
+    has = torch._C._dispatch_has_computed_kernel_for_dispatch_key
+    if any(has(overload.name(), key) for key in _DEVICE_KEYS[family]):
+        return None
+    return f"torch {torch.__version__} has no {family.upper()} kernel for operator {name}"
+
+
+def operator_problem(definition: Definition, target: str) -> str | None:
+    """Why the ATen operator a definition was imported for cannot run on ``target`` with the
+    installed torch (it lacks the operator, or every kernel of it for the target's device
+    family), or ``None`` (also for a definition that names no operator).
+
+    ``target`` is a plan target (``CPU``, ``H100``: every GPU means CUDA kernels) or a device
+    (``cpu``, ``cuda``, ``auto``). Whether CUDA kernels exist is asked only of a torch built
+    with CUDA (or ROCm); a CPU-only torch plans every GPU operator it has. Usable as the
+    ``unavailable`` of :func:`sweep.plan.build_plan` (the launch stage passes it).
+    """
+    op = op_from_tags(definition.tags)
+    if op is None:
+        return None
+    return _op_problem(op.qualified, _family(target))
 
 
 def write_table() -> tuple[str, dict[str, tuple[MutatedArg, ...]], list[str]]:

@@ -13,18 +13,22 @@ compares reference and solution with :func:`compare_call`, which walks both tree
 The first failure decides the verdict; its ``kind`` maps to a Trace status: ``shape`` ->
 INCORRECT_SHAPE, ``dtype`` -> INCORRECT_DTYPE, ``value`` and ``structure`` ->
 INCORRECT_NUMERICAL.
+
+Operators whose results cannot be compared element by element (random, uninitialised) or
+whose result is the strides themselves (in-place view changes) pass their own tensor check
+(``check``, from ``_call_random.tensor_check``); the walk through the trees is the same.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 from sweep.engine._call_inputs import CallSpec, mutated_values
 
-__all__ = ["Comparison", "compare_call", "compare_values"]
+__all__ = ["Acc", "Comparison", "TensorCheck", "compare_call", "compare_tensor", "compare_values"]
 
 Kind = Literal["ok", "shape", "dtype", "value", "structure"]
 
@@ -50,7 +54,9 @@ class Comparison:
     max_rel_error: float
 
 
-class _Acc:
+class Acc:
+    """The tolerance of a comparison and the largest errors seen so far."""
+
     def __init__(self, atol: float, rtol: float) -> None:
         self.atol = atol
         self.rtol = rtol
@@ -61,12 +67,17 @@ class _Acc:
         return Comparison(False, kind, path, detail, self.max_abs, self.max_rel)
 
 
+#: Compares one tensor of the reference's result (``e``) with the solution's (``a``) at
+#: ``path``: ``None`` when they agree, else ``acc.fail(...)``.
+TensorCheck = Callable[[Any, Any, str, Acc], "Comparison | None"]
+
+
 def compare_values(
     expected: Any, actual: Any, *, atol: float, rtol: float, path: str = "output"
 ) -> Comparison:
     """Compare one result tree with the reference's (see the module docstring)."""
-    acc = _Acc(atol, rtol)
-    bad = _walk(expected, actual, path, acc)
+    acc = Acc(atol, rtol)
+    bad = _walk(expected, actual, path, acc, compare_tensor)
     return bad or Comparison(True, "ok", "", "", acc.max_abs, acc.max_rel)
 
 
@@ -77,6 +88,7 @@ def compare_call(
     *,
     atol: float,
     rtol: float,
+    check: TensorCheck | None = None,
 ) -> Comparison:
     """Compare a whole call: the output, then every argument the operator mutates.
 
@@ -87,34 +99,35 @@ def compare_call(
             clones of the inputs.
         atol: Absolute tolerance.
         rtol: Relative tolerance.
+        check: How tensors are compared (default :func:`compare_tensor`).
     """
-    acc = _Acc(atol, rtol)
-    bad = _walk(expected[0], actual[0], "output", acc)
+    acc = Acc(atol, rtol)
+    bad = _walk(expected[0], actual[0], "output", acc, check or compare_tensor)
     if bad:
         return bad
     exp_mut = mutated_values(spec, expected[1], expected[2])
     act_mut = dict(mutated_values(spec, actual[1], actual[2]))
     for path, value in exp_mut:
-        bad = _walk(value, act_mut.get(path), path, acc)
+        bad = _walk(value, act_mut.get(path), path, acc, check or compare_tensor)
         if bad:
             return bad
     return Comparison(True, "ok", "", "", acc.max_abs, acc.max_rel)
 
 
-def _walk(e: Any, a: Any, path: str, acc: _Acc) -> Comparison | None:
+def _walk(e: Any, a: Any, path: str, acc: Acc, check: TensorCheck) -> Comparison | None:
     import torch
 
     if isinstance(e, torch.Tensor):
         if not isinstance(a, torch.Tensor):
             return acc.fail("structure", path, f"expected a tensor, got {type(a).__name__}")
-        return _tensor(e, a, path, acc)
+        return check(e, a, path, acc)
     if isinstance(e, (tuple, list, torch.Size)):
         if not isinstance(a, (tuple, list, torch.Size)):
             return acc.fail("structure", path, f"expected a {type(e).__name__}, got {type(a).__name__}")
         if len(e) != len(a):
             return acc.fail("structure", path, f"expected {len(e)} elements, got {len(a)}")
         for i, (x, y) in enumerate(zip(e, a)):
-            bad = _walk(x, y, f"{path}[{i}]", acc)
+            bad = _walk(x, y, f"{path}[{i}]", acc, check)
             if bad:
                 return bad
         return None
@@ -144,7 +157,8 @@ def _same_plain(e: Any, a: Any) -> bool:
         return False
 
 
-def _tensor(e: Any, a: Any, path: str, acc: _Acc) -> Comparison | None:
+def compare_tensor(e: Any, a: Any, path: str, acc: Acc) -> Comparison | None:
+    """The default tensor check: layout, shape, dtype, then values within the tolerance."""
     import torch
 
     if e.layout != a.layout:

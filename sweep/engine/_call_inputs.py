@@ -13,6 +13,9 @@ The engine calls, for a workload whose definition is a BackendBench import:
 Input policy (BackendBench's, seeded here): floating tensors uniform in [0, 1); signed
 integers uniform in [-9, 10); uint8 in [0, 10); bool uniform; complex real and imaginary
 parts uniform in [-9, 9) (``make_tensor``'s default, which BackendBench keeps for complex).
+Then the index arguments of index-taking operators are drawn again, from the same
+generator, within what they index (``_index_rules``: gather's ``index`` below
+``self.size(dim)``, bag offsets from 0, class targets below C, ...).
 Strided tensors get a storage of exactly their extent, viewed with ``as_strided`` (zero
 strides included). Device strings in arguments: ``cpu`` stays the host, any other device
 (``'cuda'``) means the evaluation device.
@@ -157,10 +160,15 @@ def materialize(
     """
     import torch
 
+    from sweep.engine._index_draw import constrain, index_fills
+
     check_budget(spec, max_bytes)
     target = torch.device(device) if device is not None else generator.device
     mat = _Materializer(torch, generator, target)
-    return [mat.value(a) for a in spec.args], {k: mat.value(v) for k, v in spec.kwargs.items()}
+    args, kwargs = [mat.value(a) for a in spec.args], {k: mat.value(v) for k, v in spec.kwargs.items()}
+    # Index arguments drawn again within what they index (``_index_rules``), same generator.
+    constrain(index_fills(spec.op, spec.args, spec.kwargs), args, kwargs, generator)
+    return args, kwargs
 
 
 def materialize_meta(spec: CallSpec) -> tuple[list[Any], dict[str, Any]]:
@@ -232,20 +240,30 @@ class _Materializer:
         raise EngineError(f"no input policy for dtype {dtype!r}")
 
 
-def clone_call(args: Sequence[Any], kwargs: dict[str, Any]) -> tuple[list[Any], dict[str, Any]]:
+def clone_call(
+    args: Sequence[Any], kwargs: dict[str, Any], *, offsets: bool = False
+) -> tuple[list[Any], dict[str, Any]]:
     """A deep copy of materialized arguments that keeps every tensor's strides and overlaps.
 
     Tensors are copied storage and all (``x.clone()`` would make an expanded, zero-stride
     tensor contiguous, changing what an in-place operator does). Non-tensor values are
-    immutable or rebuilt (lists, tuples, dicts).
+    immutable or rebuilt (lists, tuples, dicts). ``offsets``: keep each tensor's storage
+    offset too (what ``as_strided_`` sets), over a storage whose head is left unset.
     """
-    return [_clone(a) for a in args], {k: _clone(v) for k, v in kwargs.items()}
+    return [_clone(a, offsets) for a in args], {k: _clone(v, offsets) for k, v in kwargs.items()}
 
 
-def _clone(v: Any) -> Any:
+def _clone(v: Any, offsets: bool = False) -> Any:
     import torch
 
     if isinstance(v, torch.Tensor):
+        if offsets and v.layout == torch.strided and v.storage_offset():
+            at = v.storage_offset()
+            extent = 1 + sum((s - 1) * st for s, st in zip(v.shape, v.stride())) if v.numel() else 0
+            base = torch.empty(at + extent, dtype=v.dtype, device=v.device)
+            if extent:
+                base[at:].copy_(v.as_strided((extent,), (1,)))
+            return base.as_strided(v.shape, v.stride(), at)
         if v.layout != torch.strided or v.is_contiguous():
             return v.clone()
         if v.numel() == 0:
@@ -254,11 +272,11 @@ def _clone(v: Any) -> Any:
         base = v.as_strided((extent,), (1,)).clone()
         return base.as_strided(v.shape, v.stride())
     if isinstance(v, list):
-        return [_clone(x) for x in v]
+        return [_clone(x, offsets) for x in v]
     if isinstance(v, tuple):
-        return tuple(_clone(x) for x in v)
+        return tuple(_clone(x, offsets) for x in v)
     if isinstance(v, dict):
-        return {k: _clone(x) for k, x in v.items()}
+        return {k: _clone(x, offsets) for k, x in v.items()}
     return v
 
 

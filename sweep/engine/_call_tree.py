@@ -84,17 +84,21 @@ def storage_view(t: torch.Tensor) -> torch.Tensor:
 
 
 def copy_into(dst: Args, src: Args) -> bool:
-    """Copy the tensors of ``src`` into those of ``dst`` in place, storage and all; ``False``
-    (nothing copied) when their shapes, strides or dtypes differ (a solution resized one)."""
+    """Copy the tensors of ``src`` into those of ``dst`` in place, storage and all, and give
+    each ``dst`` tensor the shape, strides and storage offset of its ``src`` again (an
+    in-place view operator, ``as_strided_``, ``t_``, ``resize_``, changes them on its
+    argument); ``False`` (nothing copied) when the dtypes or devices differ, a tensor is not
+    strided, or a storage is too small for the view (a callee swapped it)."""
     pairs = list(zip(tensor_leaves(*dst), tensor_leaves(*src)))
     for (_, d), (_, s) in pairs:
-        if (d.shape, d.dtype, d.layout, d.device) != (s.shape, s.dtype, s.layout, s.device):
+        if (d.dtype, d.layout, d.device) != (s.dtype, s.layout, s.device) or d.layout != torch.strided:
             return False
-        if d.layout == torch.strided and d.stride() != s.stride():
+        need = (s.storage_offset() + storage_view(s).numel()) * s.element_size() if s.numel() else 0
+        if d.untyped_storage().nbytes() < need:
             return False
     for (_, d), (_, s) in pairs:
-        if d.layout == torch.strided and d.numel():
+        if (d.shape, d.stride(), d.storage_offset()) != (s.shape, s.stride(), s.storage_offset()):
+            d.as_strided_(s.shape, s.stride(), s.storage_offset())
+        if d.numel():
             storage_view(d).copy_(storage_view(s))
-        elif d.layout != torch.strided:
-            return False
     return True

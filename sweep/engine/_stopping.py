@@ -6,7 +6,9 @@ The rule is nvbench's kind: samples arrive in batches; after each batch, timing 
   spent timing, and the relative standard error of the median of the kept samples is at most
   ``target`` (``target_rel_error``); or
 - ``max_samples`` (``max_iterations``) samples were taken, or ``max_ms`` of wall time spent,
-  whatever the error (``target_met`` then says whether the target was reached).
+  whatever the error (``target_met`` then says whether the target was reached); but never
+  before ``floor`` samples (one per input set: every set's last result is checked after
+  timing, so each set must have had a timed call, however slow the call or its checks).
 
 The standard error of the median is estimated without assuming a distribution: the number of
 samples below the true median is Binomial(n, 1/2), whose standard deviation is sqrt(n)/2
@@ -90,6 +92,8 @@ class StopRule:
     max_ms: float
     target: float
     pursue: bool = True
+    #: Samples taken before even ``max_ms`` ends the loop (one per input set).
+    floor: int = 1
 
     @classmethod
     def of(cls, settings: EvalSettings, *, min_samples: int = 1, pursue: bool = True) -> StopRule:
@@ -103,6 +107,7 @@ class StopRule:
             max_ms=max(settings.max_ms, settings.rep_ms),
             target=settings.target_rel_error,
             pursue=pursue,
+            floor=min_samples,
         )
 
 
@@ -141,7 +146,7 @@ class Stopper:
     def done(self, elapsed_ms: float) -> bool:
         """Whether to stop after ``elapsed_ms`` of wall time spent timing."""
         rule = self.rule
-        if self.taken >= rule.max_samples or elapsed_ms >= rule.max_ms:
+        if self.taken >= rule.max_samples or (elapsed_ms >= rule.max_ms and self.taken >= rule.floor):
             return True
         if len(self.kept) < rule.min_samples or elapsed_ms < rule.min_ms:
             return False

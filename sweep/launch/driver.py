@@ -4,9 +4,10 @@ Order of work, so mistakes fail before anything slow starts: read the config (fl
 the YAML, :func:`sweep.config.load_config`), load the dataset
 and check what the config selects (config and plan errors), connect to Ray (at the address
 :func:`sweep.config.resolve_address` picks: flag, ``RAY_ADDRESS``, YAML), build the plan
-once for its target (``hardware: auto`` is decided by what the cluster has), check the
-cluster has the target hardware (else fail at once, listing what it has), drop the tasks
-already stored (unless ``force``), then run.
+once for its target (``hardware: auto`` is decided by what the cluster has; an imported
+ATen operator the installed torch lacks, or has no kernel of for the target's device, is left
+out with its reason: :func:`operator_check`), check the cluster has the target hardware (else
+fail at once, listing what it has), drop the tasks already stored (unless ``force``), then run.
 """
 
 from __future__ import annotations
@@ -29,11 +30,11 @@ from sweep.errors import PlanError
 from sweep.launch.progress import Progress, SummaryRow, Tally
 from sweep.plan import Exclusion, Plan, build_plan, select, with_lines
 from sweep.plan.dataset import Dataset, load_dataset
-from sweep.schema import Trace
+from sweep.schema import Definition, Trace
 from sweep.schema.hardware import config_target
 from sweep.schema.task import Task
 
-__all__ = ["STORE_FLUSH_S", "LaunchOptions", "LaunchResult", "launch", "new_run_id"]
+__all__ = ["STORE_FLUSH_S", "LaunchOptions", "LaunchResult", "launch", "new_run_id", "operator_check"]
 
 #: Seconds between batched inserts into the DuckDB store during a launch.
 STORE_FLUSH_S = 2.0
@@ -89,6 +90,23 @@ def new_run_id() -> str:
     return datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ") + "-" + secrets.token_hex(3)
 
 
+def operator_check(definition: Definition, target: str) -> str | None:
+    """The plan's ``unavailable`` check (:data:`sweep.plan.Unavailable`): why the installed
+    torch cannot run the ATen operator ``definition`` was imported for on ``target``
+    (:func:`sweep.engine.operator_problem`), or ``None``.
+
+    It asks this process's torch, which is the workers' in an embedded cluster and in the
+    usual one-environment cluster; a worker with another torch still reports what it lacks
+    at evaluation time (RUNTIME_ERROR). Without torch here nothing is left out.
+    """
+    try:
+        from sweep.engine import operator_problem
+
+        return operator_problem(definition, target)
+    except ImportError:
+        return None
+
+
 def _portable(tasks: list[Task], cwd: Path) -> list[Task]:
     """Dataset roots under ``cwd`` made relative: under ``ray job submit --working-dir``
     the working dir is the current directory of every worker, wherever it was unpacked."""
@@ -142,7 +160,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
     run_id = new_run_id()
     plan: Plan | None = None
     if target is not None:
-        plan = build_plan(selection, target)
+        plan = build_plan(selection, target, unavailable=operator_check)
         todo, skipped = _pending(plan, opts.force)
         if not todo:
             return _result(run_id, plan, skipped, Tally(), t0, None, SchedulerStats())
@@ -150,7 +168,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
     conn: RayConnection = connect(config, resolve_address(flag, config))
     try:
         if plan is None:
-            plan = build_plan(selection, auto_target(conn.info))
+            plan = build_plan(selection, auto_target(conn.info), unavailable=operator_check)
             todo, skipped = _pending(plan, opts.force)
             if not todo:
                 return _result(run_id, plan, skipped, Tally(), t0, conn.info, SchedulerStats())

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from sweep.errors import EngineError
 from sweep.plan import select_pair
 from sweep.schema import Ceilings, EvalSettings, Trace
 
@@ -32,12 +33,20 @@ def evaluate_from_dataset(
     (calibrations, :func:`sweep.store.load_calibrations`) give the fraction of peak on the
     hardware they measured.
 
+    An imported ATen operator that this torch lacks, or has no kernel of for ``device``, is
+    refused before anything is evaluated, as a launch leaves it out of its plan.
+
     Raises:
         DatasetError: A root cannot be loaded.
-        EngineError: Unknown names, or an invalid/unavailable ``device``.
+        EngineError: Unknown names, an invalid/unavailable ``device``, or an operator this
+            torch cannot run there.
     """
     pick = select_pair(roots, definition, solution, workload_ids)
-    from sweep.engine import EngineCache, evaluate_pair
+    from sweep.engine import EngineCache, evaluate_pair, operator_problem
+
+    problem = operator_problem(pick.definition, device or "auto")
+    if problem:
+        raise EngineError(f"definition {pick.definition.name!r} cannot be evaluated here: {problem}")
 
     settings = settings or EvalSettings()
     cache = EngineCache()

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -35,6 +35,7 @@ __all__ = [
     "Exclusion",
     "Plan",
     "Selection",
+    "Unavailable",
     "build_plan",
     "expand",
     "plan_config",
@@ -78,6 +79,14 @@ class Plan:
     def count_by_solution(self) -> dict[str, int]:
         """Tasks per solution, in plan order."""
         return dict(Counter(t.solution.name for t in self.tasks))
+
+
+#: Why a definition cannot run on a target (``None``: it can), asked by :func:`build_plan` of
+#: every definition that would get tasks. The plan stays pure: a caller that may look at the
+#: evaluating software passes one (the launch stage passes ``sweep.engine.operator_problem``,
+#: which asks the installed torch whether it has an imported ATen operator, and a kernel of it
+#: for the target's device); without one, every definition is assumed runnable.
+Unavailable = Callable[[Definition, str], "str | None"]
 
 
 def target_hardware(config: SweepConfig) -> str:
@@ -219,7 +228,7 @@ def select(config: SweepConfig, dataset: Dataset) -> Selection:
     )
 
 
-def build_plan(selection: Selection, target: str) -> Plan:
+def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | None = None) -> Plan:
     """The tasks of a selection on ``target``, and what was left out.
 
     ``target`` is normalised (``"CPU"``, ``"H100"``: from
@@ -230,7 +239,9 @@ def build_plan(selection: Selection, target: str) -> Plan:
     A definition with no selected solution or no workload, and a solution whose definition
     is not loaded or whose ``target_hardware`` excludes the target (unless the config's
     ``solutions.ignore_target_hardware`` ports it: the task then says so), are left out and
-    listed in ``Plan.excluded``. An empty plan is not an error: ``excluded`` says why nothing is left.
+    listed in ``Plan.excluded``; so is a definition that ``unavailable`` says cannot run on the
+    target (an imported ATen operator the installed torch lacks), with its reason. An empty
+    plan is not an error: ``excluded`` says why nothing is left.
     """
     config, dataset = selection.config, selection.dataset
     if target != target_hardware(config):
@@ -275,6 +286,10 @@ def build_plan(selection: Selection, target: str) -> Plan:
         if not candidates:
             excluded.append(Exclusion("definition", d.name, f"no selected solution runs on {target}"))
             continue
+        problem = unavailable(d, target) if unavailable is not None else None
+        if problem:
+            excluded.append(Exclusion("definition", d.name, f"cannot run on {target}: {problem}"))
+            continue
         for s in candidates:
             for w in wls:
                 tasks.append(
@@ -295,21 +310,25 @@ def build_plan(selection: Selection, target: str) -> Plan:
     )
 
 
-def expand(config: SweepConfig, dataset: Dataset) -> Plan:
+def expand(config: SweepConfig, dataset: Dataset, *, unavailable: Unavailable | None = None) -> Plan:
     """Expand a config over a dataset into tasks for its own target. Pure and deterministic.
 
-    :func:`select`, then :func:`build_plan` for :func:`target_hardware` (``"auto"`` is CPU).
+    :func:`select`, then :func:`build_plan` for :func:`target_hardware` (``"auto"`` is CPU),
+    with ``unavailable`` (see :data:`Unavailable`).
 
     Raises:
         PlanError: A name, glob, op_type, tag, author, language, uuid or tolerance key in the config
             matches nothing in the dataset (with "did you mean"). An empty plan is not an
             error: ``excluded`` says why nothing is left.
     """
-    return build_plan(select(config, dataset), target_hardware(config))
+    return build_plan(select(config, dataset), target_hardware(config), unavailable=unavailable)
 
 
-def plan_config(path: str | Path, overrides: ConfigOverrides | None = None) -> Plan:
-    """Load a config and its dataset, and expand them into a plan.
+def plan_config(
+    path: str | Path, overrides: ConfigOverrides | None = None, *, unavailable: Unavailable | None = None
+) -> Plan:
+    """Load a config and its dataset, and expand them into a plan (``unavailable``: see
+    :data:`Unavailable`).
 
     Raises:
         ConfigError: The config is malformed.
@@ -319,7 +338,7 @@ def plan_config(path: str | Path, overrides: ConfigOverrides | None = None) -> P
     config = load_config(path, overrides)
     dataset = load_dataset(config.dataset)
     try:
-        return expand(config, dataset)
+        return expand(config, dataset, unavailable=unavailable)
     except PlanError as e:
         raise with_lines(e, path) from None
 

@@ -13,6 +13,8 @@ from sweep.backendbench import (
     ImportReport,
     build_records,
     import_backendbench,
+    op_expression,
+    parse_op_name,
     parse_trace,
     parse_trace_file,
     select_ops,
@@ -180,3 +182,20 @@ def test_help_has_examples() -> None:
     for cmd in ("import-backendbench", "export-backendbench", "import-backendbench-kernels"):
         result = runner.invoke(app, [cmd, "--help"])
         assert result.exit_code == 0 and "Example: sweep " + cmd in result.output.replace("\n", " ")
+
+
+def test_an_overload_named_like_a_python_keyword_gets_a_reference_that_runs() -> None:
+    import torch
+
+    (item,) = build_records(
+        parse_trace("Operator: aten.random_.from\ncnt: 1, ((T([4, 5], i64), -3, 7), {})\n"), source_file="t"
+    )
+    assert "getattr(torch.ops.aten.random_, 'from')(*args, **kwargs)" in item.definition.reference
+    namespace: dict[str, object] = {}
+    exec(compile(item.definition.reference, "reference.py", "exec"), namespace)  # noqa: S102  (ours)
+    x = torch.zeros(4, 5, dtype=torch.int64)
+    run = namespace["run"]
+    assert callable(run)
+    run(x, -3, 7)
+    assert bool(((x >= -3) & (x < 7)).all())
+    assert op_expression(parse_op_name("aten.add.Tensor")) == "torch.ops.aten.add.Tensor"

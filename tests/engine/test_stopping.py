@@ -139,3 +139,16 @@ def test_clock_watch_flags_low_clocks_and_slowdown_reasons() -> None:
     assert watch.min_mhz == 1400 and watch.throttled and watch.readings == 5
     inert = ClockWatch(None, None)
     assert inert.ok() and not inert.active and inert.min_mhz is None and not inert.throttled
+
+
+def test_max_ms_never_stops_before_every_input_set_had_a_call() -> None:
+    # A call (or its checks) slower than max_ms: the host loop takes one sample per batch; the
+    # loop still calls each of the 4 input sets once, so each set's last result exists to check.
+    s = EvalSettings(min_iterations=2, max_iterations=6, rep_ms=1, max_ms=1000, input_sets=4)
+    rule = StopRule.of(s, min_samples=4, pursue=False)
+    assert rule.floor == 4
+    result, elapsed, _ = _run(_stream(0.1, mean=5000.0), rule, batch=1)
+    assert len(result.samples) == 4 and elapsed > rule.max_ms
+    # Without that floor (a rule made by hand) max_ms stops it at once, as before.
+    bare = StopRule(min_samples=4, max_samples=6, min_ms=1.0, max_ms=1000.0, target=0.005, pursue=False)
+    assert len(_run(_stream(0.1, mean=5000.0), bare, batch=1)[0].samples) == 1

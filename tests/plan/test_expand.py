@@ -291,3 +291,21 @@ def test_ignore_target_hardware_ports_a_solution_and_its_trace_says_so(tmp_path:
     assert task.config_hash != plan.config.config_hash()  # the switch is part of what ran
     with pytest.raises(ValueError, match="ignore_target_hardware"):
         SweepConfig.model_validate({**base, "solutions": {"ignore_target_hardware": "yes"}})
+
+
+def test_a_definition_the_caller_says_cannot_run_is_left_out_with_its_reason(dataset: Dataset) -> None:
+    asked: list[tuple[str, str]] = []
+
+    def unavailable(defn: Any, target: str) -> str | None:
+        asked.append((defn.name, target))
+        return "no kernel for it here" if defn.name == "vec_mul" else None
+
+    sel = select(_cfg(), dataset)
+    plan = build_plan(sel, "CPU", unavailable=unavailable)
+    assert {t.definition.name for t in plan.tasks} == {"vec_add"}
+    assert Exclusion("definition", "vec_mul", "cannot run on CPU: no kernel for it here") in plan.excluded
+    assert sorted(asked) == [("vec_add", "CPU"), ("vec_mul", "CPU")]  # once per definition
+    # The plan without the check is the plan as before; expand and plan_config take it too.
+    assert {t.definition.name for t in build_plan(sel, "CPU").tasks} == {"vec_add", "vec_mul"}
+    assert expand(_cfg(), dataset, unavailable=unavailable).excluded == plan.excluded
+    assert plan_config(GOOD_CFG, unavailable=lambda d, t: "gone").tasks == []

@@ -182,7 +182,9 @@ def _offsets(rule: Offsets, n: int, gen: torch.Generator) -> torch.Tensor:
     values = torch.randint(0, rule.total + 1, (n,), generator=gen).sort().values
     if n:
         values[0] = 0
-    if rule.include_last and n > 1:
+    if rule.include_last and n:
+        # One offset and include_last_offset: no bag, so no index may exist; [total] makes
+        # torch refuse the call cleanly where [0] crashes its CPU kernel (mode max).
         values[-1] = rule.total
     return values
 

@@ -49,8 +49,8 @@ class Distinct:
 
 @dataclass(frozen=True)
 class Offsets:
-    """Bag offsets (1-d): non-decreasing from 0, at most ``total``; the last (of two or
-    more) is ``total`` when ``include_last``."""
+    """Bag offsets (1-d): non-decreasing from 0, at most ``total``; the last is ``total``
+    when ``include_last`` (a single offset then cannot also be 0 unless ``total`` is)."""
 
     total: int
     include_last: bool = False

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from sweep.cluster._process_guard import children_of, kill_descendants
+from sweep.cluster._process_guard import children_of, kill_descendants, kill_group
 
 __all__ = ["ExitState", "ZygoteClient"]
 
@@ -133,12 +133,7 @@ def _serve(ctl: socket.socket) -> None:
         elif op == "kill":
             pid = int(req["pid"])
             if children.get(pid, 0) is None:
-                # Its process group too (it leads one: ``isolate``), then what escaped it.
-                for kill in (os.killpg, os.kill):
-                    try:
-                        kill(pid, signal.SIGKILL)
-                    except OSError:
-                        pass
+                kill_group(pid)  # its process group too (it leads one: ``isolate``)
             reply = _state_obj(reap(pid, block=True))
             cull()
         else:

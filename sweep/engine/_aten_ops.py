@@ -59,13 +59,16 @@ def schema_mutations(name: str) -> tuple[MutatedArg, ...]:
     Raises:
         EngineError: torch has no such overload.
     """
-    overload = resolve_op(name)
-    out = []
-    for i, arg in enumerate(overload._schema.arguments):
-        info = arg.alias_info
-        if info is not None and info.is_write:
-            out.append(MutatedArg(arg.name, None if arg.kwarg_only else i))
-    return tuple(out)
+    return _written_args(resolve_op(name)._schema)
+
+
+def _written_args(schema: Any) -> tuple[MutatedArg, ...]:
+    """The arguments a ``torch.FunctionSchema`` marks as written (``Tensor(a!)``)."""
+    return tuple(
+        MutatedArg(arg.name, None if arg.kwarg_only else i)
+        for i, arg in enumerate(schema.arguments)
+        if arg.alias_info is not None and arg.alias_info.is_write
+    )
 
 
 def _family(target: str) -> str:
@@ -129,11 +132,7 @@ def write_table() -> tuple[str, dict[str, tuple[MutatedArg, ...]], list[str]]:
             continue
         name = f"aten.{packet}.{schema.overload_name or 'default'}"
         names.add(name)
-        found = tuple(
-            MutatedArg(arg.name, None if arg.kwarg_only else i)
-            for i, arg in enumerate(schema.arguments)
-            if arg.alias_info is not None and arg.alias_info.is_write
-        )
+        found = _written_args(schema)
         if found:
             writes[name] = found
     version = str(torch.__version__).split("+", 1)[0]

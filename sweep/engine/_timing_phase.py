@@ -221,6 +221,31 @@ class TimingPhase:
         self.path.check_snapshot(snap, where)
         stats.max_abs, stats.max_rel = before
 
+    def _time(
+        self,
+        call: Callable[[int], object],
+        timer: str,
+        warm: WarmUp,
+        prep: Callable[[int], None],
+        rechecks: Rechecks | None,
+    ) -> tuple[TimingStats, list[object]]:
+        """One side of the pair timed: the same timer, flush, fresh values and clock watch for
+        both, each with its own warm-up and checks (the reference's are the shadow's)."""
+        run = self.run
+        return time_calls(
+            call,
+            self.sets,
+            run.settings,
+            run.device,
+            self.flush,
+            prep,
+            timer=timer,
+            warm=warm,
+            watch=self.watch,
+            rechecks=rechecks,
+            fresh=self.fresh,
+        )
+
     def _measure(
         self,
         timer: str,
@@ -228,22 +253,10 @@ class TimingPhase:
         sol_warm: WarmUp,
         prep: Callable[[int], None],
     ) -> _Measured:
-        run, path, sets, settings = self.run, self.path, self.sets, self.run.settings
+        run, path, sets = self.run, self.path, self.sets
         self.timing_who = "reference"
         ref_stats, _ = self._reference(
-            lambda: time_calls(
-                path.call_reference,
-                sets,
-                settings,
-                run.device,
-                self.flush,
-                prep,
-                timer=timer,
-                warm=ref_warm,
-                watch=self.watch,
-                rechecks=self.shadow,
-                fresh=self.fresh,
-            )
+            lambda: self._time(path.call_reference, timer, ref_warm, prep, self.shadow)
         )
         self._restore_all(prep)
         path.reset_outputs(sets)
@@ -252,19 +265,7 @@ class TimingPhase:
         before = self.nvml.read()
         try:
             stats, last = self._solution(
-                lambda: time_calls(
-                    path.call_solution,
-                    sets,
-                    settings,
-                    run.device,
-                    self.flush,
-                    prep,
-                    timer=timer,
-                    warm=sol_warm,
-                    watch=self.watch,
-                    rechecks=self.rechecks,
-                    fresh=self.fresh,
-                )
+                lambda: self._time(path.call_solution, timer, sol_warm, prep, self.rechecks)
             )
         except Stop as stop:
             raise _cache_hint(stop) from None

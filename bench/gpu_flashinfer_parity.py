@@ -7,7 +7,9 @@ evaluated twice in one run:
   iterations, 3 trials; its runner, builders and timer), the upstream package installed from
   its PyPI wheel;
 - by ``sweep.engine.evaluate``, task by task in this process, with the default settings
-  (``timer: auto``) and again with ``timer: events`` (closest to how the PyPI release times).
+  (``timer: auto``), again with ``timer: events`` (closest to how the PyPI release times: CUDA
+  events, L2 flushed) and, when ``cupti-python`` is importable, with ``timer: cupti`` (how
+  upstream's main branch times, through flashinfer's CUPTI helper).
 
 Prints one row per (definition, solution, workload): the status each gave, the latencies,
 their ratios and which timer produced them, then the rows whose status differs or whose
@@ -22,6 +24,7 @@ and with flashinfer-bench and apache-tvm-ffi importable):
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import shutil
 import sys
@@ -37,6 +40,9 @@ from sweep.plan.dataset import load_dataset
 from sweep.schema import EvalSettings, Task
 
 FOLDERS = ("definitions", "solutions", "workloads")
+# flashinfer-bench 0.1.2 (PyPI), bench/timing.py: CUDA events around each call, a synchronize
+# before each, L2 zeroed (256 MB) and arguments cloned between calls, the mean of the timed calls
+THEIR_TIMER = "events (sync before each call, mean)"
 
 
 def merge(datasets: list[Path], dest: Path, limit: int | None = None) -> Path:
@@ -89,7 +95,6 @@ def theirs(root: Path) -> tuple[dict[tuple[str, str, str], tuple[str, float | No
         result = bench.run_all(dump_traces=False)
     finally:
         bench.close()
-    timer = "events (sync before each call, mean)"
     out: dict[tuple[str, str, str], tuple[str, float | None, str]] = {}
     for def_name, traces in result.traces.items():
         for t in traces:
@@ -97,7 +102,7 @@ def theirs(root: Path) -> tuple[dict[tuple[str, str, str], tuple[str, float | No
             if ev is None or t.solution is None:
                 continue
             lat = ev.performance.latency_ms if ev.performance is not None else None
-            out[(def_name, t.solution, t.workload.uuid)] = (ev.status.value, lat, timer)
+            out[(def_name, t.solution, t.workload.uuid)] = (ev.status.value, lat, THEIR_TIMER)
             if ev.status.value != "PASSED":
                 print(f"  theirs {t.solution} {t.workload.uuid[:8]}: {(ev.log or '').strip()[:300]}")
     return out, refused
@@ -129,19 +134,21 @@ def main() -> int:
         t0 = time.perf_counter()
         auto = ours(root, "auto", hardware)
         events = ours(root, "events", hardware)
+        cupti = ours(root, "cupti", hardware) if importlib.util.find_spec("cupti") else {}
         t_ours = time.perf_counter() - t0
     for line in refused:
         print(f"upstream refused: {line}")
     keys = sorted(set(auto) | set(up))
     header = ["definition", "solution", "workload", "status ours/theirs", "ours auto", "timer",
-              "ours events", "theirs", "auto/theirs", "events/theirs"]  # fmt: skip
+              "ours events", "ours cupti", "theirs", "auto/theirs", "events/theirs", "cupti/theirs"]  # fmt: skip
     rows = [header]
     notes: list[str] = []
     records = []
     for key in keys:
-        a, e, u = auto.get(key), events.get(key), up.get(key)
+        a, e, c, u = auto.get(key), events.get(key), cupti.get(key), up.get(key)
         sa, la, ta = a if a else ("-", None, "-")
         _, le, _ = e if e else ("-", None, "-")
+        _, lc, _ = c if c else ("-", None, "-")
         su, lu, tu = u if u else ("-", None, "-")
 
         def ms(v: float | None) -> str:
@@ -150,17 +157,23 @@ def main() -> int:
         def ratio(x: float | None, y: float | None) -> str:
             return "-" if x is None or y is None or y <= 0 else f"{x / y:.3f}"
 
-        rows.append([key[0], key[1], key[2][:8], f"{sa}/{su}", ms(la), ta, ms(le), ms(lu),
-                     ratio(la, lu), ratio(le, lu)])  # fmt: skip
-        records.append({"key": key, "ours_auto": a, "ours_events": e, "theirs": u, "their_timer": tu})
+        rows.append([key[0], key[1], key[2][:8], f"{sa}/{su}", ms(la), ta, ms(le), ms(lc), ms(lu),
+                     ratio(la, lu), ratio(le, lu), ratio(lc, lu)])  # fmt: skip
+        records.append({"key": key, "ours_auto": a, "ours_events": e, "ours_cupti": c, "theirs": u,
+                        "their_timer": tu})  # fmt: skip
         if sa != su:
             notes.append(f"status differs: {key[1]} on {key[2][:8]}: ours {sa}, theirs {su}")
-        elif la and lu and abs(la / lu - 1) > 0.05:
-            notes.append(f"latency differs by {la / lu - 1:+.1%} (auto, {ta}): {key[1]} on {key[2][:8]}")
+        else:
+            for label, mine in (("auto", la), ("events", le), ("cupti", lc)):
+                if mine and lu and abs(mine / lu - 1) > 0.05:
+                    notes.append(
+                        f"latency differs by {mine / lu - 1:+.1%} ({label}): {key[1]} on {key[2][:8]}"
+                    )
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
-    print(f"\nwall: upstream {t_up:.1f} s, kernel-sweep (auto and events) {t_ours:.1f} s")
+    print(f"\ntheirs: {THEIR_TIMER}; ours cupti: {'ran' if cupti else 'cupti-python not importable'}")
+    print(f"wall: upstream {t_up:.1f} s, kernel-sweep (every timer) {t_ours:.1f} s")
     print(f"differences over 5% or in status: {len(notes)}")
     for n in notes:
         print(f"  {n}")

@@ -12,7 +12,7 @@ FIB_SITE=${FIB_SITE:-/tmp/fib-site}
 if ! PYTHONPATH="$FIB_SITE" python3 -c "import flashinfer_bench, tvm_ffi" 2>/dev/null; then
     mkdir -p "$FIB_SITE"
     for w in "$WHEELS"/flashinfer_bench-*.whl "$WHEELS"/apache_tvm_ffi-*.whl \
-             "$WHEELS"/docstring_parser-*.whl "$WHEELS"/safetensors-*.whl; do
+             "$WHEELS"/docstring_parser-*.whl "$WHEELS"/safetensors-*.whl "$WHEELS"/cupti_python-*.whl; do
         python3 -m zipfile -e "$w" "$FIB_SITE"
     done
 fi

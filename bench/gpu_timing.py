@@ -5,7 +5,8 @@ that is its own reference), in one process on one GPU:
 
 - the engine's latency of the solution with ``evaluation.timer`` = ``events``, ``cudagraph``
   and ``auto`` (which timer ``auto`` chose, the relative error reached, the wall time of the
-  whole evaluation);
+  whole evaluation), and ``cupti`` when ``cupti-python`` is importable (the device time of the
+  kernels, which the graph reference should match);
 - ``triton.testing.do_bench`` (CUDA events around each call, 256 MB flushed before each: what
   the events timer should match, launch overhead included);
 - a flushed CUDA-graph timer written here: a graph of K x [zero the flush buffer, call] and
@@ -79,7 +80,7 @@ KERNELS: list[tuple[str, str, dict[str, tuple[list[int], str]], tuple[list[int],
         ([8192, 8192], "float16"),
     ),
 ]
-TIMERS = ("events", "cudagraph", "auto")
+TIMERS: tuple[str, ...] = ("events", "cudagraph", "auto")
 
 
 def records(
@@ -169,8 +170,13 @@ def main() -> int:
 
     from sweep.schema.hardware import short_name
 
+    global TIMERS
+    import importlib.util
+
+    if importlib.util.find_spec("cupti") is not None:
+        TIMERS = (*TIMERS, "cupti")
     hardware = short_name(torch.cuda.get_device_name())
-    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}")
+    print(f"device: {torch.cuda.get_device_name()}, torch {torch.__version__}, timers {', '.join(TIMERS)}")
     flush = torch.empty(256 << 20, dtype=torch.int8, device="cuda")
     cache = EngineCache()
     traces: list[Trace] = []
@@ -183,9 +189,11 @@ def main() -> int:
         "cudagraph",
         "/graph",
         "auto (timer)",
-        "speedup ev/cg/auto",
+        "cupti",
+        "/graph",
+        "speedup " + "/".join(t[:2] for t in TIMERS),
         "rel.err ev/cg",
-        "eval s ev/cg/auto",
+        "eval s " + "/".join(t[:2] for t in TIMERS),
     ]
     rows = [header]
     for name, body, inputs, out in KERNELS:
@@ -243,6 +251,8 @@ def main() -> int:
                 f"{cg_ms * 1e3:.2f} us",
                 f"{cg_ms / graph_ms:.3f}" if graph_ms > 0 else "-",
                 f"{au[0] * 1e3:.2f} us ({au[3]})",
+                f"{got['cupti'][0] * 1e3:.2f} us" if "cupti" in got else "-",
+                f"{got['cupti'][0] / graph_ms:.3f}" if "cupti" in got and graph_ms > 0 else "-",
                 "/".join(f"{got[t][1]:.3f}" for t in TIMERS),
                 f"{err(got['events'][4])}/{err(got['cudagraph'][4])}",
                 "/".join(f"{got[t][2]:.2f}" for t in TIMERS),

@@ -15,6 +15,14 @@ Prints one row per (definition, solution, workload): the status each gave, the l
 their ratios and which timer produced them, then the rows whose status differs or whose
 latency differs by more than 5%. Solutions upstream's loader refuses are listed, not hidden.
 
+Then the "why" of the latency differences, per solution on its first workload, measured on
+upstream's own objects (its builder's runnable, its input generator, its ``time_runnable``):
+upstream's timed window opens right after a ``torch.cuda.synchronize()``, on an idle GPU, so
+it holds the host's time to launch the call as well as the kernel. The table puts upstream's
+latency beside the host time of one call (``perf_counter`` around the call, the GPU idle at
+its start, as in upstream's window) plus our CUPTI device time: when they agree, the
+difference is the launch, which kernel-sweep's timers leave out on purpose.
+
 Usage (on the device machine, from the repository root, after ``source bench/gpu_site.sh``
 and with flashinfer-bench and apache-tvm-ffi importable):
 
@@ -108,6 +116,57 @@ def theirs(root: Path) -> tuple[dict[tuple[str, str, str], tuple[str, float | No
     return out, refused
 
 
+def explain(root: Path, cupti: dict[tuple[str, str, str], tuple[str, float | None, str]]) -> None:
+    """Upstream's latency against host launch time + device time, one workload per solution."""
+    import statistics
+
+    import torch
+    from flashinfer_bench import TraceSet
+    from flashinfer_bench.bench.evaluators.utils import allocate_outputs
+    from flashinfer_bench.bench.timing import time_runnable
+    from flashinfer_bench.bench.utils import gen_inputs
+    from flashinfer_bench.compile.registry import BuilderRegistry
+
+    ts = TraceSet.from_path(str(root))
+    registry = BuilderRegistry.get_instance()
+    rows = [["solution", "workload", "theirs (re-timed)", "host launch", "ours cupti", "launch+cupti",
+             "theirs/(launch+cupti)"]]  # fmt: skip
+    for def_name, sols in sorted(ts.solutions.items()):
+        defn = ts.definitions[def_name]
+        wls = ts.workloads.get(def_name, [])
+        if not wls:
+            continue
+        wl = wls[0].workload
+        for sol in sols:
+            try:
+                runnable = registry.build(defn, sol)
+            except Exception as e:  # noqa: BLE001 - upstream refuses it; the table above says so
+                rows.append([sol.name, wl.uuid[:8], f"build failed: {type(e).__name__}", "", "", "", ""])
+                continue
+            inp = gen_inputs(defn, wl, device="cuda")
+            args = list(inp) + (
+                allocate_outputs(defn, inp, "cuda") if runnable.metadata.destination_passing_style else []
+            )
+            theirs_ms = time_runnable(runnable, args, 10, 50, "cuda")
+            host: list[float] = []
+            for _ in range(50):
+                torch.cuda.synchronize()
+                t0 = time.perf_counter()
+                runnable(*args)
+                host.append((time.perf_counter() - t0) * 1e3)
+            torch.cuda.synchronize()
+            launch = statistics.median(host)
+            dev = cupti.get((def_name, sol.name, wl.uuid), ("-", None, "-"))[1]
+            both = None if dev is None else launch + dev
+            rows.append([sol.name, wl.uuid[:8], f"{theirs_ms:.4f}", f"{launch:.4f}",
+                         "-" if dev is None else f"{dev:.4f}", "-" if both is None else f"{both:.4f}",
+                         "-" if both is None else f"{theirs_ms / both:.2f}"])  # fmt: skip
+    print("\nwhy the latencies differ: upstream's window = host launch + device time (ms)")
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        print("  ".join(c.ljust(w) for c, w in zip(r, widths)))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--dataset", action="append", required=True, help="a dataset root (repeatable)")
@@ -136,6 +195,7 @@ def main() -> int:
         events = ours(root, "events", hardware)
         cupti = ours(root, "cupti", hardware) if importlib.util.find_spec("cupti") else {}
         t_ours = time.perf_counter() - t0
+        explain(root, cupti)
     for line in refused:
         print(f"upstream refused: {line}")
     keys = sorted(set(auto) | set(up))

@@ -163,7 +163,9 @@ def graph_timer(fn: Callable[[], object], flush: object, k: int = 20, reps: int 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=None, help="write every trace here, one JSON line each")
+    parser.add_argument("--only", default="", help="kernel names, comma-separated (default: every kernel)")
     args = parser.parse_args()
+    only = {k for k in args.only.split(",") if k}
 
     import torch
     import triton.testing
@@ -196,7 +198,10 @@ def main() -> int:
         "eval s " + "/".join(t[:2] for t in TIMERS),
     ]
     rows = [header]
+    print("  ".join(header), flush=True)
     for name, body, inputs, out in KERNELS:
+        if only and name not in only:
+            continue
         defn, sol, wl = records(name, body, inputs, out)
         gen = torch.Generator(device="cuda").manual_seed(0)
         tensors = {
@@ -258,7 +263,9 @@ def main() -> int:
                 "/".join(f"{got[t][2]:.2f}" for t in TIMERS),
             ]
         )
+        print("  ".join(rows[-1]), flush=True)  # as it comes: a long run cut short keeps its rows
         del tensors
+    print()
     widths = [max(len(r[i]) for r in rows) for i in range(len(header))]
     for r in rows:
         print("  ".join(c.ljust(w) for c, w in zip(r, widths)))

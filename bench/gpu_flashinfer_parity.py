@@ -123,11 +123,9 @@ def explain(root: Path, cupti: dict[tuple[str, str, str], tuple[str, float | Non
     import torch
     from flashinfer_bench import TraceSet
     from flashinfer_bench.bench.evaluators.utils import allocate_outputs
-    from flashinfer_bench.bench.timing import time_runnable
+    from flashinfer_bench.bench.timing import do_bench, time_runnable
     from flashinfer_bench.bench.utils import gen_inputs
     from flashinfer_bench.compile.registry import BuilderRegistry
-
-    from flashinfer_bench.bench.timing import do_bench
 
     ts = TraceSet.from_path(str(root))
     registry = BuilderRegistry.get_instance()

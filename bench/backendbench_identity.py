@@ -19,8 +19,8 @@ Usage (from the repository root; on the GPU machine with ``--device cuda``):
         [--jobs 4] [--out traces.jsonl]
 
 ``--jobs N`` splits the operators over N processes (round robin over their sorted names), each
-with its own engine cache; on one GPU they share the device, which is harmless here since only
-the statuses count. The totals are given twice: over every operator this torch has, and over the
+with its own engine cache; on one GPU they share the device (each gets 0.9/N of its memory),
+which is harmless here since only the statuses count. The totals are given twice: over every operator this torch has, and over the
 operators upstream's benchmark includes (``UPSTREAM_EXCLUDED`` below says which it leaves out).
 
 Timing is short (``--warmup-ms 1 --rep-ms 2``, at most 6 timed calls per set): the point is
@@ -164,6 +164,11 @@ def run_shard(args: argparse.Namespace) -> dict[str, object]:
     from sweep.engine._call_inputs import describe_call  # the bench reads the engine's own sizes
 
     prepare_process(args.device)
+    shards = args.shard[1]
+    if args.device.startswith("cuda") and shards > 1:
+        # the engine sizes a task by the GPU's free memory, which other shards' caches take:
+        # give each shard its own share, and hand cached blocks back after every task
+        torch.cuda.set_per_process_memory_fraction(0.9 / shards)
     name = torch.cuda.get_device_name() if args.device.startswith("cuda") else "cpu"
     hardware = short_name(name)
     rows: list[dict[str, str]] = []
@@ -186,6 +191,8 @@ def run_shard(args: argparse.Namespace) -> dict[str, object]:
                 skipped[defn] += 1
                 continue
             trace = evaluate(task, device=args.device, cache=cache)
+            if args.device.startswith("cuda") and shards > 1:
+                torch.cuda.empty_cache()
             traces.append(trace)
             ev = trace.evaluation
             assert ev is not None

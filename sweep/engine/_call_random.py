@@ -300,6 +300,13 @@ def tensor_check(kind: OpKind, args: Sequence[Any], kwargs: dict[str, Any]) -> T
     ``args``/``kwargs``: the call's arguments (those the operator does not write keep the
     values it was called with), for the parameters of a random operator's distribution.
     """
+    check = _plain_check(kind, args, kwargs)
+    if not kind.opaque:
+        return check
+    return _Opaque(tuple(f"output[{i}]" for i in kind.opaque), check or compare_tensor)
+
+
+def _plain_check(kind: OpKind, args: Sequence[Any], kwargs: dict[str, Any]) -> TensorCheck | None:
     if kind.uninitialized:
         return _uninitialized
     if kind.random and kind.op is not None:
@@ -307,3 +314,16 @@ def tensor_check(kind: OpKind, args: Sequence[Any], kwargs: dict[str, Any]) -> T
     if kind.inplace_view:
         return _view
     return None
+
+
+@dataclass(frozen=True)
+class _Opaque:
+    """Structure only at the opaque output positions (and inside them); ``rest`` elsewhere."""
+
+    paths: tuple[str, ...]
+    rest: TensorCheck
+
+    def __call__(self, e: Any, a: Any, path: str, acc: Acc) -> Comparison | None:
+        if any(path == p or path.startswith(p + "[") for p in self.paths):
+            return _structure(e, a, path, acc, strides=False)
+        return self.rest(e, a, path, acc)

@@ -11,6 +11,10 @@
   ``empty_strided``, ``empty_permuted``, ``new_empty``, ``new_empty_strided``, ``resize_``,
   ``resize_as_``; torch has no tag for this, so by name): checked for shape, dtype, device
   and strides, not values;
+- *opaque outputs*: some results are an implementation's scratch (cuDNN's reserve space,
+  output 3 of ``_cudnn_rnn``, ``miopen_rnn`` and ``cudnn_batch_norm``: kept for the backward
+  pass, its bytes differ from one correct call to the next); by name, since torch has no tag:
+  checked for shape, dtype and device only. The other results are checked as usual;
 - *in-place view*: torch's tag ``inplace_view`` (``as_strided_``, ``squeeze_``,
   ``unsqueeze_``, ``t_``, ``transpose_``, ``swapdims_``, ``resize_``, ...): the operator
   changes its argument's shape and strides; those (and the storage offset) are compared
@@ -34,7 +38,7 @@ from sweep.schema.call_args import ArgValue
 if TYPE_CHECKING:
     from sweep.engine._call_inputs import CallSpec
 
-__all__ = ["UNINITIALIZED", "OpKind", "op_kind", "seeded"]
+__all__ = ["OPAQUE_OUTPUTS", "UNINITIALIZED", "OpKind", "op_kind", "seeded"]
 
 #: Packets (trailing ``_`` dropped) whose results hold unspecified values.
 UNINITIALIZED = frozenset(
@@ -53,6 +57,12 @@ UNINITIALIZED = frozenset(
         "empty_quantized",
     }
 )
+#: Packets whose results at these output positions are opaque scratch (not checked by value).
+OPAQUE_OUTPUTS: dict[str, tuple[int, ...]] = {
+    "_cudnn_rnn": (3,),
+    "miopen_rnn": (3,),
+    "cudnn_batch_norm": (3,),
+}
 _OFF_IF_FALSE = ("train", "training")
 _OFF_IF_ZERO = ("dropout", "dropout_p")
 
@@ -66,10 +76,17 @@ class OpKind:
     random: bool = False
     uninitialized: bool = False
     inplace_view: bool = False
+    opaque: tuple[int, ...] = ()
 
     @property
     def note(self) -> str | None:
         """The log line saying how this call's results were checked, when not element-wise."""
+        if self.opaque and not (self.uninitialized or self.random):
+            where = ", ".join(f"output[{i}]" for i in self.opaque)
+            return (
+                f"note: {where} of {self.op} is the implementation's scratch (a reserve space): "
+                "checked for shape, dtype and device, not for values"
+            )
         if self.uninitialized:
             return (
                 f"note: {self.op} returns uninitialised memory: its results are checked for shape, "
@@ -129,6 +146,7 @@ def op_kind(spec: CallSpec) -> OpKind:
         random=random,
         uninitialized=spec.op.startswith("aten.") and packet in UNINITIALIZED,
         inplace_view="inplace_view" in tags,
+        opaque=OPAQUE_OUTPUTS.get(packet, ()) if spec.op.startswith("aten.") else (),
     )
 
 

@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from sweep.backendbench import build_records, op_expression, parse_op_name, parse_trace_file
-from sweep.engine._call_compare import Acc
+from sweep.engine._call_compare import Acc, compare_call
 from sweep.engine._call_inputs import CallSpec, clone_call, describe_call
-from sweep.engine._call_random import _ks_test, _Law, _law_test
+from sweep.engine._call_random import _ks_test, _Law, _law_test, tensor_check
 from sweep.engine._call_tree import copy_into
 from sweep.engine._op_kinds import op_kind, seeded
 from sweep.schema.call_args import TensorArg
@@ -69,7 +69,31 @@ def test_kind_of_an_operator(
 
 def test_cudnn_rnn_without_dropout_is_deterministic(sample_file: Path) -> None:
     ((defn, wl, _), *_) = _rows(sample_file, ["aten._cudnn_rnn.default"])
-    assert not op_kind(describe_call(defn, wl)).random  # tagged seeded, but dropout is 0.0
+    kind = op_kind(describe_call(defn, wl))
+    assert not kind.random  # tagged seeded, but dropout is 0.0
+    assert kind.opaque == (3,) and kind.note is not None and "output[3]" in kind.note
+
+
+def test_an_opaque_reserve_space_is_checked_for_structure_only() -> None:
+    # cuDNN's reserve space (output 3 of _cudnn_rnn) differs between two correct calls; the
+    # other outputs, and the reserve space's shape and dtype, are still checked
+    kind = op_kind(CallSpec("aten._cudnn_rnn.default", (), {"train": False}))  # no dropout
+    assert not kind.random
+    check = tensor_check(kind, (), {})
+    assert check is not None
+    out = [torch.ones(3), torch.ones(2), torch.ones(2), torch.arange(8, dtype=torch.uint8), torch.ones(1)]
+
+    def compare(actual: list[torch.Tensor]) -> Any:
+        return compare_call(CallSpec("aten._cudnn_rnn.default", (), {}), (out, [], {}), (actual, [], {}),
+                            atol=0.0, rtol=0.0, check=check)  # fmt: skip
+
+    scratch = [*out[:3], torch.arange(8, 16, dtype=torch.uint8), out[4]]
+    assert compare(scratch).ok
+    assert compare([*out[:3], torch.arange(9, dtype=torch.uint8), out[4]]).kind == "shape"
+    assert compare([*out[:3], torch.arange(8, dtype=torch.int32), out[4]]).kind == "dtype"
+    wrong = [out[0] * 2, *out[1:]]
+    assert compare(wrong).kind == "value"
+    assert op_kind(CallSpec("aten.relu.default", (), {})).opaque == ()
 
 
 # ---- end to end: the ATen identity passes ------------------------------------------------------

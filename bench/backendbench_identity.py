@@ -20,7 +20,8 @@ Usage (from the repository root; on the GPU machine with ``--device cuda``):
 
 ``--jobs N`` splits the operators over N processes (round robin over their sorted names), each
 with its own engine cache; on one GPU they share the device (each gets 0.9/N of its memory),
-which is harmless here since only the statuses count. The totals are given twice: over every operator this torch has, and over the
+which is harmless here since only the statuses count; rows over ``--alone-mb`` then run in one
+process with the whole device. The totals are given twice: over every operator this torch has, and over the
 operators upstream's benchmark includes (``UPSTREAM_EXCLUDED`` below says which it leaves out).
 
 Timing is short (``--warmup-ms 1 --rep-ms 2``, at most 6 timed calls per set): the point is
@@ -182,12 +183,13 @@ def run_shard(args: argparse.Namespace) -> dict[str, object]:
         ops = {d.name: _op_of(d) for d in load_dataset([root]).definitions.values()}
         cache = EngineCache()
         started = time.perf_counter()
+        lo, hi = args.band
         for task in tasks:
             defn = task.definition.name
-            if (
-                args.max_mb is not None
-                and describe_call(task.definition, task.workload).nbytes > args.max_mb * 2**20
-            ):
+            mib = describe_call(task.definition, task.workload).nbytes / 2**20
+            if not lo <= mib < hi:
+                continue  # another process's row
+            if args.max_mb is not None and mib > args.max_mb:
                 skipped[defn] += 1
                 continue
             trace = evaluate(task, device=args.device, cache=cache)
@@ -220,26 +222,36 @@ def run_shard(args: argparse.Namespace) -> dict[str, object]:
 
 
 def run_jobs(args: argparse.Namespace, argv: list[str]) -> list[dict[str, object]]:
-    """Run ``args.jobs`` shards as child processes of this script; their outcomes."""
+    """Run ``args.jobs`` shards as child processes of this script, then one more process for
+    the rows over ``--alone-mb`` (alone on the device: the shards' shares are too small for
+    them); their outcomes."""
+    big = f"{args.alone_mb}"
+    passes = [[(f"{k}/{args.jobs}", f"0:{big}") for k in range(args.jobs)], [("0/1", f"{big}:inf")]]
+    outcomes = []
     with tempfile.TemporaryDirectory() as tmp:
-        procs = []
-        for k in range(args.jobs):
-            result = Path(tmp) / f"{k}.json"
-            extra = ["--shard", f"{k}/{args.jobs}", "--jobs", "1", "--result", str(result)]
-            if args.out:
-                extra += ["--out", str(Path(tmp) / f"{k}.jsonl")]
-            procs.append((subprocess.Popen([sys.executable, __file__, *argv, *extra]), result, k))
-        outcomes = []
-        for proc, result, k in procs:
-            code = proc.wait()
-            if not result.exists():
-                raise SystemExit(
-                    f"shard {k}/{args.jobs} died (exit status {code}) before writing its outcome"
-                )
-            outcomes.append(json.loads(result.read_text()))
+        n = 0
+        for shards in passes:
+            procs = []
+            for shard, band in shards:
+                result = Path(tmp) / f"{n}.json"
+                extra = ["--shard", shard, "--band", band, "--jobs", "1", "--result", str(result)]
+                if args.out:
+                    extra += ["--out", str(Path(tmp) / f"{n}.jsonl")]
+                procs.append((subprocess.Popen([sys.executable, __file__, *argv, *extra]), result, shard))
+                n += 1
+            for proc, result, shard in procs:
+                code = proc.wait()
+                if not result.exists():
+                    raise SystemExit(f"shard {shard} died (exit status {code}) before writing its outcome")
+                outcomes.append(json.loads(result.read_text()))
         if args.out:
-            args.out.write_text("".join((Path(tmp) / f"{k}.jsonl").read_text() for k in range(args.jobs)))
+            args.out.write_text("".join((Path(tmp) / f"{k}.jsonl").read_text() for k in range(n)))
     return outcomes
+
+
+def _parse_band(text: str) -> tuple[float, float]:
+    lo, _, hi = text.partition(":")
+    return float(lo), float(hi)
 
 
 def print_report(outcomes: list[dict[str, object]], args: argparse.Namespace, wall: float) -> int:
@@ -250,6 +262,7 @@ def print_report(outcomes: list[dict[str, object]], args: argparse.Namespace, wa
     for o in outcomes:
         skipped.update(o["skipped"])  # type: ignore[arg-type]
         refused += o["refused"]  # type: ignore[operator]
+    refused = list(dict.fromkeys(refused))  # the pass for large rows says it again
     print(f"{outcomes[0]['header']} | {len(rows)} evaluations (<= {args.rows} rows per operator), "
           f"{len(refused)} operator(s) refused at plan time, {args.jobs} process(es)")  # fmt: skip
     by_op: dict[str, list[dict[str, str]]] = defaultdict(list)
@@ -306,7 +319,11 @@ def main() -> int:
         "--max-mb", type=float, default=None, help="skip rows whose inputs need more than this (MiB)"
     )
     parser.add_argument("--jobs", type=int, default=1, help="processes, the operators split between them")
+    parser.add_argument(
+        "--alone-mb", type=float, default=200.0, help="with --jobs: rows over this (MiB) run after, alone"
+    )
     parser.add_argument("--shard", type=_parse_shard, default=(0, 1), help=argparse.SUPPRESS)
+    parser.add_argument("--band", type=_parse_band, default=(0.0, float("inf")), help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=None, help="write every trace here, one JSON line each")
     argv = sys.argv[1:]

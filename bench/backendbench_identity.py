@@ -187,7 +187,7 @@ def run_shard(args: argparse.Namespace) -> dict[str, object]:
         for task in tasks:
             defn = task.definition.name
             mib = describe_call(task.definition, task.workload).nbytes / 2**20
-            if not lo <= mib < hi:
+            if not (lo <= mib < hi or task.workload.uuid in args.also):
                 continue  # another process's row
             if args.max_mb is not None and mib > args.max_mb:
                 skipped[defn] += 1
@@ -221,32 +221,63 @@ def run_shard(args: argparse.Namespace) -> dict[str, object]:
     }
 
 
-def run_jobs(args: argparse.Namespace, argv: list[str]) -> list[dict[str, object]]:
-    """Run ``args.jobs`` shards as child processes of this script, then one more process for
-    the rows over ``--alone-mb`` (alone on the device: the shards' shares are too small for
-    them); their outcomes."""
-    big = f"{args.alone_mb}"
-    passes = [[(f"{k}/{args.jobs}", f"0:{big}") for k in range(args.jobs)], [("0/1", f"{big}:inf")]]
+def _spawn(
+    argv: list[str], tmp: Path, n: int, shard: str, band: str, also: list[str], out: bool
+) -> tuple[subprocess.Popen[bytes], Path, str]:
+    result = tmp / f"{n}.json"
+    extra = ["--shard", shard, "--band", band, "--jobs", "1", "--result", str(result)]
+    if also:
+        (tmp / "also.json").write_text(json.dumps(also))
+        extra += ["--also", str(tmp / "also.json")]
+    if out:
+        extra += ["--out", str(tmp / f"{n}.jsonl")]
+    return subprocess.Popen([sys.executable, __file__, *argv, *extra]), result, shard
+
+
+def _collect(procs: list[tuple[subprocess.Popen[bytes], Path, str]]) -> list[dict[str, object]]:
     outcomes = []
-    with tempfile.TemporaryDirectory() as tmp:
-        n = 0
-        for shards in passes:
-            procs = []
-            for shard, band in shards:
-                result = Path(tmp) / f"{n}.json"
-                extra = ["--shard", shard, "--band", band, "--jobs", "1", "--result", str(result)]
-                if args.out:
-                    extra += ["--out", str(Path(tmp) / f"{n}.jsonl")]
-                procs.append((subprocess.Popen([sys.executable, __file__, *argv, *extra]), result, shard))
-                n += 1
-            for proc, result, shard in procs:
-                code = proc.wait()
-                if not result.exists():
-                    raise SystemExit(f"shard {shard} died (exit status {code}) before writing its outcome")
-                outcomes.append(json.loads(result.read_text()))
-        if args.out:
-            args.out.write_text("".join((Path(tmp) / f"{k}.jsonl").read_text() for k in range(n)))
+    for proc, result, shard in procs:
+        code = proc.wait()
+        if not result.exists():
+            raise SystemExit(f"shard {shard} died (exit status {code}) before writing its outcome")
+        outcomes.append(json.loads(result.read_text()))
     return outcomes
+
+
+def run_jobs(args: argparse.Namespace, argv: list[str]) -> list[dict[str, object]]:
+    """Run ``args.jobs`` shards as child processes of this script, then one more process, alone
+    on the device, for the rows over ``--alone-mb`` and the rows a shard lost to memory the
+    other shards held (a shared device's shortage, not the row's); their outcomes."""
+    with tempfile.TemporaryDirectory() as tmpdir:
+        tmp = Path(tmpdir)
+        big = f"{args.alone_mb}"
+        shared = _collect(
+            [
+                _spawn(argv, tmp, k, f"{k}/{args.jobs}", f"0:{big}", [], bool(args.out))
+                for k in range(args.jobs)
+            ]
+        )
+        again = [
+            r["workload"]
+            for o in shared
+            for r in o["rows"]  # type: ignore[attr-defined]
+            if r["status"] == "RUNTIME_ERROR" and "out of memory" in r["log"]
+        ]
+        for o in shared:
+            o["rows"] = [r for r in o["rows"] if r["workload"] not in again]  # type: ignore[attr-defined]
+        alone = _collect([_spawn(argv, tmp, args.jobs, "0/1", f"{big}:inf", again, bool(args.out))])
+        if again:
+            print(f"{len(again)} row(s) ran out of memory beside the other shards and ran again alone")
+        if args.out:
+            # a row that ran again keeps its second trace only
+            lines = [
+                ln
+                for k in range(args.jobs)
+                for ln in (tmp / f"{k}.jsonl").read_text().splitlines(keepends=True)
+                if not any(u in ln for u in again)
+            ]
+            args.out.write_text("".join(lines) + (tmp / f"{args.jobs}.jsonl").read_text())
+    return shared + alone
 
 
 def _parse_band(text: str) -> tuple[float, float]:
@@ -324,6 +355,7 @@ def main() -> int:
     )
     parser.add_argument("--shard", type=_parse_shard, default=(0, 1), help=argparse.SUPPRESS)
     parser.add_argument("--band", type=_parse_band, default=(0.0, float("inf")), help=argparse.SUPPRESS)
+    parser.add_argument("--also", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--result", type=Path, default=None, help=argparse.SUPPRESS)
     parser.add_argument("--out", type=Path, default=None, help="write every trace here, one JSON line each")
     argv = sys.argv[1:]
@@ -331,6 +363,7 @@ def main() -> int:
     if args.all_rows:
         args.rows = 1_000_000
     args.ops = [o for o in args.ops.split(",") if o]
+    args.also = set(json.loads(args.also.read_text())) if args.also else set()
     started = time.perf_counter()
     if args.jobs > 1:
         # each shard writes its own traces; the parent joins them into --out

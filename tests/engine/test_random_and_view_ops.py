@@ -278,3 +278,18 @@ def test_copy_into_puts_back_shape_strides_and_values() -> None:
     assert copy_into(dst, src) and t.shape == (3, 4) and torch.equal(t, src[0][0])
     t.set_(torch.empty(2))  # a smaller one: cannot
     assert not copy_into(dst, src)
+
+
+def test_strides_of_size_one_dimensions_are_not_compared() -> None:
+    # as_strided_(x, [32, 1024, 1, 1], [1024, 1, 1024, 1024]) and a clone of its result lay out
+    # memory the same way; torch's clone rewrites the unused strides to [1024, 1, 1, 1]
+    kind = op_kind(CallSpec("aten.as_strided_.default", (), {}))
+    check = tensor_check(kind, (), {})
+    assert check is not None
+    base = torch.arange(32 * 1024, dtype=torch.float16)
+    e = base.as_strided([32, 1024, 1, 1], [1024, 1, 1024, 1024])
+    same = base.clone().as_strided([32, 1024, 1, 1], [1024, 1, 1, 1])
+    assert check(e, same, "output", Acc(0.0, 0.0)) is None
+    moved = base.clone().as_strided([32, 1024, 1, 1], [1, 32, 1, 1])  # a different layout
+    bad = check(e, moved, "output", Acc(0.0, 0.0))
+    assert bad is not None and bad.kind == "shape" and "strides" in bad.detail

@@ -45,14 +45,15 @@ class Freshener:
     that each replay draws new values.
     """
 
-    def __init__(self, device: torch.device, seed: int) -> None:
+    def __init__(self, device: torch.device, seed: int, stream: str = "") -> None:
         self.device = device
         self.seed = seed
+        self.stream = stream  # one freshener per side of a pair: each side's draws its own
         self.renewals = 0
         self.gen = self._generator()
 
     def _generator(self) -> torch.Generator:
-        seed = _hash(self.seed, "fresh", self.renewals) & ((1 << 63) - 1)
+        seed = _hash(self.seed, "fresh", self.stream, self.renewals) & ((1 << 63) - 1)
         return torch.Generator(device=self.device).manual_seed(seed)
 
     def renew(self) -> None:

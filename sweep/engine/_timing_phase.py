@@ -82,7 +82,7 @@ class TimingPhase:
         self.readings: tuple[ClockReading, ClockReading] = (ClockReading(), ClockReading())
         self.rechecks: Rechecks | None = None
         self.shadow: Rechecks | None = None
-        self.fresh: Freshener | None = None
+        self.fresh: dict[str, Freshener] = {}
         self.checked = 0  # timed calls of the solution checked again
 
     def _flush_buffer(self) -> torch.Tensor | None:
@@ -125,6 +125,15 @@ class TimingPhase:
 
     # ---- the phase -------------------------------------------------------------------------
 
+    def _prep(self, side: str) -> Callable[[int], None]:
+        """Before a call of ``side`` on slot ``k``: new values from that side's generator."""
+        fresh, path = self.fresh[side], self.path
+
+        def prep(k: int) -> None:
+            path.vary(k, fresh)
+
+        return prep
+
     def _restore_all(self, prep: Callable[[int], None] | None) -> None:
         if prep is not None:
             for j in range(self.sets):
@@ -144,10 +153,11 @@ class TimingPhase:
                 "calls repeat the values of their input set: a kernel that caches its results by "
                 "input content is not caught here"
             )
-        self.fresh = fresh = Freshener(run.device, run.seed)
-
-        def prep(k: int) -> None:
-            path.vary(k, fresh)
+        # One generator per side: how many calls the reference's warm-up makes depends on
+        # time, and must not shift the values the solution's k-th call sees.
+        self.fresh = {side: Freshener(run.device, run.seed, side) for side in ("reference", "solution")}
+        prep = self._prep("reference")
+        prep_sol = self._prep("solution")
 
         self.rechecks = Rechecks(CheckSchedule(run.seed), path.snapshot, self._check, first)
         # The reference takes the same copies at the same calls, unchecked (``Rechecks``).
@@ -155,9 +165,9 @@ class TimingPhase:
         ref_warm = self._reference(
             lambda: warm_up(path.call_reference, sets, settings, run.device, self.flush, prep)
         )
-        self._restore_all(prep)
+        self._restore_all(prep_sol)
         sol_warm = self._solution(
-            lambda: warm_up(path.call_solution, sets, settings, run.device, self.flush, prep)
+            lambda: warm_up(path.call_solution, sets, settings, run.device, self.flush, prep_sol)
         )
         self._restore_all(prep)
         timer = choose_timer(settings.timer, run.device, min(ref_warm.call_ms, sol_warm.call_ms))
@@ -170,14 +180,14 @@ class TimingPhase:
         fallback = cupti_problem() if timer == "cupti" else None
         measured: _Measured | None = None
         if fallback is None:
-            measured, fallback = self._first_try(timer, ref_warm, sol_warm, prep)
+            measured, fallback = self._first_try(timer, ref_warm, sol_warm)
         if measured is None or fallback is not None:
             run.notes.append(
                 f"note: timer {settings.timer}: {fallback}; the reference and the solution are "
                 "timed with CUDA events instead"
             )
             self._restore_all(prep)
-            measured = self._measure("events", ref_warm, sol_warm, prep)
+            measured = self._measure("events", ref_warm, sol_warm)
         stats, ref_stats, last = measured
         try:
             for j in range(sets):
@@ -188,12 +198,12 @@ class TimingPhase:
         return stats, ref_stats, self._clocks()
 
     def _first_try(
-        self, timer: str, ref_warm: WarmUp, sol_warm: WarmUp, prep: Callable[[int], None]
+        self, timer: str, ref_warm: WarmUp, sol_warm: WarmUp
     ) -> tuple[_Measured | None, str | None]:
         """Time both with ``timer``: what was measured, and why it cannot be used (``None``
         when it can)."""
         try:
-            measured = self._measure(timer, ref_warm, sol_warm, prep)
+            measured = self._measure(timer, ref_warm, sol_warm)
         except CaptureFailed as failed:
             self.run.cache.retire = f"a CUDA-graph capture failed in this process ({failed})"
             return None, f"CUDA graphs cannot time the {self.timing_who} ({failed})"
@@ -226,7 +236,7 @@ class TimingPhase:
         call: Callable[[int], object],
         timer: str,
         warm: WarmUp,
-        prep: Callable[[int], None],
+        side: str,
         rechecks: Rechecks | None,
     ) -> tuple[TimingStats, list[object]]:
         """One side of the pair timed: the same timer, flush, fresh values and clock watch for
@@ -238,12 +248,12 @@ class TimingPhase:
             run.settings,
             run.device,
             self.flush,
-            prep,
+            self._prep(side),
             timer=timer,
             warm=warm,
             watch=self.watch,
             rechecks=rechecks,
-            fresh=self.fresh,
+            fresh=self.fresh[side],
         )
 
     def _measure(
@@ -251,21 +261,20 @@ class TimingPhase:
         timer: str,
         ref_warm: WarmUp,
         sol_warm: WarmUp,
-        prep: Callable[[int], None],
     ) -> _Measured:
         run, path, sets = self.run, self.path, self.sets
         self.timing_who = "reference"
         ref_stats, _ = self._reference(
-            lambda: self._time(path.call_reference, timer, ref_warm, prep, self.shadow)
+            lambda: self._time(path.call_reference, timer, ref_warm, "reference", self.shadow)
         )
-        self._restore_all(prep)
+        self._restore_all(self._prep("solution"))
         path.reset_outputs(sets)
         run.sync()
         self.timing_who = "solution"
         before = self.nvml.read()
         try:
             stats, last = self._solution(
-                lambda: self._time(path.call_solution, timer, sol_warm, prep, self.rechecks)
+                lambda: self._time(path.call_solution, timer, sol_warm, "solution", self.rechecks)
             )
         except Stop as stop:
             raise _cache_hint(stop) from None

@@ -88,8 +88,8 @@ def test_schema_trace_lists_statuses() -> None:
 
 def test_schema_unknown_kind() -> None:
     result = runner.invoke(app, ["schema", "config"])
-    assert result.exit_code == 2
-    assert "'config' is not one of" in result.stderr
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: invalid value for 'KIND': 'config' is not one of")
 
 
 def test_plan_summary() -> None:

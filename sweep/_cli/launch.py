@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sweep._cli.app import app
+from sweep._cli.dataset import VerboseOpt, render_left_out
 from sweep._cli.options import (
     HardwareOpt,
     LimitOpt,
@@ -24,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["app", "render_launch"]
 
 
-def render_launch(result: LaunchResult) -> str:
+def render_launch(result: LaunchResult, *, verbose: bool = False) -> str:
     """The report printed at the end: the summary table, totals, timing and where results are."""
     from sweep.launch.progress import render_summary
 
@@ -55,8 +56,7 @@ def render_launch(result: LaunchResult) -> str:
             )
     elif result.planned and result.skipped == result.planned:
         lines.append("nothing to do: every task has a stored trace (use --force to run them again)")
-    for x in result.excluded:
-        lines.append(f"left out: {x.kind} {x.name}: {x.reason}")
+    lines.extend(render_left_out(result.excluded, verbose=verbose))
     lines.extend(f"warning: {w}" for w in result.warnings)
     lines.append(f"run {result.run_id}; results: {result.results_dir} (store {result.store_path})")
     return "\n".join(lines)
@@ -77,6 +77,7 @@ def launch(
         bool, typer.Option("--force", help="Run again tasks that already have a stored trace.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
+    verbose: VerboseOpt = False,
     name: NameOpt = None,
     hardware: HardwareOpt = None,
     results_dir: ResultsDirOpt = None,
@@ -112,4 +113,4 @@ def launch(
     except KeyboardInterrupt:
         typer.echo("interrupted: the traces written so far are stored; launch again to resume", err=True)
         raise typer.Exit(130) from None
-    typer.echo(render_launch(result))
+    typer.echo(render_launch(result, verbose=verbose))

@@ -28,7 +28,15 @@ if TYPE_CHECKING:
     from sweep.plan import Exclusion, Plan
     from sweep.plan.dataset import Dataset
 
-__all__ = ["VerboseOpt", "app", "plan_rows", "render_left_out", "render_plan", "render_validation"]
+__all__ = [
+    "VerboseOpt",
+    "app",
+    "plan_rows",
+    "render_left_out",
+    "render_plan",
+    "render_validation",
+    "validation_json",
+]
 
 VerboseOpt = Annotated[
     bool,
@@ -77,9 +85,28 @@ def render_validation(ds: Dataset, errors: list[str]) -> str:
     return "\n".join(lines)
 
 
+def validation_json(ds: Dataset, errors: list[str]) -> str:
+    """``sweep validate --json``: the counts, warnings and errors as one object."""
+    data = {
+        "roots": [str(r) for r in ds.roots],
+        "definitions": len(ds.definitions),
+        "solutions": len(ds.solutions),
+        "workloads": ds.num_workloads(),
+        "workloads_per_definition": {name: len(ds.workloads[name]) for name in sorted(ds.workloads)},
+        "traces": len(ds.traces),
+        "warnings": list(ds.warnings),
+        "errors": list(errors),
+        "ok": not errors,
+    }
+    return json.dumps(data, indent=2)
+
+
 @app.command()
 def validate(
     roots: Annotated[list[Path], typer.Argument(help="Dataset roots (FlashInfer-Bench layout).")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print counts, warnings and errors as JSON.")
+    ] = False,
 ) -> None:
     """Load dataset roots and report every problem; exit 1 if there is any.
 
@@ -88,7 +115,7 @@ def validate(
     from sweep.plan.dataset import validate_roots
 
     ds, errors = validate_roots(roots)
-    typer.echo(render_validation(ds, errors))
+    typer.echo(validation_json(ds, errors) if as_json else render_validation(ds, errors))
     if errors:
         raise typer.Exit(1)
 

@@ -3,7 +3,9 @@ as ``error: ...`` with exit 1 (with click's "did you mean" where it has one)."""
 
 from __future__ import annotations
 
+import json
 import re
+import shutil
 from pathlib import Path
 
 from typer.testing import CliRunner
@@ -103,3 +105,19 @@ def test_sweep_error_still_exit_1() -> None:
     result = runner.invoke(app, ["validate", str(FIX / "no-such-root")])
     assert result.exit_code == 1
     assert result.stderr.startswith("error: ")
+
+
+def test_validate_json_parses() -> None:
+    result = runner.invoke(app, ["validate", str(FIX / "good"), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["ok"] is True and data["definitions"] >= 1 and data["errors"] == []
+
+
+def test_report_json_parses(tmp_path: Path) -> None:
+    store = tmp_path / "v2.duckdb"  # a copy: opening an old store migrates it
+    shutil.copy(Path(__file__).resolve().parents[1] / "data" / "store" / "v2.duckdb", store)
+    result = runner.invoke(app, ["report", "--store", str(store), "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["tables"] and all({"title", "columns", "rows"} <= set(t) for t in data["tables"])

@@ -23,10 +23,40 @@ from sweep._cli.options import (
 from sweep.schema.hardware import config_target
 
 if TYPE_CHECKING:
-    from sweep.plan import Plan
+    from collections.abc import Sequence
+
+    from sweep.plan import Exclusion, Plan
     from sweep.plan.dataset import Dataset
 
-__all__ = ["app", "plan_rows", "render_plan", "render_validation"]
+__all__ = [
+    "VerboseOpt",
+    "app",
+    "plan_rows",
+    "render_left_out",
+    "render_plan",
+    "render_validation",
+    "validation_json",
+]
+
+VerboseOpt = Annotated[
+    bool,
+    typer.Option("--verbose", "-v", help="List every definition and solution left out, not only counts."),
+]
+
+
+def render_left_out(excluded: Sequence[Exclusion], *, verbose: bool = False) -> list[str]:
+    """What a plan leaves out: a count per reason (``--verbose``: and each name under it)."""
+    from sweep.plan import group_excluded
+
+    if not excluded:
+        return []
+    more = "" if verbose else " (--verbose lists them)"
+    lines = [f"left out: {len(excluded)}{more}"]
+    for kind, why, xs in group_excluded(excluded):
+        lines.append(f"  {len(xs)} {kind}{'' if len(xs) == 1 else 's'}: {why}")
+        if verbose:
+            lines.extend(f"    {x.name}" + ("" if x.reason == why else f": {x.reason}") for x in xs)
+    return lines
 
 
 class RecordKind(str, Enum):
@@ -55,9 +85,28 @@ def render_validation(ds: Dataset, errors: list[str]) -> str:
     return "\n".join(lines)
 
 
+def validation_json(ds: Dataset, errors: list[str]) -> str:
+    """``sweep validate --json``: the counts, warnings and errors as one object."""
+    data = {
+        "roots": [str(r) for r in ds.roots],
+        "definitions": len(ds.definitions),
+        "solutions": len(ds.solutions),
+        "workloads": ds.num_workloads(),
+        "workloads_per_definition": {name: len(ds.workloads[name]) for name in sorted(ds.workloads)},
+        "traces": len(ds.traces),
+        "warnings": list(ds.warnings),
+        "errors": list(errors),
+        "ok": not errors,
+    }
+    return json.dumps(data, indent=2)
+
+
 @app.command()
 def validate(
     roots: Annotated[list[Path], typer.Argument(help="Dataset roots (FlashInfer-Bench layout).")],
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print counts, warnings and errors as JSON.")
+    ] = False,
 ) -> None:
     """Load dataset roots and report every problem; exit 1 if there is any.
 
@@ -66,7 +115,7 @@ def validate(
     from sweep.plan.dataset import validate_roots
 
     ds, errors = validate_roots(roots)
-    typer.echo(render_validation(ds, errors))
+    typer.echo(validation_json(ds, errors) if as_json else render_validation(ds, errors))
     if errors:
         raise typer.Exit(1)
 
@@ -107,7 +156,7 @@ def plan_rows(plan: Plan) -> list[dict[str, str]]:
     ]
 
 
-def render_plan(plan: Plan) -> str:
+def render_plan(plan: Plan, *, verbose: bool = False) -> str:
     """The summary ``sweep plan`` prints: counts per definition and solution, and exclusions."""
     cfg = plan.config
     hw = plan.hardware
@@ -121,9 +170,7 @@ def render_plan(plan: Plan) -> str:
         lines.append(f"{title}: {len(counts)}")
         width = max((len(n) for n in counts), default=0)
         lines.extend(f"  {name:<{width}}  {n} tasks" for name, n in counts.items())
-    if plan.excluded:
-        lines.append(f"left out: {len(plan.excluded)}")
-        lines.extend(f"  {x.kind} {x.name}: {x.reason}" for x in plan.excluded)
+    lines.extend(render_left_out(plan.excluded, verbose=verbose))
     lines.append(f"total: {len(plan.tasks)} tasks")
     return "\n".join(lines)
 
@@ -139,6 +186,7 @@ def plan(
     store: StoreOpt = None,
     seed: SeedOpt = None,
     limit_per_definition: LimitOpt = None,
+    verbose: VerboseOpt = False,
 ) -> None:
     """Expand a sweep config into tasks (definition x solution x workload); runs nothing.
 
@@ -160,4 +208,4 @@ def plan(
     if as_json:
         typer.echo(json.dumps(plan_rows(result), indent=2))
     else:
-        typer.echo(render_plan(result))
+        typer.echo(render_plan(result, verbose=verbose))

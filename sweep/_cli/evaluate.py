@@ -10,6 +10,7 @@ import typer
 from sweep._cli.app import app
 from sweep._cli.options import make_overrides
 from sweep.schema import Trace
+from sweep.store.render import percent, ratio
 
 __all__ = ["app", "render_traces"]
 
@@ -54,12 +55,12 @@ def render_traces(traces: list[Trace]) -> str:
                 ev.status.value,
                 _ms(perf.latency_ms if perf else None),
                 _ms(perf.reference_latency_ms if perf else None),
-                f"{perf.speedup_factor:.2f}x" if perf else "-",
+                ratio(perf.speedup_factor if perf else None),
                 f"{corr.max_absolute_error:.3g}" if corr else "-",
                 f"{corr.max_relative_error:.3g}" if corr else "-",
                 _rate(perf.tflops if perf else None),
                 _rate(perf.gbps if perf else None),
-                f"{perf.peak_fraction:.1%}" if perf and perf.peak_fraction is not None else "-",
+                percent(perf.peak_fraction if perf else None),
                 ",".join(ev.flags or []) or "-",
             ]
         )

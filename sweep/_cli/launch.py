@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sweep._cli.app import app
+from sweep._cli.dataset import VerboseOpt, render_left_out
 from sweep._cli.options import (
     HardwareOpt,
     LimitOpt,
@@ -17,15 +18,57 @@ from sweep._cli.options import (
     StoreOpt,
     make_overrides,
 )
+from sweep.store.render import json_value, percent
 
 if TYPE_CHECKING:
     from sweep.launch.driver import LaunchResult
 
-__all__ = ["app", "render_launch"]
+__all__ = ["app", "launch_json", "render_launch", "sweep_state"]
 
 
-def render_launch(result: LaunchResult) -> str:
-    """The report printed at the end: the summary table, totals, timing and where results are."""
+def sweep_state(result: LaunchResult) -> dict[str, tuple[int, int]] | None:
+    """The whole sweep as the store has it, per status: ``(tasks, of which this run)``, the
+    newest trace of each task of the sweep on this hardware; ``None`` when it cannot be read."""
+    from sweep.errors import SweepError
+    from sweep.schema.hardware import record_name
+    from sweep.store import query
+
+    def quoted(text: str) -> str:
+        return "'" + text.replace("'", "''") + "'"
+
+    sql = (
+        "SELECT status, count(*) AS tasks, count(*) FILTER (WHERE run_id = "
+        f"{quoted(result.run_id)}) AS now FROM (SELECT task_id, arg_max(status, timestamp) AS status, "
+        "arg_max(run_id, timestamp) AS run_id FROM traces WHERE task_id IS NOT NULL AND sweep = "
+        f"{quoted(result.sweep)} AND hardware = {quoted(record_name(result.hardware))} "
+        "GROUP BY task_id) GROUP BY status ORDER BY status"
+    )
+    try:
+        rows = query(Path(result.store_path), sql, results_dir=Path(result.results_dir)).rows
+    except SweepError:
+        return None
+    return {str(r[0]): (int(str(r[1])), int(str(r[2]))) for r in rows}
+
+
+def _state_line(state: dict[str, tuple[int, int]]) -> str:
+    total = sum(n for n, _ in state.values())
+    now = sum(k for _, k in state.values())
+    passed = state.get("PASSED", (0, 0))[0]
+    parts = ", ".join(
+        f"{status} {n}" + (f" ({k} now)" if k and k != n else "") for status, (n, k) in state.items()
+    )
+    return (
+        f"sweep state (store): {total} tasks with a trace, {now} of them from this run, "
+        f"{total - now} from earlier runs; {parts}; passed {percent(passed / total if total else None)}"
+    )
+
+
+def render_launch(
+    result: LaunchResult, *, verbose: bool = False, state: dict[str, tuple[int, int]] | None = None
+) -> str:
+    """The report printed at the end: the summary table of this run, totals, the whole sweep's
+    state in the store (``state``: see :func:`sweep_state`) when earlier runs stored some of it,
+    timing and where results are."""
     from sweep.launch.progress import render_summary
 
     lines: list[str] = []
@@ -37,6 +80,8 @@ def render_launch(result: LaunchResult) -> str:
         f"sweep {result.sweep!r} on {result.hardware}: {result.planned} planned, "
         f"{result.skipped} already stored (skipped), {result.ran} ran ({statuses})"
     )
+    if state and result.skipped:
+        lines.append(_state_line(state))
     if result.ran:
         st = result.stats
         workers = max(len(st.workers), 1)
@@ -55,11 +100,44 @@ def render_launch(result: LaunchResult) -> str:
             )
     elif result.planned and result.skipped == result.planned:
         lines.append("nothing to do: every task has a stored trace (use --force to run them again)")
-    for x in result.excluded:
-        lines.append(f"left out: {x.kind} {x.name}: {x.reason}")
+    lines.extend(render_left_out(result.excluded, verbose=verbose))
     lines.extend(f"warning: {w}" for w in result.warnings)
     lines.append(f"run {result.run_id}; results: {result.results_dir} (store {result.store_path})")
     return "\n".join(lines)
+
+
+def launch_json(result: LaunchResult, state: dict[str, tuple[int, int]] | None = None) -> str:
+    """``sweep launch --json``: the summary as one object (``state``: see :func:`sweep_state`)."""
+    import json
+
+    data = {
+        "sweep": result.sweep,
+        "run_id": result.run_id,
+        "hardware": result.hardware,
+        "planned": result.planned,
+        "skipped": result.skipped,
+        "ran": result.ran,
+        "statuses": dict(sorted(result.statuses.items())),
+        "rows": [
+            {
+                "definition": r.definition,
+                "solution": r.solution,
+                "total": r.total,
+                "statuses": dict(r.counts),
+                "median_speedup": json_value(r.median_speedup),
+            }
+            for r in result.rows
+        ],
+        "sweep_state": None
+        if state is None
+        else {status: {"tasks": n, "this_run": k} for status, (n, k) in state.items()},
+        "wall_s": result.wall_s,
+        "left_out": [{"kind": x.kind, "name": x.name, "reason": x.reason} for x in result.excluded],
+        "warnings": result.warnings,
+        "results_dir": result.results_dir,
+        "store": result.store_path,
+    }
+    return json.dumps(data, indent=2, allow_nan=False)
 
 
 @app.command()
@@ -77,6 +155,10 @@ def launch(
         bool, typer.Option("--force", help="Run again tasks that already have a stored trace.")
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
+    verbose: VerboseOpt = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the summary as JSON (the progress line stays on stderr).")
+    ] = False,
     name: NameOpt = None,
     hardware: HardwareOpt = None,
     results_dir: ResultsDirOpt = None,
@@ -112,4 +194,8 @@ def launch(
     except KeyboardInterrupt:
         typer.echo("interrupted: the traces written so far are stored; launch again to resume", err=True)
         raise typer.Exit(130) from None
-    typer.echo(render_launch(result))
+    state = sweep_state(result) if result.skipped else None
+    if as_json:
+        typer.echo(launch_json(result, state))
+    else:
+        typer.echo(render_launch(result, verbose=verbose, state=state))

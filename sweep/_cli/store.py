@@ -13,8 +13,9 @@ from sweep.errors import StoreError
 
 if TYPE_CHECKING:
     from sweep.store import ExportReport, IngestReport
+    from sweep.store.render import Report
 
-__all__ = ["app", "render_export", "render_ingest"]
+__all__ = ["app", "render_export", "render_ingest", "report_json"]
 
 _MAX_WARNINGS = 20
 
@@ -136,6 +137,31 @@ def query(
         typer.echo("ok")
 
 
+def report_json(rep: Report) -> str:
+    """``sweep report --json``: the report's tables, each row an object."""
+    import json
+
+    from sweep.store.render import json_value
+
+    tables = [
+        {
+            "title": t.title,
+            "columns": t.columns,
+            "rows": [{c: json_value(v) for c, v in zip(t.columns, row)} for row in t.rows],
+            "note": t.note,
+        }
+        for t in rep.tables
+    ]
+    data = {
+        "store": rep.store,
+        "source": rep.source,
+        "generated_at": rep.generated_at.isoformat(),
+        "notes": rep.notes,
+        "tables": tables,
+    }
+    return json.dumps(data, indent=2, allow_nan=False)
+
+
 @app.command()
 def report(
     store: StoreFileOpt = DEFAULT_STORE_PATH,
@@ -144,6 +170,7 @@ def report(
         Path | None, typer.Option("--html", help="Also write a self-contained HTML page.")
     ] = None,
     top: Annotated[int, typer.Option("--top", min=1, help="Solutions per definition and hardware.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report's tables as JSON.")] = False,
 ) -> None:
     """Print the leaderboard, backend scores and a cross-hardware summary.
 
@@ -152,14 +179,14 @@ def report(
     from sweep.store.render import build_report, render_html, render_text
 
     rep = build_report(store, results_dir=results_dir, top=top)
-    typer.echo(render_text(rep))
+    typer.echo(report_json(rep) if as_json else render_text(rep))
     if html is not None:
         try:
             html.parent.mkdir(parents=True, exist_ok=True)
             html.write_text(render_html(rep), encoding="utf-8")
         except OSError as e:
             raise StoreError(f"cannot write {html}: {e.strerror}") from None
-        typer.echo(f"wrote {html}")
+        typer.echo(f"wrote {html}", err=as_json)
 
 
 @app.command()

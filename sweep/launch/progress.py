@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TextIO
 
 from sweep.schema import Status, Trace
+from sweep.store.render import ratio
 
 __all__ = ["Progress", "SummaryRow", "Tally", "render_summary"]
 
@@ -52,6 +53,8 @@ class Progress:
         self.passed = 0
         self.t0 = time.monotonic()
         self._last = 0.0
+        self._width = 0  # characters of the line on the terminal now (0: none)
+        self._printed_done = -1  # ``done`` of the last plain line printed
 
     def line(self) -> str:
         """The current progress line."""
@@ -82,23 +85,36 @@ class Progress:
         now = time.monotonic()
         if self.tty:
             if now - self._last >= tty_interval_s or force_tty:
-                self.stream.write("\r" + self.line())
-                self.stream.flush()
+                self._draw(self.line())
                 self._last = now
         elif now - self._last >= self.interval_s:
             self._last = now
-            self.stream.write(self.line() + "\n")
-            self.stream.flush()
+            self._print(self.line())
+
+    def _draw(self, text: str, end: str = "") -> None:
+        """Rewrite the terminal's line; spaces blank what a longer line left (``ETA 18ss``)."""
+        self.stream.write("\r" + text.ljust(self._width) + end)
+        self.stream.flush()
+        self._width = 0 if end else len(text)
+
+    def _print(self, text: str) -> None:
+        self.stream.write(text + "\n")
+        self.stream.flush()
+        self._printed_done = self.done
 
     def note(self, text: str) -> None:
         """A message that does not break the progress line."""
-        self.stream.write(("\n" if self.tty and self.done else "") + text + "\n")
+        self.stream.write(("\n" if self.tty and self._width else "") + text + "\n")
         self.stream.flush()
+        self._width = 0
 
     def finish(self) -> None:
-        """The final line."""
-        self.stream.write(("\r" if self.tty else "") + self.line() + "\n")
-        self.stream.flush()
+        """The final line, once: rewritten in place on a terminal; elsewhere printed unless
+        the last plain line already said the same count."""
+        if self.tty:
+            self._draw(self.line(), end="\n")
+        elif self._printed_done != self.done:
+            self._print(self.line())
 
 
 @dataclass
@@ -146,12 +162,6 @@ class Tally:
         return [self.rows[k] for k in sorted(self.rows)]
 
 
-def _speedup(value: float | None) -> str:
-    if value is None:
-        return "-"
-    return f"{value:.2f}x" if value >= 0.01 or value == 0 else f"{value:.1e}x"
-
-
 def render_summary(rows: list[SummaryRow]) -> str:
     """A plain-text table: definition, solution, total, one column per status seen, median
     speedup of the PASSED ones."""
@@ -165,7 +175,7 @@ def render_summary(rows: list[SummaryRow]) -> str:
         body.append(
             [r.definition, r.solution, str(r.total)]
             + [str(r.counts.get(s.value, 0)) for s in seen]
-            + [_speedup(med)]
+            + [ratio(med)]
         )
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
     right = set(range(2, len(head)))

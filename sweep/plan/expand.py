@@ -38,6 +38,7 @@ __all__ = [
     "Unavailable",
     "build_plan",
     "expand",
+    "group_excluded",
     "plan_config",
     "select",
     "target_hardware",
@@ -49,12 +50,29 @@ __all__ = [
 class Exclusion:
     """Something the config selected that the plan leaves out, and why.
 
-    ``kind`` is ``"definition"`` or ``"solution"``.
+    ``kind`` is ``"definition"`` or ``"solution"``; ``reason`` may name things (an operator,
+    a definition); ``group`` is the reason without them, the same for every exclusion left
+    out for the same cause (summaries count by it), ``reason`` when not given.
     """
 
     kind: str
     name: str
     reason: str
+    group: str = field(default="", compare=False)
+
+    @property
+    def why(self) -> str:
+        """The reason shared by every exclusion of this cause."""
+        return self.group or self.reason
+
+
+def group_excluded(excluded: Sequence[Exclusion]) -> list[tuple[str, str, list[Exclusion]]]:
+    """``(kind, why, exclusions)`` per cause, the largest first (then by kind and why)."""
+    groups: dict[tuple[str, str], list[Exclusion]] = {}
+    for x in excluded:
+        groups.setdefault((x.kind, x.why), []).append(x)
+    ordered = sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    return [(kind, why, xs) for (kind, why), xs in ordered]
 
 
 @dataclass
@@ -254,7 +272,12 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
     for s in selection.solutions:
         if s.definition not in dataset.definitions:
             excluded.append(
-                Exclusion("solution", s.name, f"its definition {shown(s.definition)} is not in the dataset")
+                Exclusion(
+                    "solution",
+                    s.name,
+                    f"its definition {shown(s.definition)} is not in the dataset",
+                    "its definition is not in the dataset",
+                )
             )
         elif s.definition not in chosen_defs:
             continue  # its definition is not selected: out of scope, not an exclusion
@@ -267,12 +290,15 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
                     "solution",
                     s.name,
                     f"target_hardware [{', '.join(s.spec.target_hardware)}] does not include {target}",
+                    f"target_hardware does not include {target}",
                 )
             )
         else:
             by_def.setdefault(s.definition, []).append(s)
 
     uuids = set(config.workloads.uuids)
+    with_any = {s.definition for s in dataset.solutions.values()}
+    with_selected = {s.definition for s in selection.solutions}
     settings = config.evaluation
     config_hash = config.config_hash()
     tasks: list[Task] = []
@@ -284,11 +310,21 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
             excluded.append(Exclusion("definition", d.name, reason))
             continue
         if not candidates:
-            excluded.append(Exclusion("definition", d.name, f"no selected solution runs on {target}"))
+            if d.name not in with_any:
+                reason = "no solution in the dataset"
+            elif d.name not in with_selected:
+                reason = "no solution selected by the config"
+            else:
+                reason = f"no selected solution runs on {target}"
+            excluded.append(Exclusion("definition", d.name, reason))
             continue
         problem = unavailable(d, target) if unavailable is not None else None
         if problem:
-            excluded.append(Exclusion("definition", d.name, f"cannot run on {target}: {problem}"))
+            excluded.append(
+                Exclusion(
+                    "definition", d.name, f"cannot run on {target}: {problem}", f"cannot run on {target}"
+                )
+            )
             continue
         for s in candidates:
             for w in wls:

@@ -88,8 +88,8 @@ def test_schema_trace_lists_statuses() -> None:
 
 def test_schema_unknown_kind() -> None:
     result = runner.invoke(app, ["schema", "config"])
-    assert result.exit_code == 2
-    assert "'config' is not one of" in result.stderr
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: invalid value for 'KIND': 'config' is not one of")
 
 
 def test_plan_summary() -> None:
@@ -103,11 +103,23 @@ def test_plan_summary() -> None:
         "solutions: 2\n"
         "  vec_add_py  3 tasks\n"
         "  vec_mul_py  2 tasks\n"
-        "left out: 2\n"
-        "  solution orphan_py: its definition 'vec_sub' is not in the dataset\n"
-        "  solution vec_add_gpu_only: target_hardware [H100] does not include CPU\n"
+        "left out: 2 (--verbose lists them)\n"
+        "  1 solution: its definition is not in the dataset\n"
+        "  1 solution: target_hardware does not include CPU\n"
         "total: 5 tasks\n"
     )
+
+
+def test_plan_verbose_lists_what_is_left_out() -> None:
+    result = runner.invoke(app, ["plan", str(FIX / "configs" / "good.yaml"), "--verbose"])
+    assert result.exit_code == 0, result.output
+    assert (
+        "left out: 2\n"
+        "  1 solution: its definition is not in the dataset\n"
+        "    orphan_py: its definition 'vec_sub' is not in the dataset\n"
+        "  1 solution: target_hardware does not include CPU\n"
+        "    vec_add_gpu_only: target_hardware [H100] does not include CPU\n"
+    ) in result.stdout
 
 
 def test_plan_auto_hardware_is_explained(tmp_path: Path) -> None:

@@ -62,7 +62,10 @@ def test_nothing_to_do_when_everything_is_stored(tmp_path: Path) -> None:
     text = render_launch(result)
     assert "sweep 's' on H100: 4 planned, 4 already stored (skipped), 0 ran (none)" in text
     assert "nothing to do: every task has a stored trace (use --force to run them again)" in text
-    assert "left out: solution x: target_hardware [cpu] does not include H100" in text
+    assert (
+        "left out: 1 (--verbose lists them)\n  1 solution: target_hardware [cpu] does not include H100"
+        in text
+    )
 
 
 def test_report_of_a_run_has_the_table_and_timing() -> None:

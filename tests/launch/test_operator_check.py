@@ -111,9 +111,10 @@ def test_the_plan_leaves_them_out_for_that_hardware_with_the_reason(root: Path, 
 def test_sweep_plan_lists_them_as_left_out(root: Path, tmp_path: Path) -> None:
     out = CliRunner().invoke(app, ["plan", str(_cfg(root, tmp_path))])
     assert out.exit_code == 0, out.output
-    assert "left out: 4" in out.output
+    assert "left out: 4 (--verbose lists them)\n  4 definitions: cannot run on CPU\n" in out.output
+    out = CliRunner().invoke(app, ["plan", str(_cfg(root, tmp_path)), "-v"])
     assert (
-        "  definition upsample_nearest2d_backward__vec: cannot run on CPU: operator "
+        "    upsample_nearest2d_backward__vec: cannot run on CPU: operator "
         f"'aten.upsample_nearest2d_backward.vec' does not exist in torch {torch.__version__}"
     ) in out.output
     assert "relu__default  1 tasks" in out.output

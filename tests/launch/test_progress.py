@@ -72,3 +72,48 @@ def test_tick_prints_while_nothing_finishes() -> None:
     q._last = time.monotonic()  # just printed
     q.tick()
     assert quiet.getvalue() == ""
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_terminal_line_is_blanked_when_it_shrinks() -> None:
+    out = _Terminal()
+    p = Progress(2, out)
+    p._draw("[0/2] passed 0 failed 0  0.0/s  elapsed 1m05s  ETA 18ss")
+    p._draw("[1/2] ETA 1s")
+    last = out.getvalue().split("\r")[-1]
+    assert last.startswith("[1/2] ETA 1s ")
+    assert last.strip() == "[1/2] ETA 1s"  # the old tail is blanked, not left as "18ss"
+
+
+def test_final_line_once_on_a_terminal() -> None:
+    out = _Terminal()
+    p = Progress(1, out)
+    p.update(_trace("d", "s", Status.PASSED))
+    p.finish()
+    text = out.getvalue()
+    assert text.endswith("\n") and text.count("\n") == 1
+    assert text.split("\r")[-1].startswith("[1/1] passed 1 failed 0")
+
+
+def test_final_line_once_in_a_log() -> None:
+    out = io.StringIO()
+    p = Progress(1, out, interval_s=0.0)
+    p.update(_trace("d", "s", Status.PASSED))
+    p.finish()
+    assert len(out.getvalue().splitlines()) == 1
+    quiet = io.StringIO()
+    q = Progress(1, quiet, interval_s=3600)
+    q._last = time.monotonic()
+    q.update(_trace("d", "s", Status.PASSED))
+    q.finish()
+    assert quiet.getvalue().startswith("[1/1] passed 1") and len(quiet.getvalue().splitlines()) == 1
+
+
+def test_summary_speedups_for_people() -> None:
+    tally = Tally()
+    tally.add(_trace("d", "slow", Status.PASSED, 4.1e-3))
+    assert "0.0041x" in render_summary(tally.sorted_rows())

@@ -128,7 +128,7 @@ def test_solution_selection(dataset: Dataset) -> None:
     plan = expand(_cfg(hardware="H100", solutions={"authors": ["other"]}), dataset)
     assert plan.count_by_solution() == {"vec_add_gpu_only": 3}
     # vec_mul has no selected solution: it is reported, not silently dropped.
-    assert Exclusion("definition", "vec_mul", "no selected solution runs on H100") in plan.excluded
+    assert Exclusion("definition", "vec_mul", "no solution selected by the config") in plan.excluded
     plan = expand(_cfg(solutions={"names": ["*_py"], "languages": ["python"]}), dataset)
     assert set(plan.count_by_solution()) == {"vec_add_py", "vec_mul_py"}
 
@@ -309,3 +309,17 @@ def test_a_definition_the_caller_says_cannot_run_is_left_out_with_its_reason(dat
     assert {t.definition.name for t in build_plan(sel, "CPU").tasks} == {"vec_add", "vec_mul"}
     assert expand(_cfg(), dataset, unavailable=unavailable).excluded == plan.excluded
     assert plan_config(GOOD_CFG, unavailable=lambda d, t: "gone").tasks == []
+
+
+def test_left_out_reasons_say_what_is_missing(dataset: Dataset) -> None:
+    import dataclasses
+
+    from sweep.plan import group_excluded
+
+    no_mul = {k: v for k, v in dataset.solutions.items() if v.definition != "vec_mul"}
+    plan = expand(_cfg(), dataclasses.replace(dataset, solutions=no_mul))
+    # A definition without any solution is not "no selected solution runs on CPU".
+    assert Exclusion("definition", "vec_mul", "no solution in the dataset") in plan.excluded
+    plan = expand(_cfg(hardware="H100"), dataset)
+    groups = {(kind, why): len(xs) for kind, why, xs in group_excluded(plan.excluded)}
+    assert groups[("solution", "its definition is not in the dataset")] == 1

@@ -6,7 +6,16 @@ This package reads the store through its queries; :mod:`sweep.store` never impor
 No DuckDB or Arrow import happens at import time of this package.
 """
 
-from sweep.store.render._formats import cell, format_table, to_csv, to_json
+from sweep.store.render._formats import (
+    cell,
+    format_table,
+    json_value,
+    number,
+    percent,
+    ratio,
+    to_csv,
+    to_json,
+)
 from sweep.store.render._html import render_html
 from sweep.store.render._report import Report, ReportTable, SpeedupBar, build_report, render_text
 
@@ -17,6 +26,10 @@ __all__ = [
     "build_report",
     "cell",
     "format_table",
+    "json_value",
+    "number",
+    "percent",
+    "ratio",
     "render_html",
     "render_text",
     "to_csv",

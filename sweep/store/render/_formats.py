@@ -12,7 +12,7 @@ from decimal import Decimal
 
 from sweep.store._query import QueryResult
 
-__all__ = ["cell", "format_table", "json_value", "to_csv", "to_json"]
+__all__ = ["cell", "format_table", "json_value", "number", "percent", "ratio", "to_csv", "to_json"]
 
 
 def json_value(value: object) -> object:
@@ -102,3 +102,40 @@ def to_csv(result: QueryResult) -> str:
     for row in result.rows:
         w.writerow([_csv_cell(v) for v in row])
     return buf.getvalue()
+
+
+# ---- numbers for people: the one place a figure shown in a summary is formatted ----
+
+
+def number(value: float) -> str:
+    """A figure for people: two decimals from 1 up (``12.35``), two significant digits below
+    (``0.0041``, not ``4.1e-03``), exponent only far out (``1.2e+09``, ``3.0e-08``)."""
+    if math.isnan(value) or math.isinf(value):
+        return str(value)
+    size = abs(value)
+    if size == 0:
+        return "0"
+    if size >= 1e6 or size < 1e-6:
+        return f"{value:.1e}"
+    if size >= 1:
+        return f"{value:.2f}"
+    decimals = 1 - math.floor(math.log10(size))
+    text = f"{value:.{decimals}f}"
+    if abs(float(text)) >= 1:  # 0.996 rounded up to 1.0
+        return f"{value:.2f}"
+    return text
+
+
+def ratio(value: float | None) -> str:
+    """A speedup: ``1.23x``, ``0.0041x``; ``-`` for none."""
+    return "-" if value is None else number(value) + "x"
+
+
+def percent(fraction: float | None) -> str:
+    """A fraction as a percentage: ``100%``, ``99.5%``, ``0.1%``; ``-`` for none."""
+    if fraction is None:
+        return "-"
+    if math.isnan(fraction) or math.isinf(fraction):
+        return str(fraction)
+    text = f"{fraction * 100:.1f}"
+    return text.removesuffix(".0") + "%"

@@ -1,0 +1,65 @@
+"""The end of ``sweep launch``: this run's table, the whole sweep's state after a resume,
+and ``--json`` (no Ray: the result is built by hand)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+
+from sweep._cli.launch import launch_json, render_launch, sweep_state
+from sweep.cluster.scheduler import SchedulerStats
+from sweep.launch.driver import LaunchResult
+from sweep.launch.progress import Tally
+from sweep.plan import Exclusion
+
+
+def _result(tmp_path: Path, *, skipped: int = 6) -> LaunchResult:
+    return LaunchResult(
+        run_id="r2",
+        sweep="s",
+        hardware="H100",
+        planned=10,
+        skipped=skipped,
+        ran=0,
+        statuses=Counter(),
+        rows=Tally().sorted_rows(),
+        wall_s=0.1,
+        results_dir=str(tmp_path),
+        store_path=str(tmp_path / "sweep.duckdb"),
+        cluster=None,
+        stats=SchedulerStats(),
+        excluded=[Exclusion("definition", f"op{i}", "no solution in the dataset") for i in range(3)],
+    )
+
+
+def test_resume_shows_the_whole_sweep(tmp_path: Path) -> None:
+    state = {"PASSED": (8, 3), "TIMEOUT": (2, 1)}
+    text = render_launch(_result(tmp_path), state=state)
+    assert (
+        "sweep state (store): 10 tasks with a trace, 4 of them from this run, 6 from earlier runs; "
+        "PASSED 8 (3 now), TIMEOUT 2 (1 now); passed 80%"
+    ) in text
+    assert "left out: 3 (--verbose lists them)\n  3 definitions: no solution in the dataset" in text
+    verbose = render_launch(_result(tmp_path), verbose=True)
+    assert "    op0\n    op1\n    op2" in verbose
+
+
+def test_a_first_run_has_no_state_line(tmp_path: Path) -> None:
+    text = render_launch(_result(tmp_path, skipped=0), state={"PASSED": (4, 4)})
+    assert "sweep state" not in text
+
+
+def test_state_of_a_missing_store_is_none(tmp_path: Path) -> None:
+    assert sweep_state(_result(tmp_path)) is None
+
+
+def test_launch_json_parses(tmp_path: Path) -> None:
+    data = json.loads(launch_json(_result(tmp_path), {"PASSED": (8, 3)}))
+    assert data["planned"] == 10 and data["skipped"] == 6
+    assert data["sweep_state"] == {"PASSED": {"tasks": 8, "this_run": 3}}
+    assert data["left_out"][0] == {
+        "kind": "definition",
+        "name": "op0",
+        "reason": "no solution in the dataset",
+    }

@@ -29,25 +29,17 @@ __all__ = ["app", "launch_json", "render_launch", "sweep_state"]
 def sweep_state(result: LaunchResult) -> dict[str, tuple[int, int]] | None:
     """The whole sweep as the store has it, per status: ``(tasks, of which this run)``, the
     newest trace of each task of the sweep on this hardware; ``None`` when it cannot be read."""
-    from sweep.errors import SweepError
     from sweep.schema.hardware import record_name
-    from sweep.store import query
+    from sweep.store import sweep_state as stored_state
 
-    def quoted(text: str) -> str:
-        return "'" + text.replace("'", "''") + "'"
-
-    sql = (
-        "SELECT status, count(*) AS tasks, count(*) FILTER (WHERE run_id = "
-        f"{quoted(result.run_id)}) AS now FROM (SELECT task_id, arg_max(status, timestamp) AS status, "
-        "arg_max(run_id, timestamp) AS run_id FROM traces WHERE task_id IS NOT NULL AND sweep = "
-        f"{quoted(result.sweep)} AND hardware = {quoted(record_name(result.hardware))} "
-        "GROUP BY task_id) GROUP BY status ORDER BY status"
+    state = stored_state(
+        Path(result.store_path),
+        results_dir=Path(result.results_dir),
+        sweep=result.sweep,
+        hardware=record_name(result.hardware),
+        run_id=result.run_id,
     )
-    try:
-        rows = query(Path(result.store_path), sql, results_dir=Path(result.results_dir)).rows
-    except SweepError:
-        return None
-    return {str(r[0]): (int(str(r[1])), int(str(r[2]))) for r in rows}
+    return None if state is None else {k: (v.tasks, v.this_run) for k, v in state.items()}
 
 
 def _state_line(state: dict[str, tuple[int, int]]) -> str:

@@ -30,6 +30,7 @@ from sweep.store._row_batch import RowBatch
 from sweep.store._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_NAMES, column_names
 from sweep.store._store import Session, Store
 from sweep.store._store_context import StoreContext
+from sweep.store._sweep_state import StatusCount, sweep_state
 from sweep.store._writer import ResultsWriter, completed_task_ids, log_path
 
 __all__ = [
@@ -44,6 +45,7 @@ __all__ = [
     "ResultsWriter",
     "RowBatch",
     "Session",
+    "StatusCount",
     "Store",
     "StoreContext",
     "StoreLockedError",
@@ -56,4 +58,5 @@ __all__ = [
     "log_path",
     "query",
     "save_calibration",
+    "sweep_state",
 ]

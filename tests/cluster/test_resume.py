@@ -82,6 +82,8 @@ def test_driver_killed_midway_then_relaunched_loses_and_doubles_nothing(tmp_path
     out = second.communicate(timeout=300)[0].decode()
     assert second.returncode == 0, out[-3000:]
     assert f"30 planned, {killed_at} already stored (skipped), {30 - killed_at} ran" in out
+    # the summary covers the whole sweep, from the store, and says which part ran now
+    assert f"sweep state (store): 30 tasks with a trace, {30 - killed_at} of them from this run" in out, out
 
     traces = read_traces(results)
     ids = Counter(str(t["provenance"]["task_id"]) for t in traces)  # type: ignore[index]

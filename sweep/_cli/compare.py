@@ -99,7 +99,7 @@ def compare(
             help="Side A, the baseline: PATH, run:ID, sweep:NAME, hw:NAME, hash:PREFIX, NAME@PREFIX."
         ),
     ],
-    b: Annotated[str, typer.Argument(help="Side B, the change (same syntax).")],
+    b: Annotated[str, typer.Argument(metavar="B", help="Side B, the change (same syntax).")],
     store: Annotated[
         Path, typer.Option("--store", help="The store that run:, sweep:, hw: and hash: sides select from.")
     ] = DEFAULT_STORE_PATH,

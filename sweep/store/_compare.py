@@ -130,7 +130,7 @@ class Comparison:
 def _session(path: Path, results_dir: Path | None) -> Iterator[Session]:
     """A read session over what ``path`` holds: a store file, a results folder with its store,
     or anything ``sweep ingest`` reads (an export, trace files), ingested into memory."""
-    if path.is_file() and path.suffix == ".duckdb":
+    if path.suffix == ".duckdb" and not path.is_dir():  # a missing store: its own message
         with Store(path).session(results_dir) as s:
             yield s
         return

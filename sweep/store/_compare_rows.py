@@ -105,10 +105,13 @@ def _nothing(session: Session, spec: SideSpec) -> StoreError:
         )
     if spec.kind == "hash":
         hint = did_you_mean(spec.value, [h[: len(spec.value)] for h in have])
+    elif spec.kind == "hw":
+        hint = ""  # H100 for H200 is no typo: another GPU simply has no traces here
     else:
         hint = did_you_mean(word, have)
     known = listing(have) if have else "none"
-    return StoreError(f"no {what} {shown(word)} in the store{hint}; {what}s there: {known}")
+    plural = what if what == "hardware" else f"{what}s"
+    return StoreError(f"no {what} {shown(word)} in the store{hint}; {plural} there: {known}")
 
 
 def load_rows(session: Session, spec: SideSpec) -> list[TraceRow]:

@@ -96,7 +96,8 @@ def compare(
     a: Annotated[
         str,
         typer.Argument(
-            help="Side A, the baseline: PATH, run:ID, sweep:NAME, hw:NAME, hash:PREFIX, NAME@PREFIX."
+            metavar="A",
+            help="Side A, the baseline: PATH, run:ID, sweep:NAME, hw:NAME, hash:PREFIX, NAME@PREFIX.",
         ),
     ],
     b: Annotated[str, typer.Argument(metavar="B", help="Side B, the change (same syntax).")],

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sweep._cli import backendbench as _backendbench  # noqa: F401
 from sweep._cli import calibrate as _calibrate  # noqa: F401
+from sweep._cli import compare as _compare  # noqa: F401
 
 # Command groups register themselves on ``app``.
 from sweep._cli import dataset as _dataset  # noqa: F401

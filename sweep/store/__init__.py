@@ -8,11 +8,13 @@ Layout under a results folder::
     calibration/<hardware>.json             the newest ceilings measured by 'sweep calibrate'
     sweep.duckdb                            tables traces, definitions, solutions, workloads,
                                             calibrations; views latest, best, cross_hardware,
-                                            leaderboard, op_scores, backend_scores; macro perf_at(p)
+                                            leaderboard, op_scores, backend_scores, compare;
+                                            macro perf_at(p)
 
 Writing: :class:`ResultsWriter` (the sweep driver's logs and store), :func:`ingest` (files,
 folders, Parquet exports), :class:`Store` with :class:`RowBatch` (rows built in Python).
-Reading: :func:`query` (SQL), :meth:`Store.session`, :func:`export_parquet`. Calibrations:
+Reading: :func:`query` (SQL), :meth:`Store.session`, :func:`export_parquet`, :func:`compare`
+(two runs, stores, hardware or solution versions, task by task, with verdicts). Calibrations:
 :func:`save_calibration`, :func:`load_calibrations`, :func:`calibration_for`. Showing answers
 and the report (text tables, JSON, CSV, HTML) is :mod:`sweep.store.render`, which reads
 through this package and is never imported by it.
@@ -21,6 +23,7 @@ No DuckDB or Arrow import happens at import time of this package.
 """
 
 from sweep.store._calibration import calibration_for, load_calibrations, save_calibration
+from sweep.store._compare import VERDICTS, CompareSummary, Comparison, SideInfo, TaskComparison, compare
 from sweep.store._connection import StoreLockedError
 from sweep.store._export import ExportReport, export_parquet
 from sweep.store._ingest import IngestReport, ingest
@@ -37,20 +40,26 @@ __all__ = [
     "NODE_TABLES",
     "SCHEMA_VERSION",
     "TABLES",
+    "VERDICTS",
     "VIEW_NAMES",
     "AddCounts",
+    "CompareSummary",
+    "Comparison",
     "ExportReport",
     "IngestReport",
     "QueryResult",
     "ResultsWriter",
     "RowBatch",
     "Session",
+    "SideInfo",
     "StatusCount",
     "Store",
     "StoreContext",
     "StoreLockedError",
+    "TaskComparison",
     "calibration_for",
     "column_names",
+    "compare",
     "completed_task_ids",
     "export_parquet",
     "ingest",

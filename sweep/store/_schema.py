@@ -11,6 +11,8 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
+from sweep.store._compare_view import COMPARE_VIEW
+
 if TYPE_CHECKING:
     import pyarrow as pa
 
@@ -273,6 +275,7 @@ QUALIFY row_number() OVER (
 FROM op_scores
 GROUP BY author, hardware""",
     ),
+    COMPARE_VIEW,  # latest run against the previous one, per task of a sweep
 ]
 
 VIEW_NAMES: list[str] = [name for name, _ in VIEWS]
@@ -286,6 +289,7 @@ VIEW_DEPENDS: dict[str, list[str]] = {
     "op_scores": ["leaderboard"],
     "backend_scores": ["op_scores"],
     "perf_at": ["op_scores"],
+    "compare": [],
 }
 
 #: Table macros. ``perf_at(p)``: BackendBench's perf@p per backend (author) and hardware.

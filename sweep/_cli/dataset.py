@@ -15,6 +15,7 @@ from sweep._cli.options import (
     HardwareOpt,
     LimitOpt,
     NameOpt,
+    NewHardwareOpt,
     ResultsDirOpt,
     SeedOpt,
     StoreOpt,
@@ -181,6 +182,7 @@ def plan(
     as_json: Annotated[bool, typer.Option("--json", help="Print the task list as JSON.")] = False,
     name: NameOpt = None,
     hardware: HardwareOpt = None,
+    new_hardware: NewHardwareOpt = False,
     address: AddressOpt = None,
     results_dir: ResultsDirOpt = None,
     store: StoreOpt = None,
@@ -198,6 +200,7 @@ def plan(
     overrides = make_overrides(
         name=name,
         hardware=hardware,
+        new_hardware=new_hardware,
         address=address,
         results_dir=results_dir,
         store=store,

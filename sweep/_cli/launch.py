@@ -13,6 +13,7 @@ from sweep._cli.options import (
     HardwareOpt,
     LimitOpt,
     NameOpt,
+    NewHardwareOpt,
     ResultsDirOpt,
     SeedOpt,
     StoreOpt,
@@ -153,6 +154,7 @@ def launch(
     ] = False,
     name: NameOpt = None,
     hardware: HardwareOpt = None,
+    new_hardware: NewHardwareOpt = False,
     results_dir: ResultsDirOpt = None,
     store: StoreOpt = None,
     seed: SeedOpt = None,
@@ -174,6 +176,7 @@ def launch(
     overrides = make_overrides(
         name=name,
         hardware=hardware,
+        new_hardware=new_hardware,
         address=address,
         results_dir=results_dir,
         store=store,

@@ -21,6 +21,7 @@ __all__ = [
     "HardwareOpt",
     "LimitOpt",
     "NameOpt",
+    "NewHardwareOpt",
     "ResultsDirOpt",
     "SeedOpt",
     "StoreOpt",
@@ -39,6 +40,13 @@ ResultsDirOpt = Annotated[
     str | None, typer.Option("--results-dir", help="Results folder (overrides 'output.results_dir').")
 ]
 StoreOpt = Annotated[str | None, typer.Option("--store", help="DuckDB file (overrides 'output.store').")]
+NewHardwareOpt = Annotated[
+    bool,
+    typer.Option(
+        "--new-hardware",
+        help="The hardware named is a new GPU type on purpose, not a typo of a known one (H10 vs H100).",
+    ),
+]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="Input seed (overrides 'evaluation.seed').")]
 LimitOpt = Annotated[
     int | None,
@@ -60,6 +68,7 @@ def make_overrides(
     seed: int | None = None,
     trials: int | None = None,
     limit_per_definition: int | None = None,
+    new_hardware: bool = False,
 ) -> ConfigOverrides:
     """The overrides given on the command line (unset flags stay ``None``).
 
@@ -76,6 +85,7 @@ def make_overrides(
             seed=seed,
             trials=trials,
             limit_per_definition=limit_per_definition,
+            new_hardware=True if new_hardware else None,
         )
     except pydantic.ValidationError as e:
         bad = "; ".join(

@@ -191,6 +191,8 @@ class ConfigOverrides(StrictModel):
         default=None, ge=1, le=INT64_MAX, description="correctness trials (evaluation.trials)"
     )
     limit_per_definition: int | None = Field(default=None, ge=1, le=INT64_MAX)
+    #: The hardware named (by the flag or the YAML) is a new GPU type, not a typo of a known one.
+    new_hardware: bool | None = None
 
     @field_validator("results_dir", "store")
     @classmethod

@@ -123,7 +123,7 @@ def _format_errors(err: pydantic.ValidationError, data: object, root: yaml.Node,
     return lines
 
 
-def read_config_file(path: str | Path) -> SweepConfig:
+def read_config_file(path: str | Path, *, new_hardware: bool = False) -> SweepConfig:
     """Parse and validate a sweep config file, paths left as written.
 
     Raises:
@@ -166,7 +166,7 @@ def read_config_file(path: str | Path) -> SweepConfig:
         config = SweepConfig.model_validate(data)
     except pydantic.ValidationError as e:
         _raise(_format_errors(e, data, root, name), name)
-    wrong_hardware = hardware_problem(config.hardware)[0]
+    wrong_hardware = hardware_problem(config.hardware, new=new_hardware)[0]
     if wrong_hardware:
         node, _found = _node_at(root, ("hardware",))
         raise ConfigError(f"{name}:{_mark(node)}: hardware: {wrong_hardware}")
@@ -243,11 +243,12 @@ def load_config(path: str | Path, overrides: ConfigOverrides | None = None) -> S
         ConfigError: The file is missing or malformed (messages carry ``file:line``).
     """
     p = Path(path)
-    config = read_config_file(p)
+    new = bool(overrides is not None and overrides.new_hardware)
+    config = read_config_file(p, new_hardware=new)
     config = resolve_paths(config, p.resolve().parent)
     if overrides is not None and not overrides.is_empty():
         if overrides.hardware is not None:
-            wrong_hardware = hardware_problem(overrides.hardware)[0]
+            wrong_hardware = hardware_problem(overrides.hardware, new=new)[0]
             if wrong_hardware:
                 raise ConfigError(f"--hardware {shown(overrides.hardware)}: {wrong_hardware}")
         config = resolve_paths(apply_overrides(config, overrides), Path.cwd())

@@ -235,8 +235,9 @@ def select(config: SweepConfig, dataset: Dataset) -> Selection:
             )
     if errors:
         raise PlanError(f"{_HEADING}:\n" + "\n".join(text for _, text in errors), errors)
-    # The config's own hardware, as written: a near miss was refused when it was loaded.
-    warning = hardware_problem(config.hardware)[1]
+    # The config's own hardware, as written: a near miss was refused when it was loaded,
+    # unless declared new (--new-hardware), so here it is one more unknown name to warn about.
+    warning = hardware_problem(config.hardware, new=True)[1]
     return Selection(
         config=config,
         dataset=dataset,

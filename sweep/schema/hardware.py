@@ -85,13 +85,14 @@ def config_target(hardware: str) -> str | None:
     return short_name(hardware)
 
 
-def hardware_problem(hardware: str) -> tuple[str | None, str | None]:
+def hardware_problem(hardware: str, *, new: bool = False) -> tuple[str | None, str | None]:
     """Whether a ``hardware`` a person wrote names a target: ``(error, warning)``.
 
     ``auto``, ``cpu`` and :data:`KNOWN_MODELS` (any spelling) are fine. A name close to one of
-    them is an error with a "did you mean" (``H10`` is a typo of ``H100``, not a new GPU); any
-    other name is allowed with a warning (a GPU this table does not list yet). Only for names
-    people write: a device name a cluster reports is never refused.
+    them is an error with a "did you mean" (``H10`` is a typo of ``H100``, not a new GPU),
+    unless ``new`` says the name is a new GPU type on purpose (``--new-hardware``); any other
+    name is allowed with a warning (a GPU this table does not list yet). Only for names people
+    write: a device name a cluster reports is never refused.
     """
     if not hardware.strip():
         return "must name a target: 'auto', 'cpu' or a GPU type such as 'H100'", None
@@ -109,8 +110,11 @@ def hardware_problem(hardware: str) -> tuple[str | None, str | None]:
     close = difflib.get_close_matches(hardware.strip().lower(), ["cpu", AUTO], n=1, cutoff=0.6)
     if not close:
         close = difflib.get_close_matches(short, sorted(KNOWN_MODELS), n=1, cutoff=0.75)
-    if close:
-        return f"unknown GPU type {shown(hardware)} (did you mean {close[0]!r}?)", None
+    if close and not new:
+        return (
+            f"unknown GPU type {shown(hardware)} (did you mean {close[0]!r}? if it is a new GPU "
+            "type, say so with --new-hardware)"
+        ), None
     return None, (
         f"hardware {shown(hardware)} is not a GPU type kernel-sweep knows (known: "
         f"{listing(sorted(KNOWN_MODELS), most=12)}); planned for {shown(short)}, without datasheet peaks"

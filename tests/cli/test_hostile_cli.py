@@ -63,7 +63,13 @@ def config(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("flags", "message"),
     [
-        (["--hardware", "H10"], "error: --hardware 'H10': unknown GPU type 'H10' (did you mean 'H100'?)\n"),
+        (
+            ["--hardware", "H10"],
+            (
+                "error: --hardware 'H10': unknown GPU type 'H10' (did you mean 'H100'? if it is a new GPU "
+                "type, say so with --new-hardware)\n"
+            ),
+        ),
         (
             ["--hardware", ""],
             "error: bad command-line value: --hardware: String should have at least 1 character\n",
@@ -91,6 +97,18 @@ def test_plan_of_dev_zero() -> None:
     assert result.stderr == (
         "error: config file /dev/zero is not a regular file (a device, FIFO or socket): a sweep config is a YAML file\n"
     )
+
+
+def test_a_near_miss_gpu_name_declared_new_is_planned_with_a_warning(config: Path, tmp_path: Path) -> None:
+    result = runner.invoke(app, ["plan", str(config), "--hardware", "H10", "--new-hardware"])
+    assert result.exit_code == 0, result.output
+    assert "warning: hardware 'H10' is not a GPU type" in result.stdout
+    # the flag also covers the config file's own hardware
+    yaml = tmp_path / "h10.yaml"
+    yaml.write_text(config.read_text().replace("hardware: cpu", "hardware: H10"))
+    refused = runner.invoke(app, ["plan", str(yaml)])
+    assert refused.exit_code == 1 and "did you mean 'H100'" in refused.stderr
+    assert runner.invoke(app, ["plan", str(yaml), "--new-hardware"]).exit_code == 0
 
 
 def test_plan_warns_about_an_unknown_gpu(config: Path) -> None:

@@ -165,13 +165,19 @@ def test_empty_hardware(tmp_path: Path) -> None:
 
 def test_typo_of_a_gpu_type(tmp_path: Path) -> None:
     p = _write(tmp_path, "name: x\ndataset: .\nhardware: H10\n")
-    assert _error(p) == f"{p}:3: hardware: unknown GPU type 'H10' (did you mean 'H100'?)"
+    assert _error(p) == (
+        f"{p}:3: hardware: unknown GPU type 'H10' (did you mean 'H100'? if it is a new GPU type, say so "
+        "with --new-hardware)"
+    )
 
 
 def test_typo_of_a_gpu_type_as_a_flag(tmp_path: Path) -> None:
     p = _write(tmp_path, "name: x\ndataset: .\n")
     message = _error(p, ConfigOverrides(hardware="H10"))
-    assert message == "--hardware 'H10': unknown GPU type 'H10' (did you mean 'H100'?)"
+    assert message == (
+        "--hardware 'H10': unknown GPU type 'H10' (did you mean 'H100'? if it is a new GPU type, say so "
+        "with --new-hardware)"
+    )
 
 
 @pytest.mark.parametrize(

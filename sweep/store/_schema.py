@@ -233,10 +233,15 @@ JOIN per_hw b
     ),
     (
         # BackendBench scoring per solution (one op): the op is correct when every workload
-        # passed; its speedup is the geometric mean with failed workloads counted as 1.0.
-        # Traces flagged 'impossible' are left out (and so of the scores built on this view).
+        # passed; its speedup is the geometric mean with failed workloads counted as 1.0
+        # (op_speedup, also named bb_speedup_failures_as_1: a kernel failing everywhere scores
+        # 1.0). Failures are counted (failed_rows), and rank orders the solutions of a
+        # definition and hardware correctness first: all passed, then pass rate, then speedup
+        # over PASSED traces. Traces flagged 'impossible' are left out (and so of the scores
+        # built on this view).
         "leaderboard",
-        f"""SELECT definition, any_value(op_type) AS op_type, solution, solution_hash,
+        f"""WITH per_solution AS (
+SELECT definition, any_value(op_type) AS op_type, solution, solution_hash,
        any_value(author) AS author, any_value(language) AS language, hardware,
        count(*) AS traces,
        count(*) FILTER (WHERE status = 'PASSED') AS passed,
@@ -246,30 +251,57 @@ JOIN per_hw b
        bool_and(status = 'PASSED') AS op_correct,
        exp(avg(ln(CASE WHEN status = 'PASSED' AND speedup_factor > 0 THEN speedup_factor
                        ELSE 1.0 END))) AS op_speedup,
-       op_correct AND op_speedup > 1.0 AS perf_at_1
+       op_correct AND op_speedup > 1.0 AS perf_at_1,
+       passed AS passed_rows,
+       traces - passed AS failed_rows,
+       op_speedup AS bb_speedup_failures_as_1
 FROM latest
 WHERE {_RANKED}
-GROUP BY definition, solution, solution_hash, hardware""",
+GROUP BY definition, solution, solution_hash, hardware
+)
+SELECT *, row_number() OVER (
+    PARTITION BY definition, hardware
+    ORDER BY op_correct DESC, pass_rate DESC, geomean_speedup DESC NULLS LAST, solution ASC) AS rank
+FROM per_solution""",
     ),
     (
         # One row per (author, op, hardware): the author's best solution for that op, the way
-        # BackendBench scores one backend (author) per op.
+        # BackendBench scores one backend (author) per op; what all of the author's solutions
+        # of the op did is counted too (solutions, passed_rows, failed_rows,
+        # failed_solutions), so a failing kernel beside a passing one stays visible.
         "op_scores",
         """SELECT coalesce(author, '(unknown)') AS author, hardware, definition, op_type,
-       solution, op_correct AS correct, op_speedup AS speedup, pass_rate
+       solution, op_correct AS correct, op_speedup AS speedup, pass_rate,
+       op_speedup AS bb_speedup_failures_as_1, geomean_speedup AS geomean_speedup_passed,
+       count(*) OVER w AS solutions,
+       count(*) FILTER (WHERE NOT op_correct) OVER w AS failed_solutions,
+       sum(passed_rows) OVER w AS passed_rows,
+       sum(failed_rows) OVER w AS failed_rows
 FROM leaderboard
+WINDOW w AS (PARTITION BY coalesce(author, '(unknown)'), hardware, definition)
 QUALIFY row_number() OVER (
     PARTITION BY coalesce(author, '(unknown)'), hardware, definition
     ORDER BY op_correct DESC, op_speedup DESC, solution ASC) = 1""",
     ),
     (
+        # BackendBench's scores per backend (author): correctness_rate over ops and
+        # geomean_speedup with failures as 1.0 (also named bb_speedup_failures_as_1), perf@1;
+        # beside them the failures (failed_ops, failed_rows over all the author's solutions)
+        # and speedup_correct_ops, the geometric mean over the ops that are correct.
         "backend_scores",
         """SELECT author, hardware,
        count(*) AS ops,
        count(*) FILTER (WHERE correct) AS correct_ops,
        avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS correctness_rate,
        exp(avg(ln(speedup))) AS geomean_speedup,
-       avg(CASE WHEN correct AND speedup > 1.0 THEN 1.0 ELSE 0.0 END) AS perf_at_1
+       avg(CASE WHEN correct AND speedup > 1.0 THEN 1.0 ELSE 0.0 END) AS perf_at_1,
+       ops - correct_ops AS failed_ops,
+       avg(pass_rate) AS bb_correctness_score,
+       geomean_speedup AS bb_speedup_failures_as_1,
+       exp(avg(ln(speedup)) FILTER (WHERE correct AND speedup > 0)) AS speedup_correct_ops,
+       sum(passed_rows)::BIGINT AS passed_rows,
+       sum(failed_rows)::BIGINT AS failed_rows,
+       sum(failed_solutions)::BIGINT AS failed_solutions
 FROM op_scores
 GROUP BY author, hardware""",
     ),

@@ -232,29 +232,21 @@ JOIN per_hw b
  AND a.hardware < b.hardware""",
     ),
     (
-        # BackendBench scoring per solution (one op): the op is correct when every workload
-        # passed; its speedup is the geometric mean with failed workloads counted as 1.0
-        # (op_speedup, also named bb_speedup_failures_as_1: a kernel failing everywhere scores
-        # 1.0). Failures are counted (failed_rows), and rank orders the solutions of a
-        # definition and hardware correctness first: all passed, then pass rate, then speedup
-        # over PASSED traces. Traces flagged 'impossible' are left out (and so of the scores
-        # built on this view).
+        # BackendBench per solution (one op): correct when every workload passed; op_speedup
+        # (= bb_speedup_failures_as_1) counts failed workloads as 1.0. rank: correctness first
+        # (all passed, pass rate, then speedup over PASSED). 'impossible' traces left out.
         "leaderboard",
         f"""WITH per_solution AS (
 SELECT definition, any_value(op_type) AS op_type, solution, solution_hash,
        any_value(author) AS author, any_value(language) AS language, hardware,
-       count(*) AS traces,
-       count(*) FILTER (WHERE status = 'PASSED') AS passed,
-       passed / traces AS pass_rate,
+       count(*) AS traces, count(*) FILTER (WHERE status = 'PASSED') AS passed, passed / traces AS pass_rate,
        exp(avg(ln(speedup_factor)) FILTER (WHERE status = 'PASSED' AND speedup_factor > 0))
            AS geomean_speedup,
        bool_and(status = 'PASSED') AS op_correct,
        exp(avg(ln(CASE WHEN status = 'PASSED' AND speedup_factor > 0 THEN speedup_factor
                        ELSE 1.0 END))) AS op_speedup,
        op_correct AND op_speedup > 1.0 AS perf_at_1,
-       passed AS passed_rows,
-       traces - passed AS failed_rows,
-       op_speedup AS bb_speedup_failures_as_1
+       passed AS passed_rows, traces - passed AS failed_rows, op_speedup AS bb_speedup_failures_as_1
 FROM latest
 WHERE {_RANKED}
 GROUP BY definition, solution, solution_hash, hardware
@@ -265,18 +257,15 @@ SELECT *, row_number() OVER (
 FROM per_solution""",
     ),
     (
-        # One row per (author, op, hardware): the author's best solution for that op, the way
-        # BackendBench scores one backend (author) per op; what all of the author's solutions
-        # of the op did is counted too (solutions, passed_rows, failed_rows,
-        # failed_solutions), so a failing kernel beside a passing one stays visible.
+        # Per (author, op, hardware): the author's best solution, as BackendBench scores a
+        # backend; solutions, failed_solutions, passed_rows, failed_rows count all of them.
         "op_scores",
         """SELECT coalesce(author, '(unknown)') AS author, hardware, definition, op_type,
        solution, op_correct AS correct, op_speedup AS speedup, pass_rate,
        op_speedup AS bb_speedup_failures_as_1, geomean_speedup AS geomean_speedup_passed,
        count(*) OVER w AS solutions,
        count(*) FILTER (WHERE NOT op_correct) OVER w AS failed_solutions,
-       sum(passed_rows) OVER w AS passed_rows,
-       sum(failed_rows) OVER w AS failed_rows
+       sum(passed_rows) OVER w AS passed_rows, sum(failed_rows) OVER w AS failed_rows
 FROM leaderboard
 WINDOW w AS (PARTITION BY coalesce(author, '(unknown)'), hardware, definition)
 QUALIFY row_number() OVER (
@@ -284,23 +273,16 @@ QUALIFY row_number() OVER (
     ORDER BY op_correct DESC, op_speedup DESC, solution ASC) = 1""",
     ),
     (
-        # BackendBench's scores per backend (author): correctness_rate over ops and
-        # geomean_speedup with failures as 1.0 (also named bb_speedup_failures_as_1), perf@1;
-        # beside them the failures (failed_ops, failed_rows over all the author's solutions)
-        # and speedup_correct_ops, the geometric mean over the ops that are correct.
+        # BackendBench per backend (author), beside the failures; geomean_speedup (=
+        # bb_speedup_failures_as_1) counts failures as 1.0, speedup_correct_ops does not.
         "backend_scores",
-        """SELECT author, hardware,
-       count(*) AS ops,
-       count(*) FILTER (WHERE correct) AS correct_ops,
+        """SELECT author, hardware, count(*) AS ops, count(*) FILTER (WHERE correct) AS correct_ops,
        avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS correctness_rate,
        exp(avg(ln(speedup))) AS geomean_speedup,
        avg(CASE WHEN correct AND speedup > 1.0 THEN 1.0 ELSE 0.0 END) AS perf_at_1,
-       ops - correct_ops AS failed_ops,
-       avg(pass_rate) AS bb_correctness_score,
-       geomean_speedup AS bb_speedup_failures_as_1,
+       ops - correct_ops AS failed_ops, avg(pass_rate) AS bb_correctness_score, geomean_speedup AS bb_speedup_failures_as_1,
        exp(avg(ln(speedup)) FILTER (WHERE correct AND speedup > 0)) AS speedup_correct_ops,
-       sum(passed_rows)::BIGINT AS passed_rows,
-       sum(failed_rows)::BIGINT AS failed_rows,
+       sum(passed_rows)::BIGINT AS passed_rows, sum(failed_rows)::BIGINT AS failed_rows,
        sum(failed_solutions)::BIGINT AS failed_solutions
 FROM op_scores
 GROUP BY author, hardware""",

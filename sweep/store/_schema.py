@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 from typing import TYPE_CHECKING
 
-from sweep.store._compare_view import COMPARE_VIEW
+from sweep.store._views import MACROS, VIEW_DEPENDS, VIEW_NAMES, VIEWS
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -178,128 +178,6 @@ TABLES: dict[str, list[tuple[str, str]]] = {
 #: Tables of what was measured on the nodes themselves, not of results.
 NODE_TABLES: dict[str, list[tuple[str, str]]] = {"calibrations": _CALIBRATIONS}
 _ALL_TABLES = {**TABLES, **NODE_TABLES}
-
-# A trace that is ranked: not flagged 'impossible' (latency under the physical floor).
-_RANKED = "NOT coalesce(list_contains(flags, 'impossible'), false)"
-
-# The identity of a solution across stores: its content hash when known, else its name.
-_SOL_KEY = "coalesce(solution_hash, 'name:' || solution)"
-
-_NEWEST = "ORDER BY timestamp DESC, trace_key DESC"
-
-#: (name, body) of every view, in dependency order. Over evaluated traces only (workload-only
-#: records live in ``workloads``).
-VIEWS: list[tuple[str, str]] = [
-    (
-        "latest",
-        f"""SELECT * FROM traces
-QUALIFY row_number() OVER (
-    PARTITION BY definition, {_SOL_KEY}, workload_uuid, hardware, coalesce(settings_hash, '')
-    {_NEWEST}) = 1""",
-    ),
-    (
-        "best",
-        f"""SELECT definition, op_type, workload_uuid, axes, hardware, solution, solution_hash,
-       author, language, latency_ms, reference_latency_ms, speedup_factor, settings_hash,
-       timestamp, trace_key, tflops, gbps, peak_fraction, flags
-FROM latest
-WHERE status = 'PASSED' AND {_RANKED}
-QUALIFY row_number() OVER (
-    PARTITION BY definition, workload_uuid, hardware ORDER BY latency_ms ASC, solution ASC) = 1""",
-    ),
-    (
-        # Newest trace per hardware regardless of settings, so clusters whose settings differ
-        # slightly still line up; the settings hashes are shown so a mismatch is visible.
-        "cross_hardware",
-        f"""WITH per_hw AS (
-    SELECT * FROM traces
-    QUALIFY row_number() OVER (
-        PARTITION BY definition, {_SOL_KEY}, workload_uuid, hardware {_NEWEST}) = 1
-)
-SELECT a.definition, a.op_type, a.solution, coalesce(a.solution_hash, b.solution_hash) AS solution_hash,
-       a.workload_uuid, a.axes,
-       a.hardware AS hardware_a, b.hardware AS hardware_b,
-       a.status AS status_a, b.status AS status_b,
-       a.latency_ms AS latency_ms_a, b.latency_ms AS latency_ms_b,
-       b.latency_ms / nullif(a.latency_ms, 0) AS latency_ratio,
-       a.speedup_factor AS speedup_a, b.speedup_factor AS speedup_b,
-       b.speedup_factor / nullif(a.speedup_factor, 0) AS speedup_ratio,
-       a.settings_hash AS settings_hash_a, b.settings_hash AS settings_hash_b,
-       a.trace_key AS trace_key_a, b.trace_key AS trace_key_b
-FROM per_hw a
-JOIN per_hw b
-  ON a.definition = b.definition
- AND coalesce(a.solution_hash, 'name:' || a.solution) = coalesce(b.solution_hash, 'name:' || b.solution)
- AND a.workload_uuid = b.workload_uuid
- AND a.hardware < b.hardware""",
-    ),
-    (
-        # BackendBench scoring per solution (one op): the op is correct when every workload
-        # passed; its speedup is the geometric mean with failed workloads counted as 1.0.
-        # Traces flagged 'impossible' are left out (and so of the scores built on this view).
-        "leaderboard",
-        f"""SELECT definition, any_value(op_type) AS op_type, solution, solution_hash,
-       any_value(author) AS author, any_value(language) AS language, hardware,
-       count(*) AS traces,
-       count(*) FILTER (WHERE status = 'PASSED') AS passed,
-       passed / traces AS pass_rate,
-       exp(avg(ln(speedup_factor)) FILTER (WHERE status = 'PASSED' AND speedup_factor > 0))
-           AS geomean_speedup,
-       bool_and(status = 'PASSED') AS op_correct,
-       exp(avg(ln(CASE WHEN status = 'PASSED' AND speedup_factor > 0 THEN speedup_factor
-                       ELSE 1.0 END))) AS op_speedup,
-       op_correct AND op_speedup > 1.0 AS perf_at_1
-FROM latest
-WHERE {_RANKED}
-GROUP BY definition, solution, solution_hash, hardware""",
-    ),
-    (
-        # One row per (author, op, hardware): the author's best solution for that op, the way
-        # BackendBench scores one backend (author) per op.
-        "op_scores",
-        """SELECT coalesce(author, '(unknown)') AS author, hardware, definition, op_type,
-       solution, op_correct AS correct, op_speedup AS speedup, pass_rate
-FROM leaderboard
-QUALIFY row_number() OVER (
-    PARTITION BY coalesce(author, '(unknown)'), hardware, definition
-    ORDER BY op_correct DESC, op_speedup DESC, solution ASC) = 1""",
-    ),
-    (
-        "backend_scores",
-        """SELECT author, hardware,
-       count(*) AS ops,
-       count(*) FILTER (WHERE correct) AS correct_ops,
-       avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS correctness_rate,
-       exp(avg(ln(speedup))) AS geomean_speedup,
-       avg(CASE WHEN correct AND speedup > 1.0 THEN 1.0 ELSE 0.0 END) AS perf_at_1
-FROM op_scores
-GROUP BY author, hardware""",
-    ),
-    COMPARE_VIEW,  # latest run against the previous one, per task of a sweep
-]
-
-VIEW_NAMES: list[str] = [name for name, _ in VIEWS]
-
-#: The views (or macros) each view reads, to create only what a query needs.
-VIEW_DEPENDS: dict[str, list[str]] = {
-    "latest": [],
-    "best": ["latest"],
-    "cross_hardware": [],
-    "leaderboard": ["latest"],
-    "op_scores": ["leaderboard"],
-    "backend_scores": ["op_scores"],
-    "perf_at": ["op_scores"],
-    "compare": [],
-}
-
-#: Table macros. ``perf_at(p)``: BackendBench's perf@p per backend (author) and hardware.
-MACROS: list[str] = [
-    """CREATE OR REPLACE MACRO perf_at(p) AS TABLE
-SELECT author, hardware, count(*) AS ops,
-       avg(CASE WHEN correct AND speedup > p THEN 1.0 ELSE 0.0 END) AS perf_at_p
-FROM op_scores
-GROUP BY author, hardware"""
-]
 
 
 def column_names(table: str) -> list[str]:

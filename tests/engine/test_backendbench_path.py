@@ -140,19 +140,31 @@ def test_sweep_report_shows_backendbench_scores_of_the_example(
         batch.add_trace(trace, context=ctx)
     store = tmp_path / "sweep.duckdb"
     Store(store).add(batch)
-    section = build_report(store).backendbench
-    assert section is not None
-    by_author = {r[0]: dict(zip(section.columns, r)) for r in section.rows}
-    assert set(by_author) == {"aten", "wrong"}
-    aten, wrong = by_author["aten"], by_author["wrong"]
-    assert (aten["ops"], aten["correctness_score"], aten["all_correct_ops"]) == (5, 1.0, 5)
-    assert isinstance(aten["performance_score"], float) and aten["performance_score"] > 0
+    section = build_report(store).backends
+    rows = [dict(zip(section.columns, r)) for r in section.rows if r[2] == "BackendBench imports"]
+    # Correctness first: aten above wrong, whose failures are shown.
+    assert [r["author"] for r in rows] == ["aten", "wrong"]
+    aten, wrong = rows
+    assert (aten["ops"], aten["bb_correctness_score"], aten["correct_ops"], aten["failed_rows"]) == (
+        5,
+        1.0,
+        5,
+        0,
+    )
+    assert isinstance(aten["bb_speedup_failures_as_1"], float) and aten["bb_speedup_failures_as_1"] > 0
     # Every workload failed: pass rate 0, each op's speedup counted as 1.0.
-    assert (wrong["ops"], wrong["correctness_score"], wrong["all_correct_ops"]) == (5, 0.0, 0)
-    assert (wrong["performance_score"], wrong["perf_at_1"]) == (pytest.approx(1.0), 0.0)
+    assert (wrong["ops"], wrong["bb_correctness_score"], wrong["correct_ops"], wrong["failed_ops"]) == (
+        5,
+        0.0,
+        0,
+        5,
+    )
+    assert wrong["failed_rows"] == 18 and wrong["speedup_correct_ops"] is None
+    assert (wrong["bb_speedup_failures_as_1"], wrong["perf_at_1"]) == (pytest.approx(1.0), 0.0)
     out = CliRunner().invoke(app, ["report", "--store", str(store)])
     assert out.exit_code == 0, out.output
-    assert "== BackendBench scores (imported operators, per author) ==" in out.output
+    assert "== Backend scores (per author, correct first; BackendBench's formulas) ==" in out.output
+    assert "BackendBench imports" in out.output
 
 
 def test_sweep_eval_cli_on_the_example() -> None:

@@ -80,31 +80,45 @@ def test_views_give_backendbench_scores(bb_store: Path) -> None:
     ]
 
 
-def test_report_has_a_backendbench_section_over_imported_ops_only(bb_store: Path) -> None:
+def test_report_scores_imported_ops_apart_in_one_table(bb_store: Path) -> None:
     rep = build_report(bb_store)
-    assert rep.backendbench is not None
-    assert rep.backendbench.columns == [
+    t = rep.backends
+    assert t.columns == [
         "author",
         "hardware",
+        "operators",
         "ops",
-        "correctness_score",
-        "all_correct_ops",
-        "performance_score",
+        "correct_ops",
+        "failed_ops",
+        "passed_rows",
+        "failed_rows",
+        "correctness_rate",
+        "bb_correctness_score",
+        "speedup_correct_ops",
+        "bb_speedup_failures_as_1",
         "perf_at_1",
     ]
-    assert rep.backendbench.rows == [
-        # aten: mean pass rate 1; both ops correct; geomean(2 ** (1/3), 1) = 2 ** (1/6); op_a only
+    imports = [r for r in t.rows if r[2] == "BackendBench imports"]
+    assert imports == [
+        # aten: both ops correct; mean pass rate 1; geomean(2 ** (1/3), 1) = 2 ** (1/6); op_a only
         # is correct and above 1.
-        ("aten", "NVIDIA_H100", 2, 1.0, 2, pytest.approx(2 ** (1 / 6)), 0.5),
-        # wrong: mean pass rate (1/3 + 0) / 2; no op correct; geomean(4 ** (1/3), 1) = 4 ** (1/6).
-        ("wrong", "NVIDIA_H100", 2, pytest.approx(1 / 6), 0, pytest.approx(4 ** (1 / 6)), 0.0),
+        ("aten", "NVIDIA_H100", "BackendBench imports", 2, 2, 0, 5, 0, 1.0, 1.0)
+        + (pytest.approx(2 ** (1 / 6)), pytest.approx(2 ** (1 / 6)), 0.5),
+        # wrong: ranked below aten although its BackendBench performance score is higher:
+        # mean pass rate (1/3 + 0) / 2; no op correct; geomean(4 ** (1/3), 1) = 4 ** (1/6).
+        ("wrong", "NVIDIA_H100", "BackendBench imports", 2, 0, 2, 1, 4, 0.0, pytest.approx(1 / 6))
+        + (None, pytest.approx(4 ** (1 / 6)), 0.0),
+    ]
+    # The ordinary definition (vec) is scored apart.
+    assert [r[:4] for r in t.rows if r[2] != "BackendBench imports"] == [
+        ("aten", "NVIDIA_H100", "other definitions", 1)
     ]
     text = render_text(rep)
-    assert "== BackendBench scores (imported operators, per author) ==" in text
-    assert text.index("== Backend scores") < text.index("== BackendBench scores") < text.index("== Cross")
+    assert "== BackendBench scores" not in text  # one table, not two
+    assert text.count("== Backend scores") == 1
 
 
-def test_no_backendbench_section_without_imported_ops(tmp_path: Path) -> None:
+def test_report_without_imported_ops(tmp_path: Path) -> None:
     ctx = StoreContext.of([make_definition("vec")], [make_solution("s1", "vec")])
     b = RowBatch()
     b.add_context(ctx)
@@ -112,6 +126,5 @@ def test_no_backendbench_section_without_imported_ops(tmp_path: Path) -> None:
     path = tmp_path / "sweep.duckdb"
     Store(path).add(b)
     rep = build_report(path)
-    assert rep.backendbench is None
-    assert "BackendBench scores" not in render_text(rep)
+    assert {r[2] for r in rep.backends.rows} == {"other definitions"}
     assert len(rep.tables) == 4

@@ -342,7 +342,7 @@ def test_unknown_column_lists_the_columns(store: Store) -> None:
     assert str(e.value) == (
         "unknown column 'solutoin' (did you mean 'solution'?); columns of leaderboard: definition, op_type, "
         "solution, solution_hash, author, language, hardware, traces, passed, pass_rate, geomean_speedup, "
-        "op_correct, op_speedup, perf_at_1"
+        "op_correct, op_speedup, perf_at_1, passed_rows, failed_rows, bb_speedup_failures_as_1, rank"
     )
 
 

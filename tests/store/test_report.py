@@ -41,10 +41,20 @@ def test_report_numbers(two_hw_store: Path) -> None:
         ("NVIDIA_H100", 3, 3, 1, 2, 2, rep.summary.rows[0][6]),
         ("NVIDIA_H200", 3, 2, 1, 2, 2, rep.summary.rows[1][6]),
     ]
-    lb = {(r[1], r[4]): r for r in rep.leaderboard.rows}
-    assert lb[("s1", "NVIDIA_H100")][5:] == (2, 2, 1.0, pytest.approx(4.0), True, pytest.approx(4.0))
-    assert lb[("s1", "NVIDIA_H200")][8] == pytest.approx(8.0)
-    assert lb[("bad<x>", "NVIDIA_H200")][5:] == (1, 0, 0.0, None, False, pytest.approx(1.0))
+    cols = rep.leaderboard.columns
+    assert cols[6:] == [
+        "passed_rows",
+        "failed_rows",
+        "pass_rate",
+        "all_passed",
+        "speedup_passed",
+        "bb_speedup_failures_as_1",
+    ]
+    lb = {(r[2], r[5]): r for r in rep.leaderboard.rows}
+    assert lb[("s1", "NVIDIA_H100")][0] == 1 and lb[("bad<x>", "NVIDIA_H100")][0] == 2
+    assert lb[("s1", "NVIDIA_H100")][6:] == (2, 0, 1.0, True, pytest.approx(4.0), pytest.approx(4.0))
+    assert lb[("s1", "NVIDIA_H200")][10] == pytest.approx(8.0)
+    assert lb[("bad<x>", "NVIDIA_H200")][6:] == (0, 1, 0.0, False, None, pytest.approx(1.0))
     # Pairs: s1 wl-1, s1 wl-2, bad wl-1 (failed on H200); H200 is twice as fast where both passed.
     assert rep.cross.rows == [("NVIDIA_H100", "NVIDIA_H200", 3, 2, pytest.approx(0.5), 0, 2)]
     speed = {(b.solution, b.hardware): b.speedup for b in rep.bars}
@@ -55,7 +65,10 @@ def test_report_numbers(two_hw_store: Path) -> None:
         ("bad<x>", "NVIDIA_H200"): None,
     }
     text = render_text(rep)
-    assert "== Leaderboard ==" in text and "== Cross-hardware (same solution and workload) ==" in text
+    assert (
+        "== Leaderboard (correct first) ==" in text
+        and "== Cross-hardware (same solution and workload) ==" in text
+    )
 
 
 def test_html_is_one_self_contained_page(two_hw_store: Path) -> None:
@@ -63,12 +76,14 @@ def test_html_is_one_self_contained_page(two_hw_store: Path) -> None:
     assert page.startswith("<!DOCTYPE html>")
     # Nothing to fetch: no scripts, stylesheets, images or any URL.
     assert not re.search(r"<script|<link|<img|<iframe|https?://|src=", page)
-    assert page.count("<svg") == 1 and "<style>" in page
-    # One bar per (solution, hardware) that passed somewhere; a cross for the one that never did.
-    assert len(re.findall(r'<rect x="[\d.]+" y="[\d.]+" width="15"', page)) == 3
+    # Bars, distribution, cross-hardware scatter; no roofline (no rates), with a note.
+    assert page.count("<svg") == 3 and "<style>" in page
+    assert "no roofline: no PASSED trace carries achieved throughput" in page
+    # One bar per (solution, hardware) that passed; words for the one that never did.
+    assert page.count('<rect class="bar"') == 3
     assert "bad&lt;x&gt; on NVIDIA_H200: no PASSED trace" in page
     assert "bad<x>" not in page  # names are escaped
-    assert "NVIDIA_H100" in page and "NVIDIA_H200" in page and "reference (1×)" in page
+    assert "NVIDIA_H100" in page and "NVIDIA_H200" in page and "reference (1x)" in page
 
 
 def test_empty_store_report(tmp_path: Path) -> None:

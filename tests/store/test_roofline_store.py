@@ -279,4 +279,4 @@ def test_report_shows_flags_and_rates(tmp_path: Path) -> None:
     page = render_html(rep)
     assert page.count('<tr class="impossible">') == 1 and page.count('<tr class="suspicious">') == 1
     assert '<td>honest</td><td>NVIDIA_H100</td><td class="num">1</td>' in page
-    assert 'class="num">50.0%</td>' in page  # fractions of peak as percentages
+    assert 'class="num">50%</td>' in page  # fractions of peak as percentages

@@ -1,4 +1,6 @@
-"""Rendering query answers: aligned text tables, JSON and CSV."""
+"""Rendering query answers: aligned text tables, JSON and CSV; numbers for people (the one
+home of the report's number formats: :func:`format_number`, :func:`format_speedup`,
+:func:`format_percent`, :func:`human_cell`)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,85 @@ from decimal import Decimal
 
 from sweep.store._query import QueryResult
 
-__all__ = ["cell", "format_table", "json_value", "number", "percent", "ratio", "to_csv", "to_json"]
+__all__ = [
+    "cell",
+    "format_number",
+    "format_percent",
+    "format_speedup",
+    "format_table",
+    "human_cell",
+    "is_percent_column",
+    "is_speedup_column",
+    "json_value",
+    "percent",
+    "ratio",
+    "to_csv",
+    "to_json",
+]
+
+#: Columns holding a share (0..1), shown as percentages.
+_PERCENT_COLUMNS = {"pass_rate", "correctness_rate", "bb_correctness_score", "correctness_score"}
+
+
+def format_number(value: float, digits: int = 3) -> str:
+    """``value`` with ``digits`` significant digits, in plain notation from 1e-4 to 1e6
+    (``0.00412``, ``4.1``, ``123456``) and scientific outside (``1.23e-07``); trailing zeros
+    dropped. NaN and infinities as ``nan``, ``inf``, ``-inf``."""
+    if not math.isfinite(value):
+        return "nan" if math.isnan(value) else ("inf" if value > 0 else "-inf")
+    if value == 0:
+        return "0"
+    mag = math.floor(math.log10(abs(value)))
+    rounded = float(f"{value:.{digits - 1}e}")
+    if not math.isfinite(rounded):  # within rounding of the largest float
+        mag = 308
+    elif rounded != 0 and math.floor(math.log10(abs(rounded))) != mag:  # 9.996 -> 10.0
+        mag += 1
+    if -4 <= mag < 6:
+        decimals = max(digits - 1 - mag, 0)
+        text = f"{rounded:.{decimals}f}"
+        return text.rstrip("0").rstrip(".") if "." in text else text
+    mant, exp = f"{value:.{digits - 1}e}".split("e")
+    mant = mant.rstrip("0").rstrip(".") if "." in mant else mant
+    return f"{mant}e{exp}"
+
+
+def format_speedup(value: float) -> str:
+    """A speedup (or any ratio) for people: ``0.0041x``, ``1.26x``, ``12.5x``."""
+    return format_number(value) + "x"
+
+
+def format_percent(value: float) -> str:
+    """A share of 0..1 as a percentage: ``100%``, ``66.7%``, ``0.15%``."""
+    return format_number(value * 100) + "%"
+
+
+def is_percent_column(column: str) -> bool:
+    """Whether a report column holds a share shown as a percentage."""
+    return column in _PERCENT_COLUMNS or column.startswith("perf_at") or column.endswith("peak_fraction")
+
+
+def is_speedup_column(column: str) -> bool:
+    """Whether a report column holds a speedup or a ratio of latencies."""
+    return "speedup" in column or "ratio" in column
+
+
+def human_cell(column: str, value: object, width: int | None = 64) -> str:
+    """One report cell for people: shares as percentages, speedups with ``x``, other numbers
+    to 3 significant digits, booleans as yes/no, nothing as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, Decimal):
+        value = float(value)
+    if isinstance(value, float):
+        if is_percent_column(column) and math.isfinite(value):
+            return format_percent(value)
+        if is_speedup_column(column) and math.isfinite(value):
+            return format_speedup(value)
+        return format_number(value)
+    return cell(value, width)
 
 
 def json_value(value: object) -> object:
@@ -56,9 +136,18 @@ def cell(value: object, width: int | None = 40) -> str:
     return text
 
 
-def format_table(columns: Sequence[str], rows: Sequence[Sequence[object]], *, width: int | None = 40) -> str:
-    """An aligned text table with a header rule; numbers right-aligned."""
-    cells = [[cell(v, width) for v in row] for row in rows]
+def format_table(
+    columns: Sequence[str], rows: Sequence[Sequence[object]], *, width: int | None = 40, human: bool = False
+) -> str:
+    """An aligned text table with a header rule; numbers right-aligned.
+
+    Args:
+        human: Numbers for people (:func:`human_cell`) instead of their full precision.
+    """
+    if human:
+        cells = [[human_cell(c, v, width) for c, v in zip(columns, row)] for row in rows]
+    else:
+        cells = [[cell(v, width) for v in row] for row in rows]
     widths = [len(c) for c in columns]
     for row in cells:
         widths = [max(w, len(c)) for w, c in zip(widths, row)]
@@ -104,38 +193,11 @@ def to_csv(result: QueryResult) -> str:
     return buf.getvalue()
 
 
-# ---- numbers for people: the one place a figure shown in a summary is formatted ----
-
-
-def number(value: float) -> str:
-    """A figure for people: two decimals from 1 up (``12.35``), two significant digits below
-    (``0.0041``, not ``4.1e-03``), exponent only far out (``1.2e+09``, ``3.0e-08``)."""
-    if math.isnan(value) or math.isinf(value):
-        return str(value)
-    size = abs(value)
-    if size == 0:
-        return "0"
-    if size >= 1e6 or size < 1e-6:
-        return f"{value:.1e}"
-    if size >= 1:
-        return f"{value:.2f}"
-    decimals = 1 - math.floor(math.log10(size))
-    text = f"{value:.{decimals}f}"
-    if abs(float(text)) >= 1:  # 0.996 rounded up to 1.0
-        return f"{value:.2f}"
-    return text
-
-
 def ratio(value: float | None) -> str:
-    """A speedup: ``1.23x``, ``0.0041x``; ``-`` for none."""
-    return "-" if value is None else number(value) + "x"
+    """A speedup in a summary line: ``1.26x``, ``0.0041x``; ``-`` for none."""
+    return "-" if value is None else format_speedup(value)
 
 
 def percent(fraction: float | None) -> str:
-    """A fraction as a percentage: ``100%``, ``99.5%``, ``0.1%``; ``-`` for none."""
-    if fraction is None:
-        return "-"
-    if math.isnan(fraction) or math.isinf(fraction):
-        return str(fraction)
-    text = f"{fraction * 100:.1f}"
-    return text.removesuffix(".0") + "%"
+    """A share in a summary line: ``100%``, ``99.5%``; ``-`` for none."""
+    return "-" if fraction is None else format_percent(fraction)

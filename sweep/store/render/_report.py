@@ -1,5 +1,5 @@
 """The report: per-hardware summary, flagged results, leaderboard, achieved rates, backend
-scores and cross-hardware summary."""
+scores and cross-hardware summary, and the data of its pictures."""
 
 from __future__ import annotations
 
@@ -9,6 +9,15 @@ from pathlib import Path
 
 from sweep.store._query import run_sql
 from sweep.store._store import Session, Store
+from sweep.store.render._chart_data import (
+    CrossPoint,
+    RooflinePoint,
+    SpeedupBar,
+    SpeedupSample,
+    cross_points,
+    roofline_points,
+    speedup_samples,
+)
 from sweep.store.render._formats import format_table
 
 __all__ = ["Report", "ReportTable", "SpeedupBar", "build_report", "render_text"]
@@ -24,17 +33,6 @@ class ReportTable:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class SpeedupBar:
-    """One bar of the chart: a solution's geometric-mean speedup on one hardware."""
-
-    definition: str
-    solution: str
-    hardware: str
-    speedup: float | None
-    pass_rate: float
-
-
 @dataclass
 class Report:
     """Everything ``sweep report`` shows.
@@ -45,16 +43,23 @@ class Report:
         notes: Notes about the source.
         summary: Per hardware: traces, passed, definitions, solutions, workloads, newest trace.
         leaderboard: Per solution and hardware (the best ``top`` per definition and hardware).
-        backends: BackendBench-style scores per author and hardware.
+        backends: Scores per author (backend), hardware and set of operators (BackendBench
+            imports or other definitions): BackendBench's formulas beside the failures,
+            correctness first.
         cross: Per pair of hardware: shared (solution, workload) pairs and latency ratio.
-        backendbench: BackendBench's own scores over imported operators (op_type
-            ``backendbench``), per author and hardware; ``None`` when there are none.
         bars: The chart's data (solutions of the leaderboard table).
         generated_at: When the report was built.
         flagged: Traces flagged ``impossible`` (latency under the physical floor: never
             ranked) or ``suspicious`` (speedup above the bound); ``None`` when there are none.
         rates: Achieved TFLOP/s, GB/s and fraction of peak per solution and hardware, over
             ranked PASSED traces whose work is known; ``None`` when there are none.
+        samples: Per solution of the leaderboard table and hardware, its speedups (the
+            distribution picture).
+        roofline: Ranked PASSED traces carrying achieved rates (the roofline pictures);
+            ``roofline_left_out`` more were not drawn.
+        cross_points: Latency pairs PASSED on two hardware (the scatter pictures);
+            ``cross_left_out`` more were not drawn.
+        extra: Tables other commands computed (:meth:`add_table`), shown last.
     """
 
     store: str
@@ -64,19 +69,32 @@ class Report:
     leaderboard: ReportTable
     backends: ReportTable
     cross: ReportTable
-    backendbench: ReportTable | None = None
     bars: list[SpeedupBar] = field(default_factory=list)
     generated_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     flagged: ReportTable | None = None
     rates: ReportTable | None = None
+    samples: list[SpeedupSample] = field(default_factory=list)
+    roofline: list[RooflinePoint] = field(default_factory=list)
+    roofline_left_out: int = 0
+    cross_points: list[CrossPoint] = field(default_factory=list)
+    cross_left_out: int = 0
+    extra: list[ReportTable] = field(default_factory=list)
 
     @property
     def tables(self) -> list[ReportTable]:
         """The tables, in display order."""
         flagged = [self.flagged] if self.flagged is not None else []
         rates = [self.rates] if self.rates is not None else []
-        bb = [self.backendbench] if self.backendbench is not None else []
-        return [self.summary, *flagged, self.leaderboard, *rates, self.backends, *bb, self.cross]
+        return [self.summary, *flagged, self.leaderboard, *rates, self.backends, self.cross, *self.extra]
+
+    def add_table(
+        self, title: str, columns: list[str], rows: list[tuple[object, ...]], note: str = ""
+    ) -> ReportTable:
+        """Add a table whose rows were computed elsewhere (e.g. by ``sweep compare``); it is
+        shown after the others, in text and HTML, with the same number formats."""
+        table = ReportTable(title, list(columns), [tuple(r) for r in rows], note)
+        self.extra.append(table)
+        return table
 
 
 def _table(session: Session, title: str, sql: str, note: str = "") -> ReportTable:
@@ -106,25 +124,45 @@ FROM latest GROUP BY hardware ORDER BY hardware""",
         )
         leaderboard = _table(
             s,
-            "Leaderboard",
+            "Leaderboard (correct first)",
             f"""
-SELECT definition, solution, author, language, hardware, traces, passed, pass_rate,
-       geomean_speedup, op_correct, op_speedup
+SELECT rank, definition, solution, author, language, hardware, passed_rows, failed_rows, pass_rate,
+       op_correct AS all_passed, geomean_speedup AS speedup_passed, bb_speedup_failures_as_1
 FROM leaderboard
-QUALIFY row_number() OVER (PARTITION BY definition, hardware
-                           ORDER BY op_correct DESC, op_speedup DESC, solution) <= {int(top)}
-ORDER BY definition, hardware, op_correct DESC, op_speedup DESC, solution""",
-            note="geomean_speedup: over PASSED traces. op_correct: every workload passed. "
-            "op_speedup: geometric mean with failed workloads counted as 1.0 (BackendBench).",
+WHERE rank <= {int(top)}
+ORDER BY definition, hardware, rank""",
+            note="rank: per definition and hardware, solutions whose every workload passed first, then "
+            "by pass rate, then by speedup_passed (geometric mean over PASSED traces). "
+            "bb_speedup_failures_as_1: BackendBench's op speedup, failed workloads counted as 1.0 "
+            "(a kernel failing everywhere scores 1x: never rank by it alone).",
         )
         backends = _table(
             s,
-            "Backend scores (BackendBench style, per author)",
+            "Backend scores (per author, correct first; BackendBench's formulas)",
             """
-SELECT author, hardware, ops, correct_ops, correctness_rate, geomean_speedup, perf_at_1
-FROM backend_scores ORDER BY hardware, perf_at_1 DESC, geomean_speedup DESC, author""",
-            note="An op counts as correct when all its workloads pass; perf_at_1: share of ops "
-            "correct and faster than the reference. Other thresholds: SELECT * FROM perf_at(1.5).",
+SELECT author, hardware,
+       CASE WHEN op_type = 'backendbench' THEN 'BackendBench imports' ELSE 'other definitions' END
+           AS operators,
+       count(*) AS ops, count(*) FILTER (WHERE correct) AS correct_ops,
+       count(*) FILTER (WHERE NOT correct) AS failed_ops,
+       sum(passed_rows)::BIGINT AS passed_rows, sum(failed_rows)::BIGINT AS failed_rows,
+       avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS correctness_rate,
+       avg(pass_rate) AS bb_correctness_score,
+       exp(avg(ln(speedup)) FILTER (WHERE correct AND speedup > 0)) AS speedup_correct_ops,
+       exp(avg(ln(speedup))) AS bb_speedup_failures_as_1,
+       avg(CASE WHEN correct AND speedup > 1.0 THEN 1.0 ELSE 0.0 END) AS perf_at_1
+FROM op_scores
+GROUP BY author, hardware, operators
+ORDER BY hardware, operators, correctness_rate DESC, perf_at_1 DESC,
+         speedup_correct_ops DESC NULLS LAST, author""",
+            note="Per author, its best solution of each operator (as BackendBench scores a backend); "
+            "passed_rows and failed_rows count the workloads of all the author's solutions. "
+            "correctness_rate: share of operators with every workload passed. bb_correctness_score "
+            "(BackendBench's correctness score): mean over operators of the share of workloads passed. "
+            "speedup_correct_ops: geometric mean over correct operators. bb_speedup_failures_as_1 "
+            "(BackendBench's performance score): over all operators, failed workloads counted as 1.0. "
+            "perf_at_1: share of operators correct and faster than the reference; other thresholds: "
+            "SELECT * FROM perf_at(1.5).",
         )
         cross = _table(
             s,
@@ -141,21 +179,6 @@ SELECT hardware_a, hardware_b, count(*) AS pairs,
 FROM cross_hardware GROUP BY hardware_a, hardware_b ORDER BY hardware_a, hardware_b""",
             note="latency_ratio_b_over_a: geometric mean of latency on B / latency on A over "
             "pairs that passed on both; above 1 means A is faster.",
-        )
-        backendbench = _table(
-            s,
-            "BackendBench scores (imported operators, per author)",
-            """
-SELECT author, hardware, count(*) AS ops, avg(pass_rate) AS correctness_score,
-       count(*) FILTER (WHERE correct) AS all_correct_ops,
-       exp(avg(ln(speedup))) AS performance_score,
-       avg(CASE WHEN correct AND speedup > 1.0 THEN 1.0 ELSE 0.0 END) AS perf_at_1
-FROM op_scores WHERE op_type = 'backendbench'
-GROUP BY author, hardware ORDER BY hardware, perf_at_1 DESC, performance_score DESC, author""",
-            note="As BackendBench scores a backend: correctness_score: mean over operators of the share "
-            "of their workloads passed; performance_score: geometric mean over operators of each "
-            "one's geometric-mean speedup, failed workloads counted as 1.0; perf_at_1: share of "
-            "operators with every workload passed and speedup above 1.",
         )
         flagged = _table(
             s,
@@ -193,11 +216,16 @@ ORDER BY definition, hardware, median_peak_fraction DESC NULLS LAST, solution"""
                 definition=str(r[cols.index("definition")]),
                 solution=str(r[cols.index("solution")]),
                 hardware=str(r[cols.index("hardware")]),
-                speedup=_float(r[cols.index("geomean_speedup")]),
+                speedup=_float(r[cols.index("speedup_passed")]),
                 pass_rate=_float(r[cols.index("pass_rate")]) or 0.0,
             )
             for r in leaderboard.rows
         ]
+        order = {(b.definition, b.solution): i for i, b in enumerate(reversed(bars))}
+        samples = speedup_samples(s, {(b.definition, b.solution, b.hardware) for b in bars})
+        samples.sort(key=lambda x: -order.get((x.definition, x.solution), -1))
+        roof, roof_left = roofline_points(s)
+        pairs, pairs_left = cross_points(s)
         return Report(
             store.where,
             s.source,
@@ -206,10 +234,14 @@ ORDER BY definition, hardware, median_peak_fraction DESC NULLS LAST, solution"""
             leaderboard,
             backends,
             cross,
-            backendbench if backendbench.rows else None,
             bars,
             flagged=flagged if flagged.rows else None,
             rates=rates if rates.rows else None,
+            samples=samples,
+            roofline=roof,
+            roofline_left_out=roof_left,
+            cross_points=pairs,
+            cross_left_out=pairs_left,
         )
 
 
@@ -225,7 +257,7 @@ def render_text(report: Report) -> str:
         out.append("")
         out.append(f"== {t.title} ==")
         if t.rows:
-            out.append(format_table(t.columns, t.rows, width=48))
+            out.append(format_table(t.columns, t.rows, width=None, human=True))
         else:
             out.append("(none)")
         if t.note:

@@ -1,0 +1,147 @@
+"""The store's views and macros, as SQL: what SQL users query besides the tables.
+
+In dependency order (:data:`VIEW_DEPENDS` says which each reads), over evaluated traces only
+(workload-only records live in ``workloads``). ``_schema.py`` creates them.
+"""
+
+from __future__ import annotations
+
+from sweep.store._compare_view import COMPARE_VIEW
+
+__all__ = ["MACROS", "VIEWS", "VIEW_DEPENDS", "VIEW_NAMES"]
+
+# A trace that is ranked: not flagged 'impossible' (latency under the physical floor).
+_RANKED = "NOT coalesce(list_contains(flags, 'impossible'), false)"
+
+# The identity of a solution across stores: its content hash when known, else its name.
+_SOL_KEY = "coalesce(solution_hash, 'name:' || solution)"
+
+_NEWEST = "ORDER BY timestamp DESC, trace_key DESC"
+
+#: (name, body) of every view, in dependency order. Over evaluated traces only (workload-only
+#: records live in ``workloads``).
+VIEWS: list[tuple[str, str]] = [
+    (
+        "latest",
+        f"""SELECT * FROM traces
+QUALIFY row_number() OVER (
+    PARTITION BY definition, {_SOL_KEY}, workload_uuid, hardware, coalesce(settings_hash, '')
+    {_NEWEST}) = 1""",
+    ),
+    (
+        "best",
+        f"""SELECT definition, op_type, workload_uuid, axes, hardware, solution, solution_hash,
+       author, language, latency_ms, reference_latency_ms, speedup_factor, settings_hash,
+       timestamp, trace_key, tflops, gbps, peak_fraction, flags
+FROM latest
+WHERE status = 'PASSED' AND {_RANKED}
+QUALIFY row_number() OVER (
+    PARTITION BY definition, workload_uuid, hardware ORDER BY latency_ms ASC, solution ASC) = 1""",
+    ),
+    (
+        # Newest trace per hardware regardless of settings, so clusters whose settings differ
+        # slightly still line up; the settings hashes are shown so a mismatch is visible.
+        "cross_hardware",
+        f"""WITH per_hw AS (
+    SELECT * FROM traces
+    QUALIFY row_number() OVER (
+        PARTITION BY definition, {_SOL_KEY}, workload_uuid, hardware {_NEWEST}) = 1
+)
+SELECT a.definition, a.op_type, a.solution, coalesce(a.solution_hash, b.solution_hash) AS solution_hash,
+       a.workload_uuid, a.axes,
+       a.hardware AS hardware_a, b.hardware AS hardware_b,
+       a.status AS status_a, b.status AS status_b,
+       a.latency_ms AS latency_ms_a, b.latency_ms AS latency_ms_b,
+       b.latency_ms / nullif(a.latency_ms, 0) AS latency_ratio,
+       a.speedup_factor AS speedup_a, b.speedup_factor AS speedup_b,
+       b.speedup_factor / nullif(a.speedup_factor, 0) AS speedup_ratio,
+       a.settings_hash AS settings_hash_a, b.settings_hash AS settings_hash_b,
+       a.trace_key AS trace_key_a, b.trace_key AS trace_key_b
+FROM per_hw a
+JOIN per_hw b
+  ON a.definition = b.definition
+ AND coalesce(a.solution_hash, 'name:' || a.solution) = coalesce(b.solution_hash, 'name:' || b.solution)
+ AND a.workload_uuid = b.workload_uuid
+ AND a.hardware < b.hardware""",
+    ),
+    (
+        # BackendBench per solution (one op): correct when every workload passed; op_speedup
+        # (= bb_speedup_failures_as_1) counts failed workloads as 1.0. rank: correctness first
+        # (all passed, pass rate, then speedup over PASSED). 'impossible' traces left out.
+        "leaderboard",
+        f"""WITH per_solution AS (
+SELECT definition, any_value(op_type) AS op_type, solution, solution_hash,
+       any_value(author) AS author, any_value(language) AS language, hardware,
+       count(*) AS traces, count(*) FILTER (WHERE status = 'PASSED') AS passed, passed / traces AS pass_rate,
+       exp(avg(ln(speedup_factor)) FILTER (WHERE status = 'PASSED' AND speedup_factor > 0))
+           AS geomean_speedup,
+       bool_and(status = 'PASSED') AS op_correct,
+       exp(avg(ln(CASE WHEN status = 'PASSED' AND speedup_factor > 0 THEN speedup_factor
+                       ELSE 1.0 END))) AS op_speedup,
+       op_correct AND op_speedup > 1.0 AS perf_at_1,
+       passed AS passed_rows, traces - passed AS failed_rows, op_speedup AS bb_speedup_failures_as_1
+FROM latest
+WHERE {_RANKED}
+GROUP BY definition, solution, solution_hash, hardware
+)
+SELECT *, row_number() OVER (
+    PARTITION BY definition, hardware
+    ORDER BY op_correct DESC, pass_rate DESC, geomean_speedup DESC NULLS LAST, solution ASC) AS rank
+FROM per_solution""",
+    ),
+    (
+        # Per (author, op, hardware): the author's best solution, as BackendBench scores a
+        # backend; solutions, failed_solutions, passed_rows, failed_rows count all of them.
+        "op_scores",
+        """SELECT coalesce(author, '(unknown)') AS author, hardware, definition, op_type,
+       solution, op_correct AS correct, op_speedup AS speedup, pass_rate,
+       op_speedup AS bb_speedup_failures_as_1, geomean_speedup AS geomean_speedup_passed,
+       count(*) OVER w AS solutions,
+       count(*) FILTER (WHERE NOT op_correct) OVER w AS failed_solutions,
+       sum(passed_rows) OVER w AS passed_rows, sum(failed_rows) OVER w AS failed_rows
+FROM leaderboard
+WINDOW w AS (PARTITION BY coalesce(author, '(unknown)'), hardware, definition)
+QUALIFY row_number() OVER (
+    PARTITION BY coalesce(author, '(unknown)'), hardware, definition
+    ORDER BY op_correct DESC, op_speedup DESC, solution ASC) = 1""",
+    ),
+    (
+        # BackendBench per backend (author), beside the failures; geomean_speedup (=
+        # bb_speedup_failures_as_1) counts failures as 1.0, speedup_correct_ops does not.
+        "backend_scores",
+        """SELECT author, hardware, count(*) AS ops, count(*) FILTER (WHERE correct) AS correct_ops,
+       avg(CASE WHEN correct THEN 1.0 ELSE 0.0 END) AS correctness_rate,
+       exp(avg(ln(speedup))) AS geomean_speedup,
+       avg(CASE WHEN correct AND speedup > 1.0 THEN 1.0 ELSE 0.0 END) AS perf_at_1,
+       ops - correct_ops AS failed_ops, avg(pass_rate) AS bb_correctness_score, geomean_speedup AS bb_speedup_failures_as_1,
+       exp(avg(ln(speedup)) FILTER (WHERE correct AND speedup > 0)) AS speedup_correct_ops,
+       sum(passed_rows)::BIGINT AS passed_rows, sum(failed_rows)::BIGINT AS failed_rows,
+       sum(failed_solutions)::BIGINT AS failed_solutions
+FROM op_scores
+GROUP BY author, hardware""",
+    ),
+    COMPARE_VIEW,  # latest run against the previous one, per task of a sweep
+]
+
+VIEW_NAMES: list[str] = [name for name, _ in VIEWS]
+
+#: The views (or macros) each view reads, to create only what a query needs.
+VIEW_DEPENDS: dict[str, list[str]] = {
+    "latest": [],
+    "best": ["latest"],
+    "cross_hardware": [],
+    "leaderboard": ["latest"],
+    "op_scores": ["leaderboard"],
+    "backend_scores": ["op_scores"],
+    "perf_at": ["op_scores"],
+    "compare": [],
+}
+
+#: Table macros. ``perf_at(p)``: BackendBench's perf@p per backend (author) and hardware.
+MACROS: list[str] = [
+    """CREATE OR REPLACE MACRO perf_at(p) AS TABLE
+SELECT author, hardware, count(*) AS ops,
+       avg(CASE WHEN correct AND speedup > p THEN 1.0 ELSE 0.0 END) AS perf_at_p
+FROM op_scores
+GROUP BY author, hardware"""
+]

@@ -1,0 +1,132 @@
+"""The data of the report's pictures, read from the store's views: speedup bars, speedup
+samples per solution, roofline points per hardware and cross-hardware latency pairs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sweep.store._query import run_sql
+from sweep.store._store import Session
+
+__all__ = [
+    "CrossPoint",
+    "RooflinePoint",
+    "SpeedupBar",
+    "SpeedupSample",
+    "cross_points",
+    "roofline_points",
+    "speedup_samples",
+]
+
+#: Points of one picture at most (the newest are kept); the note says how many were left out.
+MAX_POINTS = 2000
+
+# A ranked trace: not flagged 'impossible'.
+_RANKED = "NOT coalesce(list_contains(flags, 'impossible'), false)"
+
+
+@dataclass(frozen=True)
+class SpeedupBar:
+    """One bar of the chart: a solution's geometric-mean speedup on one hardware."""
+
+    definition: str
+    solution: str
+    hardware: str
+    speedup: float | None
+    pass_rate: float
+
+
+@dataclass(frozen=True)
+class SpeedupSample:
+    """The speedups of one solution's PASSED traces on one hardware, and how many failed."""
+
+    definition: str
+    solution: str
+    hardware: str
+    speedups: tuple[float, ...]
+    failed: int
+
+
+@dataclass(frozen=True)
+class RooflinePoint:
+    """One PASSED trace whose work is known: FLOP per byte and the rates achieved."""
+
+    hardware: str
+    device_name: str
+    definition: str
+    solution: str
+    intensity: float | None
+    tflops: float | None
+    gbps: float | None
+
+
+@dataclass(frozen=True)
+class CrossPoint:
+    """One solution and workload PASSED on two hardware: its latency on each."""
+
+    hardware_a: str
+    hardware_b: str
+    definition: str
+    solution: str
+    workload: str
+    latency_a: float
+    latency_b: float
+
+
+def _f(v: object) -> float | None:
+    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
+
+
+def speedup_samples(session: Session, keys: set[tuple[str, str, str]]) -> list[SpeedupSample]:
+    """Per (definition, solution, hardware) of ``keys``: the speedups of its ranked PASSED
+    traces (newest per workload) and the count of the others."""
+    res = run_sql(
+        session,
+        f"""SELECT definition, solution, hardware,
+       list(speedup_factor ORDER BY speedup_factor) FILTER (WHERE status = 'PASSED' AND speedup_factor > 0),
+       count(*) FILTER (WHERE status <> 'PASSED')
+FROM latest WHERE {_RANKED}
+GROUP BY definition, solution, hardware ORDER BY definition, solution, hardware""",
+    )
+    out = []
+    for d, s, h, speeds, failed in res.rows:
+        if (str(d), str(s), str(h)) in keys:
+            vals = tuple(float(v) for v in (speeds or []) if isinstance(v, (int, float)))  # type: ignore[attr-defined]
+            out.append(SpeedupSample(str(d), str(s), str(h), vals, int(failed or 0)))  # type: ignore[call-overload]
+    return out
+
+
+def roofline_points(session: Session) -> tuple[list[RooflinePoint], int]:
+    """Ranked PASSED traces that carry achieved rates, and how many more there were."""
+    res = run_sql(
+        session,
+        f"""SELECT hardware, coalesce(device_name, hardware_raw, hardware), definition, solution,
+       work_flops / nullif(work_bytes, 0), tflops, gbps, count(*) OVER () AS n
+FROM latest
+WHERE status = 'PASSED' AND coalesce(tflops, gbps) IS NOT NULL AND {_RANKED}
+ORDER BY timestamp DESC, trace_key LIMIT {MAX_POINTS}""",
+    )
+    pts = [
+        RooflinePoint(str(h), str(dev), str(d), str(s), _f(ai), _f(tf), _f(gb))
+        for h, dev, d, s, ai, tf, gb, _ in res.rows
+    ]
+    total = int(res.rows[0][7]) if res.rows else 0  # type: ignore[call-overload]
+    return pts, total - len(pts)
+
+
+def cross_points(session: Session) -> tuple[list[CrossPoint], int]:
+    """Pairs of the ``cross_hardware`` view PASSED on both hardware, and how many more there were."""
+    res = run_sql(
+        session,
+        f"""SELECT hardware_a, hardware_b, definition, solution, workload_uuid, latency_ms_a, latency_ms_b,
+       count(*) OVER () AS n
+FROM cross_hardware
+WHERE status_a = 'PASSED' AND status_b = 'PASSED' AND latency_ms_a > 0 AND latency_ms_b > 0
+ORDER BY hardware_a, hardware_b, definition, solution, workload_uuid LIMIT {MAX_POINTS}""",
+    )
+    pts = [
+        CrossPoint(str(a), str(b), str(d), str(s), str(w), float(la), float(lb))  # type: ignore[arg-type]
+        for a, b, d, s, w, la, lb, _ in res.rows
+    ]
+    total = int(res.rows[0][7]) if res.rows else 0  # type: ignore[call-overload]
+    return pts, total - len(pts)

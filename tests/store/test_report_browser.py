@@ -1,0 +1,90 @@
+"""The HTML report in a real headless browser (Chromium): every picture is laid out with a
+real size, every bar at least 1 px tall and long, labels whole and inside the page, the
+speedup chart as wide as the page. Skips, saying why, where no Chromium binary is found
+(``SWEEP_CHROMIUM``, or ``chromium``/``chromium-browser``/``google-chrome`` on the PATH;
+Debian: ``apt-get install chromium``)."""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from sweep.store.render import build_report, render_html
+
+from .report_stores import FAST, LONG_A, LONG_B, TINY, make_report_store
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable", "chrome", "headless_shell")
+
+# Injected into a copy of the page only (the report itself has no scripts): measures what the
+# browser laid out and writes it into the DOM, which --dump-dom prints.
+_MEASURE = """<script>
+addEventListener('load', () => {
+  const box = e => { const r = e.getBoundingClientRect();
+    return {x: r.left, y: r.top, w: r.width, h: r.height, r: r.right, text: e.textContent}; };
+  const all = s => [...document.querySelectorAll(s)].map(box);
+  const out = {
+    page: document.documentElement.clientWidth,
+    charts: [...document.querySelectorAll('svg.chart')].map(s => ({cls: s.getAttribute('class'), ...box(s)})),
+    bars: all('svg.speedup-chart rect.bar'), labels: all('svg.speedup-chart text.label'),
+    dots: all('svg circle.dot'),
+  };
+  const pre = document.createElement('pre'); pre.id = 'measure'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+def _chromium() -> str | None:
+    env = os.environ.get("SWEEP_CHROMIUM")
+    if env:
+        return env
+    return next((p for p in map(shutil.which, _NAMES) if p), None)
+
+
+def _run(binary: str, *args: str) -> subprocess.CompletedProcess[str]:
+    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,1000"]
+    return subprocess.run([binary, *flags, *args], capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_report_in_a_headless_browser(tmp_path: Path) -> None:
+    binary = _chromium()
+    if binary is None:
+        pytest.skip("no Chromium binary (set SWEEP_CHROMIUM or install chromium: apt-get install chromium)")
+    page = render_html(build_report(make_report_store(tmp_path / "sweep.duckdb")))
+    measured = tmp_path / "measured.html"
+    measured.write_text(page.replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
+    res = _run(binary, "--virtual-time-budget=5000", "--dump-dom", measured.as_uri())
+    found = re.search(r'<pre id="measure">(.*?)</pre>', res.stdout, re.DOTALL)
+    assert found, f"no measurement from the browser: rc {res.returncode}, stderr {res.stderr[-2000:]}"
+    m = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+
+    kinds = [c["cls"].split()[1] for c in m["charts"]]
+    assert kinds == ["speedup-chart", "distribution-chart", "roofline", "roofline", "cross-scatter"]
+    assert all(c["w"] > 300 and c["h"] > 150 for c in m["charts"])
+    speed = m["charts"][0]
+    assert speed["w"] >= 0.9 * (m["page"] - 64)  # the page's width, less its margins
+    # Every bar is visible: at least 1 px each way (the CPU's 0.0015x ones included).
+    assert len(m["bars"]) == 3 * 2 + 2 + 1
+    assert all(b["h"] >= 1 and b["w"] >= 1 for b in m["bars"]), m["bars"]
+    # Labels: whole names, inside the chart, left of every bar, not overlapping each other.
+    labels = sorted(m["labels"], key=lambda b: b["y"])
+    assert sorted(b["text"] for b in labels) == sorted([LONG_A, LONG_B, FAST, TINY, "vec_sol"])
+    plot_left = min(b["x"] for b in m["bars"])
+    assert all(b["x"] >= speed["x"] - 0.5 and b["r"] <= plot_left + 0.5 for b in labels), labels
+    assert all(a["y"] + a["h"] <= b["y"] + 0.5 for a, b in itertools.pairwise(labels))
+    assert all(d["w"] >= 4 and d["h"] >= 4 for d in m["dots"])
+
+    # And the untouched page renders to a picture.
+    plain, shot = tmp_path / "page.html", tmp_path / "report.png"
+    plain.write_text(page, encoding="utf-8")
+    _run(binary, f"--screenshot={shot}", plain.as_uri())
+    assert shot.exists() and shot.stat().st_size > 20_000

@@ -32,6 +32,7 @@ from sweep.engine._built import CPP_SUFFIXES, BuildError, Built, cache_root, sol
 from sweep.engine._lock import FileLock
 from sweep.engine._pyimport import forget_package, import_entry, package_name
 from sweep.schema import BuildSpec, Definition, Language, Solution, SourceFile
+from sweep.schema.entry_signature import Params, signature_problem
 
 __all__ = [
     "SUPPORTED",
@@ -43,6 +44,7 @@ __all__ = [
     "check_signature",
     "interpreter_mode",
     "reference_solution",
+    "runtime_params",
     "solution_folder",
     "write_sources",
 ]
@@ -225,60 +227,55 @@ def build_solution(solution: Solution, *, cuda_ok: bool, lock_timeout_s: float =
     return build_tvm_ffi(solution, folder, cuda_ok, lock_timeout_s)
 
 
-_NEVER = 1 << 30
 _PYBIND_SIG = re.compile(r"^\s*(?:\d+\.\s*)?(\w+)\((.*)\)\s*->")
 
 
-def _count_params(fn: Callable[..., object]) -> tuple[int, int | None] | None:
-    """(required, maximum) positional parameter counts, ``None`` maximum for ``*args``;
-    ``None`` when the signature cannot be read."""
+def _pybind_params(fn: Callable[..., object]) -> Params | None:
+    """The parameters a pybind11 function's docstring shows (``run(arg0: Tensor, ...) -> ...``)."""
+    doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
+    match = _PYBIND_SIG.match(doc[0]) if doc else None
+    if match is None:
+        return None
+    args = match.group(2).strip()
+    depth, n = 0, (1 if args else 0)
+    for ch in args:
+        depth += ch in "([{<"
+        depth -= ch in ")]}>"
+        n += ch == "," and depth == 0
+    return Params(names=tuple(f"arg{i}" for i in range(n)), required=n, text=f"({args})")
+
+
+def runtime_params(fn: Callable[..., object]) -> Params | None:
+    """What a built function accepts positionally, read with ``inspect`` (or, for a pybind11
+    function, from its docstring); ``None`` when its signature cannot be read."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        doc = (getattr(fn, "__doc__", None) or "").strip().splitlines()
-        match = _PYBIND_SIG.match(doc[0]) if doc else None
-        if match is None:
-            return None
-        args = match.group(2).strip()
-        depth, n = 0, (1 if args else 0)
-        for ch in args:
-            depth += ch in "([{<"
-            depth -= ch in ")]}>"
-            n += ch == "," and depth == 0
-        return n, n
-    required, maximum = 0, 0
+        return _pybind_params(fn)
+    names: list[str] = []
+    required = 0
+    var_positional = False
+    kw_required: list[str] = []
     for p in sig.parameters.values():
         if p.kind is p.VAR_POSITIONAL:
-            return required, None
-        if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
-            maximum += 1
+            var_positional = True
+        elif p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD):
+            names.append(p.name)
             required += p.default is p.empty
         elif p.kind is p.KEYWORD_ONLY and p.default is p.empty:
-            return _NEVER, _NEVER  # a required keyword-only parameter is never passed
-    return required, maximum
+            kw_required.append(p.name)
+    return Params(tuple(names), required, var_positional, tuple(kw_required), str(sig))
 
 
 def check_signature(fn: Callable[..., object], definition: Definition, dps: bool) -> str | None:
     """Why ``fn`` cannot be called the way the engine will call it, or ``None`` if it can.
 
-    Destination-passing style: inputs then outputs, positionally; otherwise inputs only.
-    A signature that cannot be read (some C++ bindings) is accepted.
+    Destination-passing style: inputs then outputs, positionally; otherwise inputs only. The
+    rule is :func:`sweep.schema.entry_signature.signature_problem`, which ``sweep validate``
+    applies to the source before anything is built. A signature that cannot be read (some
+    C++ bindings) is accepted.
     """
-    names = list(definition.inputs) + (list(definition.outputs) if dps else [])
-    counts = _count_params(fn)
-    if counts is None:
+    params = runtime_params(fn)
+    if params is None:
         return None
-    required, maximum = counts
-    n = len(names)
-    if required <= n and (maximum is None or n <= maximum):
-        return None
-    style = "destination-passing style (inputs, then outputs)" if dps else "value-returning style (inputs)"
-    if required == _NEVER:
-        return f"the entry point has a required keyword-only parameter; it is called with {n} positional arguments"
-    try:
-        shown = str(inspect.signature(fn))
-    except (TypeError, ValueError):
-        shown = f"{required} parameter(s)"
-    return (
-        f"the entry point takes {shown} but is called in {style} with {n} argument(s): ({', '.join(names)})"
-    )
+    return signature_problem(params, list(definition.inputs), list(definition.outputs), dps)

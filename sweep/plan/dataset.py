@@ -26,6 +26,7 @@ import pydantic
 from sweep.errors import DatasetError, clip, did_you_mean, format_validation_error, reason, shown
 from sweep.schema import Definition, SafetensorsInput, Solution, Trace, Workload, check_workload
 from sweep.schema.limits import load_json, read_text
+from sweep.schema.solution_checks import solution_problems
 
 __all__ = ["LAYOUT", "Dataset", "Origin", "RecordKind", "load_dataset", "validate_roots"]
 
@@ -270,7 +271,14 @@ class _Loader:
         return f"{where}: definition: unknown definition {shown(name)}{did_you_mean(name, self.ds.definitions)}{note}"
 
     def check_solutions(self) -> None:
-        for name, sol in self.ds.solutions.items():
+        for name, sol in list(self.ds.solutions.items()):
+            where = self.ds.origin("solution", name)
+            found = solution_problems(sol, self.ds.definitions.get(sol.definition))
+            self.ds.warnings.extend(f"{where}: {p.message}" for p in found if not p.error)
+            if any(p.error for p in found):
+                self.errors.extend(f"{where}: {p.message}" for p in found if p.error)
+                del self.ds.solutions[name]
+                continue
             if sol.definition not in self.ds.definitions:
                 self.ds.warnings.append(
                     f"{self.ds.origin('solution', name)}: definition: solution {shown(name)} is for "

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import difflib
 import hashlib
 import json
 import posixpath
 from enum import Enum
 from functools import cached_property
+from typing import Any
 
 from pydantic import Field, StrictBool, field_validator, model_validator
 
@@ -14,7 +16,35 @@ from sweep.errors import listing, shown
 from sweep.schema._base import Record
 from sweep.schema.limits import relative_path_problem
 
-__all__ = ["Binding", "BuildSpec", "Language", "Solution", "SourceFile"]
+__all__ = ["Binding", "BuildSpec", "Language", "Solution", "SourceFile", "close_key"]
+
+
+def close_key(key: str, known: tuple[str, ...]) -> str | None:
+    """The known key that an unknown ``key`` most likely misspells, or ``None`` when none is
+    close (records keep unknown keys: only a near miss is worth a word)."""
+    if len(key) > 200:
+        return None
+    canon = key.replace("-", "_").lower()
+    if canon in known:
+        return canon
+    found = difflib.get_close_matches(canon, known, n=1, cutoff=0.75)
+    return found[0] if found else None
+
+
+def _missing_typos(data: Any, required: tuple[str, ...], known: tuple[str, ...]) -> Any:
+    """Before validation: a required key that is missing while a near miss of it is present
+    (``entrypoint``) is named with its near miss, not only as "Field required"."""
+    if not isinstance(data, dict):
+        return data
+    hints = []
+    for key in data:
+        if isinstance(key, str) and key not in known:
+            near = close_key(key, known)
+            if near in required and near not in data:
+                hints.append(f"missing {near!r}; found the unknown key {shown(key)} (did you mean {near!r}?)")
+    if hints:
+        raise ValueError("; ".join(hints))
+    return data
 
 
 class Language(str, Enum):
@@ -44,6 +74,11 @@ class BuildSpec(Record):
     dependencies: list[str] = Field(default_factory=list)
     destination_passing_style: StrictBool = True
     binding: Binding | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typos(cls, data: Any) -> Any:
+        return _missing_typos(data, ("language", "target_hardware", "entry_point"), tuple(cls.model_fields))
 
     @field_validator("entry_point")
     @classmethod
@@ -88,6 +123,13 @@ class Solution(Record):
     spec: BuildSpec
     sources: list[SourceFile] = Field(min_length=1)
     description: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _typos(cls, data: Any) -> Any:
+        return _missing_typos(
+            data, ("name", "definition", "author", "spec", "sources"), tuple(cls.model_fields)
+        )
 
     @model_validator(mode="after")
     def _check(self) -> Solution:

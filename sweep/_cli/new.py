@@ -1,0 +1,139 @@
+"""``sweep new solution`` and ``sweep new definition``: write records from source files and
+skeletons, at the paths of the dataset layout."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from sweep._cli.app import app
+from sweep.schema import Language
+
+__all__ = ["new_app"]
+
+new_app = typer.Typer(
+    help="Write a new record: a solution packed from source files, or a definition skeleton.",
+    no_args_is_help=True,
+    rich_markup_mode=None,
+)
+app.add_typer(new_app, name="new")
+
+RootOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--root", "-r", help="Dataset root (repeatable; default: the current directory)."),
+]
+ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")]
+PrintOpt = Annotated[bool, typer.Option("--print", help="Print the JSON to stdout; write no file.")]
+
+
+@new_app.command("solution")
+def new_solution(
+    definition: Annotated[str, typer.Argument(help="Definition name (found in the dataset roots).")],
+    files: Annotated[list[Path], typer.Argument(help="Source files; the entry file among them.")],
+    name: Annotated[
+        str | None, typer.Option("--name", help="Solution name (default: the entry file's stem).")
+    ] = None,
+    author: Annotated[str | None, typer.Option("--author", help="Author (default: $USER).")] = None,
+    language: Annotated[
+        Language | None,
+        typer.Option(
+            "--language",
+            help="Default: triton if a source imports triton, cuda with a .cu, cpp with a .cpp, else python.",
+        ),
+    ] = None,
+    entry: Annotated[
+        str | None,
+        typer.Option(
+            "--entry",
+            help="FILE::FUNCTION (default: the only top-level run, or only function, of the first .py).",
+        ),
+    ] = None,
+    dps: Annotated[
+        bool | None,
+        typer.Option(
+            "--dps/--no-dps",
+            help="Outputs passed as trailing arguments to write (--dps) or returned (--no-dps); default: from the signature.",
+        ),
+    ] = None,
+    target_hardware: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--target-hardware",
+            "-t",
+            help="Repeatable: cpu, gpu, H100... (default: cpu and gpu; gpu for cuda).",
+        ),
+    ] = None,
+    description: Annotated[
+        str | None, typer.Option("--description", help="One line about the solution.")
+    ] = None,
+    root: RootOpt = None,
+    force: ForceOpt = False,
+    print_only: PrintOpt = False,
+) -> None:
+    """Pack source files into a Solution at solutions/<author>/<op_type>/<definition>/<name>.json.
+
+    The entry point's signature is read (not imported) and checked against the definition;
+    it decides destination_passing_style. C++/CUDA entry points are not read: pass --dps/--no-dps.
+
+    Example: sweep new solution rmsnorm_h1024 my_kernel.py --author me
+    """
+    from sweep.plan.new_records import pack_solution, record_text, write_record
+
+    packed = pack_solution(
+        root or [Path(".")],
+        definition,
+        files,
+        name=name,
+        author=author,
+        language=language.value if language is not None else None,
+        entry=entry,
+        dps=dps,
+        target_hardware=target_hardware,
+        description=description,
+    )
+    text = record_text(packed.solution.to_json_obj())
+    if print_only:
+        typer.echo(text, nl=False)
+        return
+    write_record(packed.path, text, force=force)
+    typer.echo(f"wrote {packed.path}")
+    for note in packed.notes:
+        typer.echo(f"  {note}")
+    typer.echo(
+        f"next: sweep validate {' '.join(str(r) for r in root or [Path('.')])}; "
+        f"sweep eval {definition} {packed.solution.name}"
+    )
+
+
+@new_app.command("definition")
+def new_definition(
+    name: Annotated[str, typer.Argument(help="Definition name.")],
+    op_type: Annotated[
+        str | None, typer.Option("--op-type", help="Operation type (default: NAME up to its first '_').")
+    ] = None,
+    root: Annotated[
+        Path, typer.Option("--root", "-r", help="Dataset root to write under (default: .).")
+    ] = Path("."),
+    force: ForceOpt = False,
+    print_only: PrintOpt = False,
+) -> None:
+    """Write a Definition skeleton to definitions/<op_type>/<name>.json: valid JSON that loads
+    as it is (an example elementwise add), whose descriptions say what to fill in.
+
+    Example: sweep new definition layernorm_h4096 --op-type layernorm
+    """
+    from sweep.plan.new_definition import GUIDE, definition_skeleton
+    from sweep.plan.new_records import definition_path, name_part, record_text, write_record
+
+    name_part(name, "definition name")
+    op = name_part(op_type or name.split("_", 1)[0], "op_type", "--op-type")
+    text = record_text(definition_skeleton(name, op))
+    if print_only:
+        typer.echo(text, nl=False)
+        return
+    path = definition_path(root, op, name)
+    write_record(path, text, force=force)
+    typer.echo(f"wrote {path}")
+    typer.echo(GUIDE)

@@ -1,0 +1,369 @@
+"""Writing new records: a Solution packed from source files, a Definition skeleton.
+
+``sweep new solution`` and ``sweep new definition`` call :func:`pack_solution` /
+:func:`definition_skeleton` and then :func:`write_record`. Nothing is imported or built:
+the entry point's signature is read with :mod:`ast` (:mod:`sweep.schema.entry_signature`,
+the rule the engine applies at evaluation), so a packed solution is called the way it is
+written. C++/CUDA entry points are not read: their calling style is the flag's, or the
+default.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from sweep.errors import (
+    DatasetError,
+    ValidationError,
+    clip,
+    did_you_mean,
+    format_validation_error,
+    listing,
+    shown,
+)
+from sweep.plan.dataset import LAYOUT, validate_roots
+from sweep.schema import Definition, Solution
+from sweep.schema.entry_signature import dps_choice, signature_problem, static_entry, top_level_functions
+from sweep.schema.limits import FileRefused, read_text
+from sweep.schema.solution_checks import solution_problems
+
+__all__ = [
+    "Packed",
+    "definition_path",
+    "infer_language",
+    "name_part",
+    "pack_solution",
+    "record_text",
+    "write_record",
+]
+
+#: The largest source file packed into a solution.
+MAX_SOURCE_BYTES = 16 * 2**20
+_CPP = (".cpp", ".cc", ".cxx", ".c")
+_CUDA = (".cu", ".cuh")
+_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
+
+
+@dataclass(frozen=True)
+class Packed:
+    """A solution ready to write.
+
+    Attributes:
+        solution: The record.
+        path: Where the dataset layout puts it.
+        notes: What was inferred and how (language, entry point, calling style).
+    """
+
+    solution: Solution
+    path: Path
+    notes: list[str] = field(default_factory=list)
+
+
+def name_part(value: str, what: str, flag: str = "") -> str:
+    """``value`` if it is usable as one folder or file name, else a :class:`ValidationError`."""
+    if not _PART.fullmatch(value) or value in (".", ".."):
+        raise ValidationError(
+            f"{what} {shown(value)} cannot name a file: use letters, digits and _ . + - "
+            f"(at most 200, not starting with . or -){f'; pass {flag}' if flag else ''}"
+        )
+    return value
+
+
+def _imports(source: str, module: str) -> bool:
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name.split(".")[0] == module for a in node.names):
+            return True
+        if (
+            isinstance(node, ast.ImportFrom)
+            and (node.module or "").split(".")[0] == module
+            and not node.level
+        ):
+            return True
+    return False
+
+
+def infer_language(files: dict[str, str]) -> str:
+    """``triton`` (or ``tilelang``) when a Python source imports it, ``cuda`` with a ``.cu``
+    source, ``cpp`` with a C++ source, else ``python``."""
+    py = [text for path, text in files.items() if path.endswith(".py")]
+    if any(_imports(t, "triton") for t in py):
+        return "triton"
+    if any(_imports(t, "tilelang") for t in py):
+        return "tilelang"
+    if any(p.endswith(_CUDA) for p in files):
+        return "cuda"
+    if any(p.endswith(_CPP) for p in files):
+        return "cpp"
+    return "python"
+
+
+def _read_sources(files: list[Path]) -> tuple[dict[str, str], dict[Path, str]]:
+    """Each file's text under its path relative to the files' common folder; and the map
+    from each resolved file to that path."""
+    if not files:
+        raise ValidationError("no source file given")
+    resolved: list[Path] = []
+    for f in files:
+        try:
+            p = f.expanduser().resolve()
+        except (OSError, RuntimeError, ValueError) as e:
+            raise ValidationError(f"source {shown(str(f))} is not a usable path: {e}") from None
+        if not p.is_file():
+            raise ValidationError(f"source {shown(str(f))} is not a file")
+        if p in resolved:
+            raise ValidationError(f"source {shown(str(f))} is given twice")
+        resolved.append(p)
+    base = Path(os.path.commonpath([str(p.parent) for p in resolved]))
+    texts: dict[str, str] = {}
+    rel: dict[Path, str] = {}
+    for p in resolved:
+        name = p.relative_to(base).as_posix()
+        try:
+            texts[name] = read_text(p, MAX_SOURCE_BYTES)
+        except UnicodeDecodeError:
+            raise ValidationError(f"source {shown(str(p))} is not UTF-8 text") from None
+        except (OSError, FileRefused) as e:
+            raise ValidationError(f"source {shown(str(p))}: cannot read: {e}") from None
+        rel[p] = name
+    return texts, rel
+
+
+def _entry_file(given: str, texts: dict[str, str], rel: dict[Path, str]) -> str:
+    if given in texts:
+        return given
+    try:
+        p = Path(given).expanduser().resolve()
+    except (OSError, RuntimeError, ValueError):
+        p = None
+    if p is not None and p in rel:
+        return rel[p]
+    by_name = [r for r in texts if r.rsplit("/", 1)[-1] == given]
+    if len(by_name) == 1:
+        return by_name[0]
+    raise ValidationError(
+        f"--entry: file {shown(given)} is not among the sources ({listing(texts)}){did_you_mean(given, texts)}"
+    )
+
+
+def _default_entry(texts: dict[str, str]) -> str:
+    py = [p for p in texts if p.endswith(".py")]
+    if not py:
+        raise ValidationError(
+            f"no .py file among the sources ({listing(texts)}): pass --entry FILE::FUNCTION "
+            "(e.g. --entry kernel.cu::run); C++/CUDA entry points are not read here"
+        )
+    first = py[0]
+    try:
+        functions = top_level_functions(texts[first], first)
+    except ValueError as e:
+        raise ValidationError(str(e)) from None
+    if "run" in functions:
+        return f"{first}::run"
+    plain = [n for n, f in functions.items() if not f.decorated and not n.startswith("_")]
+    if len(plain) == 1:
+        return f"{first}::{plain[0]}"
+    raise ValidationError(
+        f"{first} defines {len(plain)} public undecorated top-level functions ({listing(plain)}) and "
+        f"none named 'run': pass --entry {first}::FUNCTION"
+    )
+
+
+def _flag(dps: bool) -> str:
+    return "--dps" if dps else "--no-dps"
+
+
+def _calling_style(
+    entry: str, texts: dict[str, str], definition: Definition, dps: bool | None, notes: list[str]
+) -> bool:
+    file, _, symbol = entry.partition("::")
+    inputs, outputs = list(definition.inputs), list(definition.outputs)
+    if not file.endswith(".py") or "backendbench" in definition.tags:
+        style = True if dps is None else dps
+        notes.append(
+            f"destination_passing_style: {str(style).lower()} ({'--dps/--no-dps' if dps is not None else 'the default'}; "
+            f"the signature of {entry} is not checked until it is built)"
+        )
+        return style
+    try:
+        found = static_entry(texts[file], symbol, file)
+        functions = top_level_functions(texts[file], file)
+    except ValueError as e:
+        raise ValidationError(str(e)) from None
+    if found is None:
+        if symbol not in functions and dps is None:
+            raise ValidationError(
+                f"{file} has no top-level function {shown(symbol)}{did_you_mean(symbol, functions)} "
+                f"(functions: {listing(functions)}); if it is imported or assigned there, say how it is "
+                "called with --dps (inputs, then outputs to write) or --no-dps (inputs; returns outputs)"
+            )
+        style = True if dps is None else dps
+        notes.append(f"{entry} is not a plain top-level def: its signature is not checked")
+        return style
+    ins, outs = f"({', '.join(inputs)})", f"({', '.join(outputs)})"
+    if dps is not None:
+        problem = signature_problem(found.params, inputs, outputs, dps, _flag)
+        if problem:
+            raise ValidationError(f"{entry}: {problem}")
+        notes.append(f"destination_passing_style: {str(dps).lower()} (as asked)")
+        return dps
+    choice = dps_choice(found.params, inputs, outputs)
+    if choice is None:
+        both = all(signature_problem(found.params, inputs, outputs, d) is None for d in (True, False))
+        if both:
+            raise ValidationError(
+                f"{entry} takes {found.params.shown}, which fits both calling styles of the definition "
+                f"{shown(definition.name)} (inputs {ins}, outputs {outs}): pass --dps if it takes "
+                f"({', '.join(inputs + outputs)}) and writes the outputs, or --no-dps if it takes {ins} "
+                "and returns them"
+            )
+        raise ValidationError(
+            f"{entry} takes {found.params.shown}, which fits neither calling style of the definition "
+            f"{shown(definition.name)} (inputs {ins}, outputs {outs}): make it take "
+            f"({', '.join(inputs + outputs)}) and write the outputs (--dps), or take {ins} and return "
+            "them (--no-dps)"
+        )
+    how = "inputs, then outputs to write" if choice else "inputs; returns the outputs"
+    notes.append(
+        f"destination_passing_style: {str(choice).lower()} ({entry} takes {found.params.shown}: {how})"
+    )
+    return choice
+
+
+def _find_definition(roots: list[Path], name: str) -> tuple[Definition, Path, Any]:
+    ds, errors = validate_roots(roots)
+    definition = ds.definitions.get(name)
+    if definition is None:
+        note = (
+            f"; {len(errors)} file(s) of the roots have errors ('sweep validate' lists them)"
+            if errors
+            else ""
+        )
+        raise DatasetError(
+            f"no definition {shown(name)} in {listing(str(r) for r in ds.roots)}"
+            f"{did_you_mean(name, ds.definitions)}{note}"
+        )
+    return definition, ds.root_of("definition", name), ds
+
+
+def pack_solution(
+    roots: list[Path],
+    definition_name: str,
+    files: list[Path],
+    *,
+    name: str | None = None,
+    author: str | None = None,
+    language: str | None = None,
+    entry: str | None = None,
+    dps: bool | None = None,
+    target_hardware: list[str] | None = None,
+    description: str | None = None,
+) -> Packed:
+    """Pack source files into a Solution of ``definition_name``, found in ``roots``.
+
+    Defaults: ``entry`` the only top-level ``run`` (or the only function) of the first
+    ``.py`` file; ``name`` the entry file's stem; ``author`` ``$USER``; ``language`` from the
+    sources (:func:`infer_language`); ``dps`` from the entry point's signature;
+    ``target_hardware`` ``["gpu"]`` for CUDA, else ``["cpu", "gpu"]``.
+
+    Raises:
+        DatasetError: The definition is not in the roots.
+        ValidationError: A file cannot be read, the entry point is not found or its signature
+            fits no calling style (the message says which flag to pass), a name cannot name a
+            file, or another solution of the dataset has that name.
+    """
+    definition, root, ds = _find_definition(roots, definition_name)
+    texts, rel = _read_sources(files)
+    notes: list[str] = []
+    if entry is None:
+        entry = _default_entry(texts)
+        notes.append(f"entry point: {entry} (pass --entry FILE::FUNCTION for another)")
+    else:
+        file, sep, symbol = entry.rpartition("::")
+        if not sep or not file or not symbol:
+            raise ValidationError(f"--entry: expected FILE::FUNCTION, got {shown(entry)}")
+        entry = f"{_entry_file(file, texts, rel)}::{symbol}"
+    entry_file = entry.partition("::")[0]
+    lang = language or infer_language(texts)
+    if language is None:
+        notes.append(f"language: {lang} (from the sources; pass --language to choose)")
+    style = _calling_style(entry, texts, definition, dps, notes)
+    who = author or os.environ.get("USER") or ""
+    if not who:
+        raise ValidationError("no author: pass --author (or set $USER)")
+    stem = entry_file.rsplit("/", 1)[-1].rsplit(".", 1)[0]
+    sol_name = name_part(name or stem, "solution name", "" if name else "--name")
+    spec: dict[str, Any] = {
+        "language": lang,
+        "target_hardware": target_hardware or (["gpu"] if lang == "cuda" else ["cpu", "gpu"]),
+        "entry_point": entry,
+        "dependencies": [],
+        "destination_passing_style": style,
+    }
+    if not entry_file.endswith(".py") and any(
+        m in t for t in texts.values() for m in ("PYBIND11_MODULE", "TORCH_LIBRARY")
+    ):
+        spec["binding"] = "torch"
+        notes.append("binding: torch (the sources define a PYBIND11_MODULE; else tvm-ffi)")
+    data: dict[str, Any] = {
+        "name": sol_name,
+        "definition": definition.name,
+        "author": name_part(who, "author", "--author"),
+        "description": description or f"{sol_name}: a {lang} solution of {definition.name}.",
+        "spec": spec,
+        "sources": [{"path": p, "content": t} for p, t in texts.items()],
+    }
+    try:
+        solution = Solution.model_validate(data)
+    except pydantic.ValidationError as e:
+        raise ValidationError("; ".join(format_validation_error(e, data))) from None
+    errors = [p.message for p in solution_problems(solution, definition) if p.error]
+    if errors:
+        raise ValidationError("; ".join(errors))
+    op_type = name_part(definition.op_type, "the definition's op_type", "")
+    folder = root / LAYOUT["solution"][0] / solution.author / op_type / definition.name
+    path = folder / f"{sol_name}.json"
+    if sol_name in ds.solutions and Path(ds.origin("solution", sol_name).path).resolve() != path.resolve():
+        raise ValidationError(
+            f"a solution named {shown(sol_name)} already exists ({clip(ds.origin('solution', sol_name).path)}): "
+            "pass --name"
+        )
+    return Packed(solution, path, notes)
+
+
+def record_text(record: dict[str, Any]) -> str:
+    """A record as the dataset's files hold it: indented JSON, one trailing newline."""
+    return json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+
+
+def write_record(path: Path, text: str, *, force: bool) -> None:
+    """Write ``text`` to ``path``, creating its folders; an existing file only with ``force``.
+
+    Raises:
+        ValidationError: The file exists and ``force`` is false, or cannot be written.
+    """
+    if path.exists() and not force:
+        raise ValidationError(f"{clip(str(path), 300)} exists: pass --force to overwrite it")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, path)
+    except OSError as e:
+        raise ValidationError(f"cannot write {clip(str(path), 300)}: {e.strerror or e}") from None
+
+
+def definition_path(root: Path, op_type: str, name: str) -> Path:
+    """Where the dataset layout puts a definition."""
+    return root / LAYOUT["definition"][0] / op_type / f"{name}.json"

@@ -1,0 +1,97 @@
+"""Checks of a solution against its definition that need no build: what ``sweep validate``
+adds to loading a record.
+
+- The entry point's signature, read with :mod:`ast` for Python entry files (python, triton,
+  tilelang, or a ``.py`` entry of a cuda/cpp solution), against how the engine will call it
+  (:mod:`sweep.schema.entry_signature`, the rule the engine applies to the built function).
+  C++/CUDA entry points are not checked here: their signature is known only once compiled.
+- Keys the record does not know that are close to one it does (``entrypoint``,
+  ``destination_passing_styl``). Records keep unknown keys (a newer FlashInfer-Bench may add
+  some), so a key close to nothing known is left alone.
+"""
+
+from __future__ import annotations
+
+import posixpath
+from dataclasses import dataclass
+
+from sweep.errors import clip, shown
+from sweep.schema.definition import Definition
+from sweep.schema.entry_signature import signature_problem, static_entry
+from sweep.schema.solution import BuildSpec, Solution, close_key
+
+__all__ = ["SolutionProblem", "solution_problems"]
+
+#: Keys of a solution file that upstream FlashInfer-Bench writes and kernel-sweep reads.
+_TOP_KEYS = tuple(Solution.model_fields)
+_SPEC_KEYS = tuple(BuildSpec.model_fields)
+
+
+@dataclass(frozen=True)
+class SolutionProblem:
+    """One finding: ``error`` true for what will fail (or silently change) an evaluation."""
+
+    error: bool
+    message: str
+
+
+def _unknown_keys(solution: Solution) -> list[SolutionProblem]:
+    out: list[SolutionProblem] = []
+    for key in solution.spec.model_extra or {}:
+        near = close_key(key, _SPEC_KEYS)
+        if near is None:
+            continue
+        if near in solution.spec.model_fields_set:
+            out.append(
+                SolutionProblem(False, f"spec.{clip(key)}: unknown key beside {near!r}; it is ignored")
+            )
+        else:
+            out.append(
+                SolutionProblem(
+                    True,
+                    f"spec.{clip(key)}: unknown key (did you mean {near!r}?); "
+                    f"{near!r} is not set, so its default applies",
+                )
+            )
+    for key in solution.model_extra or {}:
+        near = close_key(key, _TOP_KEYS)
+        if near is not None:
+            out.append(SolutionProblem(False, f"{clip(key)}: unknown key, kept (did you mean {near!r}?)"))
+    return out
+
+
+def _python_entry(solution: Solution) -> bool:
+    spec = solution.spec
+    return spec.entry_file.endswith(".py") or spec.language.value in ("python", "triton", "tilelang")
+
+
+def _signature(solution: Solution, definition: Definition) -> list[SolutionProblem]:
+    spec = solution.spec
+    if "backendbench" in definition.tags or not _python_entry(solution):
+        return []
+    entry = posixpath.normpath(spec.entry_file)
+    source = next(s for s in solution.sources if posixpath.normpath(s.path.replace("\\", "/")) == entry)
+    try:
+        found = static_entry(source.content, spec.entry_symbol, spec.entry_file)
+    except ValueError as e:
+        return [SolutionProblem(True, f"sources: {e}")]
+    if found is None:
+        return []  # imported or assigned: the engine checks the built function
+    problem = signature_problem(
+        found.params, list(definition.inputs), list(definition.outputs), spec.destination_passing_style
+    )
+    if problem is None:
+        return []
+    where = f"spec.entry_point: {shown(spec.entry_point)} (line {found.line})"
+    if found.decorated:
+        return [SolutionProblem(False, f"{where}: as written, before its decorators: {problem}")]
+    return [SolutionProblem(True, f"{where}: {problem}")]
+
+
+def solution_problems(solution: Solution, definition: Definition | None) -> list[SolutionProblem]:
+    """What is wrong with ``solution`` short of building it (``definition``: the one it names,
+    ``None`` when not loaded: only its keys are checked)."""
+    out = _unknown_keys(solution)
+    if definition is not None:
+        out.extend(_signature(solution, definition))
+    return out

@@ -22,7 +22,7 @@ import pydantic
 from sweep.backendbench._ops import mutation_tags, select_ops
 from sweep.backendbench._parser import MAX_FILE_BYTES, TraceRow, parse_trace_file
 from sweep.errors import DatasetError, TraceParseError, clip, format_validation_error, reason
-from sweep.schema import Definition, Trace, Workload
+from sweep.schema import BackendBenchSource, Definition, Trace, Workload
 from sweep.schema.call_args import OpName, parse_op_name
 from sweep.schema.call_json import encode_call
 from sweep.schema.limits import load_json, read_text
@@ -127,6 +127,22 @@ def _workload(row: TraceRow, source_file: str, occurrence: int) -> Workload:
     )
 
 
+def _checked_source(source_file: str) -> None:
+    """Refuse a source file name no record can hold (once per file, not per row)."""
+    try:
+        source_file.encode("utf-8")
+        BackendBenchSource(file=source_file, line=1)
+    except pydantic.ValidationError as e:
+        problems = format_validation_error(e, None, prefix="source file name")
+        raise TraceParseError("; ".join(problems)) from None
+    except UnicodeEncodeError:
+        # A file name of bytes that are not UTF-8 reads as lone surrogates, which JSON cannot hold.
+        raise TraceParseError(
+            f"source file name {source_file.encode('utf-8', 'replace').decode()!r} is not valid "
+            "UTF-8; rename the file"
+        ) from None
+
+
 def build_records(
     rows: Sequence[TraceRow],
     *,
@@ -149,6 +165,7 @@ def build_records(
         ValidationError: A name in ``ops`` matches no operator of the rows.
     """
     rep = report if report is not None else ImportReport(out=Path("."))
+    _checked_source(source_file)
     order = list(dict.fromkeys(r.op for r in rows))
     keep = set(select_ops(order, ops) if ops else order)
     by_op: dict[str, list[Workload]] = {}

@@ -410,16 +410,25 @@ def _dict(toks: list[str], i: int) -> tuple[dict[str, ArgValue], int]:
 def _string(tok: str, i: int) -> str:
     # Only escapes need Python's rules; literal_eval of a single string literal runs nothing.
     if "\\" not in tok:
-        return tok[1:-1]
-    try:
-        with warnings.catch_warnings():
-            # An unknown escape ('\d') is only a warning in Python: here it is refused.
-            warnings.simplefilter("error")
-            return str(ast.literal_eval(tok))
-    except (SyntaxError, ValueError, Warning) as e:
-        # Python says "(unicode error) 'unicodeescape' codec can't decode ...: <why>".
-        why = str(getattr(e, "msg", None) or e).rsplit(": ", 1)[-1]
-        raise _Refused(f"invalid escape in a string ({why})", i) from None
+        s = tok[1:-1]
+    else:
+        try:
+            with warnings.catch_warnings():
+                # An unknown escape ('\d') is only a warning in Python: here it is refused.
+                warnings.simplefilter("error")
+                s = str(ast.literal_eval(tok))
+        except (SyntaxError, ValueError, Warning) as e:
+            # Python says "(unicode error) 'unicodeescape' codec can't decode ...: <why>".
+            why = str(getattr(e, "msg", None) or e).rsplit(": ", 1)[-1]
+            raise _Refused(f"invalid escape in a string ({why})", i) from None
+    if not s.isascii():
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate ('\ud800') is a Python string but no JSON or UTF-8 text: its
+            # record could not be written, so the row is refused here, with its place.
+            raise _Refused("a string with a lone surrogate (not valid Unicode text)", i) from None
+    return s
 
 
 def _string_value(toks: list[str], i: int) -> ArgValue:

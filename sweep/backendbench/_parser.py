@@ -20,7 +20,7 @@ import ast
 import math
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sweep.errors import TraceParseError, clip, did_you_mean, reason
@@ -62,6 +62,10 @@ class TraceRow:
         kwargs: Keyword arguments, in written order.
         line: 1-based line number in the file.
         args_trailing_comma: The args tuple was written with a trailing comma.
+        checked: True only for rows the parser made: every value was checked as it was read
+            (the checks ``sweep.schema.call_json.decode_call`` makes, and more), so import
+            builds their records without decoding the row a second time. A row made by hand
+            leaves it False and is checked in full when imported.
     """
 
     op: str
@@ -70,6 +74,7 @@ class TraceRow:
     kwargs: dict[str, ArgValue]
     line: int
     args_trailing_comma: bool = False
+    checked: bool = field(default=False, compare=False, repr=False)
 
     @property
     def synthetic(self) -> bool:
@@ -222,7 +227,7 @@ def _parse_row(op: str, cnt: int, body: str, offset: int, lineno: int, filename:
             f"{filename}:{lineno}:{col + offset}: {e.message}: {_clip(text, 60)!r} "
             f"(in row {_clip('cnt: ' + str(cnt) + ',' + body)!r})"
         ) from None
-    return TraceRow(op, cnt, items, kwargs, lineno, trailing)
+    return TraceRow(op, cnt, items, kwargs, lineno, trailing, checked=True)
 
 
 def _check_nesting(toks: list[str]) -> None:

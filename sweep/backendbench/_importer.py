@@ -10,23 +10,26 @@ workload's ``weight``), the synthetic flag, and the file and line the row came f
 
 from __future__ import annotations
 
+import functools
 import json
 import keyword
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pydantic
 
 from sweep.backendbench._ops import mutation_tags, select_ops
 from sweep.backendbench._parser import MAX_FILE_BYTES, TraceRow, parse_trace_file
 from sweep.errors import DatasetError, TraceParseError, clip, format_validation_error, reason
-from sweep.schema import Definition, Trace, Workload
+from sweep.schema import BackendBenchSource, Definition, Workload
 from sweep.schema.call_args import OpName, parse_op_name
-from sweep.schema.call_json import encode_call
+from sweep.schema.call_json import Json, encode_call
 from sweep.schema.limits import load_json, read_text
 from sweep.schema.op_tags import BACKENDBENCH_OP_TYPE, CALL_INPUT, op_tag
+from sweep.schema.trace import workload_line
 
 __all__ = [
     "ImportReport",
@@ -42,11 +45,24 @@ _UUID_NAMESPACE = uuid.UUID("6f1c2a56-1b7e-4d0e-9a51-3c8e0f5b7d21")
 
 @dataclass(frozen=True)
 class ImportedOp:
-    """One operator's Definition and its Workloads, ready to write."""
+    """One operator's Definition and its Workloads, ready to write.
+
+    Attributes:
+        op: The operator's qualified name.
+        definition: Its Definition.
+        records: Each workload as the JSON object written, every value checked (by the
+            parser, or by the Workload model for rows made by hand).
+    """
 
     op: str
     definition: Definition
-    workloads: list[Workload]
+    records: list[dict[str, Any]]
+
+    @functools.cached_property
+    def workloads(self) -> list[Workload]:
+        """The workloads as records (validated, tree included, on first use: the import
+        command writes :attr:`records` and never builds them)."""
+        return [Workload.model_validate(r) for r in self.records]
 
 
 @dataclass
@@ -104,27 +120,42 @@ def _definition(op: OpName, source_file: str, tags: list[str]) -> Definition:
     )
 
 
-def _workload(row: TraceRow, source_file: str, occurrence: int) -> Workload:
-    args, kwargs = encode_call(row.args, row.kwargs)
-    extra: dict[str, bool] = {}
+def _workload(
+    row: TraceRow, source_file: str, uid: str, args: list[Json], kwargs: dict[str, Json]
+) -> dict[str, Any]:
+    """The workload's JSON object for a row whose arguments encode to ``args``, ``kwargs``."""
+    call: dict[str, Any] = {"type": "backendbench_args", "args": args, "kwargs": kwargs}
     if row.args_trailing_comma != (len(row.args) == 1):
-        extra["args_trailing_comma"] = row.args_trailing_comma
-    canonical = json.dumps([args, kwargs], sort_keys=True, separators=(",", ":"))
-    # Same file, operator, arguments and occurrence give the same uuid: re-importing a file
-    # is idempotent, while identical rows (which real traces have) stay distinct workloads.
-    uid = uuid.uuid5(_UUID_NAMESPACE, f"{source_file}\n{row.op}\n{canonical}\n{occurrence}")
-    call = {
-        "type": "backendbench_args",
-        "args": args,
-        "kwargs": kwargs,
-        **extra,
-        "synthetic": row.synthetic,
-        "source": {"file": source_file, "line": row.line},
-    }
-    # One validation pass (the input's tree check included) from plain data.
-    return Workload.model_validate(
-        {"uuid": str(uid), "axes": {}, "inputs": {CALL_INPUT: call}, "weight": row.cnt}
-    )
+        call["args_trailing_comma"] = row.args_trailing_comma
+    call["synthetic"] = row.synthetic
+    call["source"] = {"file": source_file, "line": row.line}
+    # Keys in the order of the models' fields, as Workload.to_json_obj() gives them.
+    record = {"uuid": uid, "axes": {}, "inputs": {CALL_INPUT: call}, "weight": row.cnt}
+    if row.checked:
+        # One decode per row: the parser checked every value as it read it (count, line and
+        # every node of the tree), and the encoding of checked values is a valid tree (the
+        # tests read every record written back through the full check), so validating the
+        # record again would only repeat the parser's work. The uuid is made here, and the
+        # source's file name was checked once for the whole file (_checked_source).
+        return record
+    # A row made by hand: the full check, the tree included.
+    return Workload.model_validate(record).to_json_obj()
+
+
+def _checked_source(source_file: str) -> None:
+    """Refuse a source file name no record can hold (once per file, not per row)."""
+    try:
+        source_file.encode("utf-8")
+        BackendBenchSource(file=source_file, line=1)
+    except pydantic.ValidationError as e:
+        problems = format_validation_error(e, None, prefix="source file name")
+        raise TraceParseError("; ".join(problems)) from None
+    except UnicodeEncodeError:
+        # A file name of bytes that are not UTF-8 reads as lone surrogates, which JSON cannot hold.
+        raise TraceParseError(
+            f"source file name {source_file.encode('utf-8', 'replace').decode()!r} is not valid "
+            "UTF-8; rename the file"
+        ) from None
 
 
 def build_records(
@@ -149,9 +180,10 @@ def build_records(
         ValidationError: A name in ``ops`` matches no operator of the rows.
     """
     rep = report if report is not None else ImportReport(out=Path("."))
+    _checked_source(source_file)
     order = list(dict.fromkeys(r.op for r in rows))
     keep = set(select_ops(order, ops) if ops else order)
-    by_op: dict[str, list[Workload]] = {}
+    by_op: dict[str, list[dict[str, Any]]] = {}
     seen: dict[tuple[str, str], int] = {}
     for row in rows:
         rep.rows_read += 1
@@ -161,11 +193,18 @@ def build_records(
         if row.synthetic and not include_synthetic:
             rep.skipped_synthetic += 1
             continue
-        key = (row.op, repr((row.args, row.kwargs)))
+        args, kwargs = encode_call(row.args, row.kwargs)
+        canonical = json.dumps([args, kwargs], sort_keys=True, separators=(",", ":"))
+        # Same file, operator, arguments and occurrence give the same uuid: re-importing a
+        # file is idempotent, while identical rows (which real traces have) stay distinct
+        # workloads. Occurrences are counted by what the uuid is made of, so no two rows share
+        # one (rows whose dicts differ only in key order have the same canonical form).
+        key = (row.op, canonical)
         occurrence = seen.get(key, 0)
         seen[key] = occurrence + 1
+        uid = uuid.uuid5(_UUID_NAMESPACE, f"{source_file}\n{row.op}\n{canonical}\n{occurrence}")
         try:
-            workload = _workload(row, source_file, occurrence)
+            workload = _workload(row, source_file, str(uid), args, kwargs)
         except pydantic.ValidationError as e:
             # The parser refuses what the records refuse; this keeps a gap between the two
             # a clean error with the row's line instead of a traceback.
@@ -206,15 +245,15 @@ def _write_op(root: Path, item: ImportedOp, report: ImportReport) -> None:
                     f"{wpath}:{lineno}: not a workload line; fix or remove the file before importing"
                 ) from None
     lines = []
-    for w in item.workloads:
-        if w.uuid in present:
+    for record in item.records:
+        uid = record["uuid"]
+        if uid in present:
             report.workloads_present += 1
             continue
-        present.add(w.uuid)
-        trace = Trace(definition=name, workload=w, solution=None, evaluation=None)
-        lines.append(trace.to_json() + "\n")
+        present.add(uid)
+        lines.append(workload_line(name, record) + b"\n")
     if lines:
-        with wpath.open("a", encoding="utf-8") as f:
+        with wpath.open("ab") as f:
             f.writelines(lines)
     report.workloads_added += len(lines)
 

@@ -20,7 +20,7 @@ import ast
 import math
 import re
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sweep.errors import TraceParseError, clip, did_you_mean, reason
@@ -62,6 +62,10 @@ class TraceRow:
         kwargs: Keyword arguments, in written order.
         line: 1-based line number in the file.
         args_trailing_comma: The args tuple was written with a trailing comma.
+        checked: True only for rows the parser made: every value was checked as it was read
+            (the checks ``sweep.schema.call_json.decode_call`` makes, and more), so import
+            builds their records without decoding the row a second time. A row made by hand
+            leaves it False and is checked in full when imported.
     """
 
     op: str
@@ -70,6 +74,7 @@ class TraceRow:
     kwargs: dict[str, ArgValue]
     line: int
     args_trailing_comma: bool = False
+    checked: bool = field(default=False, compare=False, repr=False)
 
     @property
     def synthetic(self) -> bool:
@@ -222,7 +227,7 @@ def _parse_row(op: str, cnt: int, body: str, offset: int, lineno: int, filename:
             f"{filename}:{lineno}:{col + offset}: {e.message}: {_clip(text, 60)!r} "
             f"(in row {_clip('cnt: ' + str(cnt) + ',' + body)!r})"
         ) from None
-    return TraceRow(op, cnt, items, kwargs, lineno, trailing)
+    return TraceRow(op, cnt, items, kwargs, lineno, trailing, checked=True)
 
 
 def _check_nesting(toks: list[str]) -> None:
@@ -410,16 +415,25 @@ def _dict(toks: list[str], i: int) -> tuple[dict[str, ArgValue], int]:
 def _string(tok: str, i: int) -> str:
     # Only escapes need Python's rules; literal_eval of a single string literal runs nothing.
     if "\\" not in tok:
-        return tok[1:-1]
-    try:
-        with warnings.catch_warnings():
-            # An unknown escape ('\d') is only a warning in Python: here it is refused.
-            warnings.simplefilter("error")
-            return str(ast.literal_eval(tok))
-    except (SyntaxError, ValueError, Warning) as e:
-        # Python says "(unicode error) 'unicodeescape' codec can't decode ...: <why>".
-        why = str(getattr(e, "msg", None) or e).rsplit(": ", 1)[-1]
-        raise _Refused(f"invalid escape in a string ({why})", i) from None
+        s = tok[1:-1]
+    else:
+        try:
+            with warnings.catch_warnings():
+                # An unknown escape ('\d') is only a warning in Python: here it is refused.
+                warnings.simplefilter("error")
+                s = str(ast.literal_eval(tok))
+        except (SyntaxError, ValueError, Warning) as e:
+            # Python says "(unicode error) 'unicodeescape' codec can't decode ...: <why>".
+            why = str(getattr(e, "msg", None) or e).rsplit(": ", 1)[-1]
+            raise _Refused(f"invalid escape in a string ({why})", i) from None
+    if not s.isascii():
+        try:
+            s.encode("utf-8")
+        except UnicodeEncodeError:
+            # A lone surrogate ('\ud800') is a Python string but no JSON or UTF-8 text: its
+            # record could not be written, so the row is refused here, with its place.
+            raise _Refused("a string with a lone surrogate (not valid Unicode text)", i) from None
+    return s
 
 
 def _string_value(toks: list[str], i: int) -> ArgValue:

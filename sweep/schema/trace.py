@@ -5,11 +5,12 @@ from __future__ import annotations
 import base64
 import math
 import struct
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime, timezone
 from enum import Enum
-from typing import ClassVar
+from typing import Any, ClassVar
 
+import pydantic_core
 from pydantic import Field, JsonValue, StrictBool, field_validator, model_validator
 
 from sweep.errors import shown
@@ -30,6 +31,7 @@ __all__ = [
     "TimingStats",
     "Trace",
     "check_time",
+    "workload_line",
 ]
 
 #: The span of times (UTC) a trace may carry. Outside it the value is a placeholder or a typo
@@ -294,3 +296,16 @@ class Trace(Record):
     def is_workload_only(self) -> bool:
         """True for a stored workload (no solution, no evaluation)."""
         return self.solution is None and self.evaluation is None
+
+
+def workload_line(definition: str, workload: Mapping[str, Any]) -> bytes:
+    """A ``workloads/*.jsonl`` line (no newline) for a workload given as its JSON object.
+
+    The same bytes as ``Trace(definition=..., workload=w, solution=None,
+    evaluation=None).to_json()`` for the Workload ``w`` whose ``to_json_obj()`` is
+    ``workload`` (same serializer, keys in field order), without building the records: for
+    a writer of many workloads whose values are already checked (the BackendBench import).
+    ``workload`` must be such an object; nothing here validates it.
+    """
+    line = {"definition": definition, "workload": workload, "solution": None, "evaluation": None}
+    return pydantic_core.to_json(line, inf_nan_mode="strings")

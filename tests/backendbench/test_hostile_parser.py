@@ -50,6 +50,21 @@ def test_bad_string_escapes(literal: str, why: str) -> None:
     assert "invalid escape in a string" in _refused(f"cnt: 1, ((), {{{literal}: 1}})")
 
 
+def test_lone_surrogates_are_refused() -> None:
+    # A Python string, but no UTF-8 or JSON text: its record could not be written.
+    assert "t.txt:2:11: a string with a lone surrogate" in _refused("cnt: 1, (('\\ud800',), {})")
+    assert "a string with a lone surrogate" in _refused("cnt: 1, ((), {'\\udc80': 1})")
+    assert "a string with a lone surrogate" in _refused("cnt: 1, (('a\udfff',), {})")
+
+
+def test_a_file_name_that_is_not_utf8_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    trace = tmp_path / os.fsdecode(b"t\xff.trace.txt")
+    trace.write_text(OP + "cnt: 1, ((T([2], f32),), {})\n")
+    with pytest.raises(TraceParseError, match="is not valid UTF-8"):
+        import_backendbench(trace, tmp_path / "out")
+    assert not (tmp_path / "out").exists()
+
+
 def test_good_escapes_still_read() -> None:
     [row] = parse_trace(OP + "cnt: 1, (('a\\n\\x41\\u00e9\\N{BULLET}\\'',), {})")
     assert row.args == ("a\nAé•'",)

@@ -171,14 +171,36 @@ def report(
     ] = None,
     top: Annotated[int, typer.Option("--top", min=1, help="Solutions per definition and hardware.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report's tables as JSON.")] = False,
+    compare_sides: Annotated[
+        tuple[str, str] | None,
+        typer.Option(
+            "--compare",
+            metavar="A B",
+            help="Add 'sweep compare A B' (same side syntax, 5% threshold) as a table of the report.",
+        ),
+    ] = None,
 ) -> None:
     """Print the leaderboard, backend scores and a cross-hardware summary.
 
     Example: sweep report --html results/report.html
+
+    Example: sweep report --compare sweep:nightly-prev sweep:nightly --html results/report.html
     """
     from sweep.store.render import build_report, render_html, render_text
 
     rep = build_report(store, results_dir=results_dir, top=top)
+    if compare_sides is not None:
+        from sweep._cli.compare import COLUMNS, render_summary
+        from sweep.store import compare as run_compare
+
+        a, b = compare_sides
+        result = run_compare(a, b, store=store, results_dir=results_dir, threshold=0.05)
+        rep.add_table(
+            f"compare: {a} (A) against {b} (B)",
+            COLUMNS,
+            [tuple(getattr(t, c) for c in COLUMNS) for t in result.tasks],
+            render_summary(result).replace("\n", "; "),
+        )
     typer.echo(report_json(rep) if as_json else render_text(rep))
     if html is not None:
         try:

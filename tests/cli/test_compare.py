@@ -94,3 +94,22 @@ def test_refusals(tmp_path: Path) -> None:
     assert res.stderr == "error: no hardware 'NVIDIA_H200' in the store; hardware there: NVIDIA_H100\n"
     res = runner.invoke(app, ["compare", "run:r1", "run:r2", "--store", str(tmp_path / "none.duckdb")])
     assert res.exit_code == 1 and res.stderr.startswith("error: no store at")
+
+
+def test_the_report_shows_a_comparison(tmp_path: Path) -> None:
+    db = _store(tmp_path)
+    html = tmp_path / "report.html"
+    res = runner.invoke(
+        app, ["report", "--store", str(db), "--compare", "run:r1", "run:r2", "--html", str(html)]
+    )
+    assert res.exit_code == 0, res.output
+    assert "compare: run:r1 (A) against run:r2 (B)" in res.stdout
+    assert "slower" in res.stdout and "faster" in res.stdout
+    page = html.read_text()
+    assert "compare: run:r1 (A) against run:r2 (B)" in page and "geomean ratio" in page
+    as_json = runner.invoke(app, ["report", "--store", str(db), "--compare", "run:r1", "run:r2", "--json"])
+    tables = json.loads(as_json.stdout)["tables"]
+    (cmp,) = [t for t in tables if t["title"].startswith("compare:")]
+    assert sorted(r["verdict"] for r in cmp["rows"]) == ["faster", "slower"]
+    bad = runner.invoke(app, ["report", "--store", str(db), "--compare", "rn:r1", "run:r2"])
+    assert bad.exit_code == 1 and bad.stderr.startswith("error:") and "did you mean" in bad.stderr

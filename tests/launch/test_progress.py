@@ -54,7 +54,7 @@ def test_summary_counts_statuses_and_median_speedup_per_pair() -> None:
         "median_speedup",
     ]
     assert table[2].split() == ["gemm", "bad", "1", "0", "1", "0", "-"]
-    assert table[3].split() == ["rmsnorm", "fast", "4", "3", "0", "1", "2.00x"]
+    assert table[3].split() == ["rmsnorm", "fast", "4", "3", "0", "1", "2x"]
     assert table[-1] == "PASS=PASSED, RTERR=RUNTIME_ERROR, TIMEOUT=TIMEOUT"
     assert tally.statuses == {"PASSED": 3, "TIMEOUT": 1, "RUNTIME_ERROR": 1}
     assert render_summary([]) == "no evaluations ran"

@@ -21,6 +21,7 @@ __all__ = [
     "EngineError",
     "FieldError",
     "PlanError",
+    "ProfileError",
     "StoreError",
     "SweepError",
     "TraceParseError",
@@ -76,6 +77,10 @@ class StoreError(SweepError):
 
 class ClusterError(SweepError):
     """The Ray cluster is unreachable or cannot run the sweep."""
+
+
+class ProfileError(SweepError):
+    """``sweep profile`` cannot run: no GPU, a profiling tool missing or unusable."""
 
 
 class TraceParseError(SweepError):

@@ -44,6 +44,7 @@ COMMAND_ORDER: tuple[str, ...] = (
     "query",
     "report",
     "compare",
+    "profile",
     "new",
     "ingest",
     "export",

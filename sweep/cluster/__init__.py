@@ -6,6 +6,8 @@
   a lost worker replaced, every task ending with exactly one trace.
 - :mod:`sweep.cluster.sandbox`: the supervisor of the process that evaluates (forked from a
   zygote that imported torch once), with deadlines, crash reports and failure traces.
+- :mod:`sweep.cluster.profile_tools`: a profiling tool (ncu, compute-sanitizer) over one
+  process, in its own process group, killed at its deadline.
 
 The evaluating code is a backend module named by the caller (``sweep.engine``); nothing here
 imports it, ray or torch at module level.

@@ -39,6 +39,7 @@ __all__ = [
     "ConfigOverrides",
     "DefinitionSelect",
     "OutputSettings",
+    "ProfileSettings",
     "RaySettings",
     "SolutionSelect",
     "SweepConfig",
@@ -122,6 +123,13 @@ class OutputSettings(StrictModel):
         return self.store or str(default_store_path(self.results_dir))
 
 
+class ProfileSettings(StrictModel):
+    """``sweep profile``: the deadline of each tool run and how many solution calls it sees."""
+
+    timeout_s: float = Field(default=600.0, gt=0, le=86400, description="per tool run, killed after")
+    calls: int = Field(default=5, ge=1, le=1000, description="solution calls inside the profiled range")
+
+
 class SweepConfig(StrictModel):
     """One sweep: what to evaluate (dataset and selections), on what, and how."""
 
@@ -137,6 +145,7 @@ class SweepConfig(StrictModel):
     evaluation: EvalSettings = EvalSettings()
     ray: RaySettings = RaySettings()
     output: OutputSettings = OutputSettings()
+    profile: ProfileSettings = ProfileSettings()
 
     @field_validator("dataset", mode="before")
     @classmethod
@@ -173,8 +182,10 @@ class SweepConfig(StrictModel):
         return v
 
     def config_hash(self) -> str:
-        """Stable hash of the whole config."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """Stable hash of the whole config (but ``profile``: profiling changes no result)."""
+        text = json.dumps(
+            self.model_dump(mode="json", exclude={"profile"}), sort_keys=True, separators=(",", ":")
+        )
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -12,6 +12,9 @@ Public API:
 - :class:`EngineCache`: builds, reference outputs and reference timings kept across tasks.
 - :func:`prepare_process`: call first in a fresh evaluating process (on CPU it sets
   ``TRITON_INTERPRET=1`` before triton is imported).
+- :func:`profile_run`: profile mode, the solution's calls alone inside a CUDA profiler range
+  (``python -m sweep.engine.profile_main TASKFILE`` is the process ``sweep profile`` runs under
+  ncu or compute-sanitizer); :func:`gpu_problem`: why this machine cannot profile.
 - :func:`cuda_problem`: whether this process's CUDA context still works (asked by the cluster).
 - :func:`calibrate`: measure this node's ceilings (copy bandwidth, dense GEMM rate per dtype)
   for ``sweep calibrate``.
@@ -36,6 +39,7 @@ from sweep.engine._aten_ops import operator_problem, resolve_op, schema_mutation
 from sweep.engine._cache import EngineCache
 
 if TYPE_CHECKING:
+    from sweep.engine._profile import ProfiledCalls
     from sweep.schema import Ceilings, Definition, EvalSettings, Solution, Task, Trace, Workload
 
 __all__ = [
@@ -45,8 +49,10 @@ __all__ = [
     "cuda_problem",
     "evaluate",
     "evaluate_pair",
+    "gpu_problem",
     "operator_problem",
     "prepare_process",
+    "profile_run",
     "resolve_op",
     "schema_mutations",
 ]
@@ -156,3 +162,25 @@ def evaluate_pair(
         on_trace=on_trace,
         ceilings=ceilings,
     )
+
+
+def profile_run(task: Task, device: str | None = None, calls: int = 5) -> ProfiledCalls:
+    """Build ``task``'s solution, make the inputs of its first timed input set, call it once
+    to warm up, then ``calls`` times between ``cudaProfilerStart`` and ``cudaProfilerStop``
+    (see ``_profile``).
+
+    Raises:
+        EngineError: Not a CUDA device, or the solution cannot be built or called.
+    """
+    from sweep.engine import _profile
+
+    return _profile.profile_run(task, device, calls)
+
+
+def gpu_problem() -> str | None:
+    """Why this process cannot profile: no CUDA GPU visible (``None`` when one is)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "no CUDA GPU is visible to torch on this machine"
+    return None

@@ -7,7 +7,7 @@ Layout under a results folder::
     solutions/<author>/<op_type>/<definition>/<name>.json
     calibration/<hardware>.json             the newest ceilings measured by 'sweep calibrate'
     sweep.duckdb                            tables traces, definitions, solutions, workloads,
-                                            calibrations; views latest, best, cross_hardware,
+                                            calibrations, profiles, sanitizer_findings; views latest, best, cross_hardware,
                                             leaderboard, op_scores, backend_scores, compare;
                                             macro perf_at(p)
 
@@ -28,6 +28,16 @@ from sweep.store._connection import StoreLockedError
 from sweep.store._export import ExportReport, export_parquet
 from sweep.store._ingest import IngestReport, ingest
 from sweep.store._insert import AddCounts
+from sweep.store._profile_parse import (
+    NCU_METRICS,
+    KernelProfile,
+    ProfileParseError,
+    SanitizerFinding,
+    SanitizerReport,
+    parse_ncu_csv,
+    parse_sanitizer,
+)
+from sweep.store._profiles import save_profile_results
 from sweep.store._query import QueryResult, query
 from sweep.store._row_batch import RowBatch
 from sweep.store._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_NAMES, column_names
@@ -37,6 +47,7 @@ from sweep.store._sweep_state import StatusCount, sweep_state
 from sweep.store._writer import ResultsWriter, completed_task_ids, log_path
 
 __all__ = [
+    "NCU_METRICS",
     "NODE_TABLES",
     "SCHEMA_VERSION",
     "TABLES",
@@ -47,9 +58,13 @@ __all__ = [
     "Comparison",
     "ExportReport",
     "IngestReport",
+    "KernelProfile",
+    "ProfileParseError",
     "QueryResult",
     "ResultsWriter",
     "RowBatch",
+    "SanitizerFinding",
+    "SanitizerReport",
     "Session",
     "SideInfo",
     "StatusCount",
@@ -65,7 +80,10 @@ __all__ = [
     "ingest",
     "load_calibrations",
     "log_path",
+    "parse_ncu_csv",
+    "parse_sanitizer",
     "query",
     "save_calibration",
+    "save_profile_results",
     "sweep_state",
 ]

@@ -5,7 +5,8 @@ Columns are derived from each trace's ``record``. Version 1 to 2 rebuilds the ta
 the current row builder from the old records, keeping what the old rows knew beyond the
 record (op_type, tags, author, language, solution hash, sweep, run id, config and settings
 hashes). Version 2 to 3 adds columns at the end of ``traces`` and fills them from the records
-in SQL (no row leaves DuckDB), and adds the ``calibrations`` table.
+in SQL (no row leaves DuckDB), and adds the ``calibrations`` table. Version 3 to 4 adds the
+``profiles`` and ``sanitizer_findings`` tables.
 """
 
 from __future__ import annotations
@@ -109,8 +110,14 @@ def _v2_to_v3(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(stmt)
 
 
+def _v3_to_v4(con: duckdb.DuckDBPyConnection) -> None:
+    """Adds the ``profiles`` and ``sanitizer_findings`` tables (``sweep profile``)."""
+    for stmt in create_tables_sql():
+        con.execute(stmt)
+
+
 #: ``from version -> step`` to the next version.
-_STEPS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {1: _v1_to_v2, 2: _v2_to_v3}
+_STEPS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
 
 
 def migrate(con: duckdb.DuckDBPyConnection, version: int) -> None:

@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 #: Bump when a table changes, and add a migration in ``_migrate.py``.
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 
 # (column, DuckDB type). Arrow types follow from the DuckDB type (see ``_ARROW``).
 _TRACES: list[tuple[str, str]] = [
@@ -176,7 +176,40 @@ TABLES: dict[str, list[tuple[str, str]]] = {
     "log_progress": _LOG_PROGRESS,
 }
 #: Tables of what was measured on the nodes themselves, not of results.
-NODE_TABLES: dict[str, list[tuple[str, str]]] = {"calibrations": _CALIBRATIONS}
+# ``sweep profile`` (schema version 4): one row per kernel launch ncu profiled, and one per
+# kind of error and kernel a compute-sanitizer tool reported; joined to traces by task_id.
+PROFILES: list[tuple[str, str]] = [
+    ("task_id", "VARCHAR"),
+    ("profiled_at", "TIMESTAMPTZ"),
+    ("launch", "BIGINT"),
+    ("kernel", "VARCHAR"),
+    ("duration_ms", "DOUBLE"),
+    ("sm_throughput_pct", "DOUBLE"),
+    ("dram_throughput_pct", "DOUBLE"),
+    ("memory_throughput_pct", "DOUBLE"),
+    ("achieved_occupancy_pct", "DOUBLE"),
+    ("registers_per_thread", "BIGINT"),
+    ("shared_mem_per_block", "BIGINT"),
+    ("grid_size", "BIGINT"),
+    ("block_size", "BIGINT"),
+    ("limiter", "VARCHAR"),
+    ("report", "VARCHAR"),
+]
+SANITIZER_FINDINGS: list[tuple[str, str]] = [
+    ("task_id", "VARCHAR"),
+    ("profiled_at", "TIMESTAMPTZ"),
+    ("tool", "VARCHAR"),
+    ("kind", "VARCHAR"),
+    ("kernel", "VARCHAR"),
+    ("count", "BIGINT"),
+    ("first_message", "VARCHAR"),
+    ("report", "VARCHAR"),
+]
+NODE_TABLES: dict[str, list[tuple[str, str]]] = {
+    "calibrations": _CALIBRATIONS,
+    "profiles": PROFILES,
+    "sanitizer_findings": SANITIZER_FINDINGS,
+}
 _ALL_TABLES = {**TABLES, **NODE_TABLES}
 
 

@@ -1,0 +1,109 @@
+"""One tool over one task's profile process: the command lines, the run, the parsed rows."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sweep.cluster.profile_tools import ToolRun, run_tool
+from sweep.errors import ProfileError, clip
+from sweep.store import (
+    NCU_METRICS,
+    KernelProfile,
+    ProfileParseError,
+    SanitizerReport,
+    parse_ncu_csv,
+    parse_sanitizer,
+)
+
+__all__ = ["ncu_problem", "run_ncu", "run_sanitizer", "tool_failure"]
+
+
+def ncu_problem(output: str) -> str | None:
+    """Why ncu could not profile, from its output (counters not readable, no GPU), or ``None``."""
+    if "ERR_NVGPUCTRPERM" in output:
+        return (
+            "ncu cannot read the GPU's performance counters (ERR_NVGPUCTRPERM): this user lacks "
+            "permission; run as root or set the driver option NVreg_RestrictProfilingToAdminUsers=0"
+        )
+    for line in output.splitlines():
+        if line.startswith("==ERROR==") and "profiling is not supported" in line.lower():
+            return f"ncu: {clip(line.removeprefix('==ERROR==').strip(), 200)}"
+    return None
+
+
+def tool_failure(run: ToolRun, what: str, timeout_s: float) -> str | None:
+    """What went wrong with a tool run, for the task's problems (``None``: it exited 0)."""
+    if run.timed_out:
+        return f"{what} was killed after its deadline of {timeout_s:g} s (profile.timeout_s)"
+    if run.returncode:
+        tail = [ln for ln in run.output.splitlines() if ln.strip()][-3:]
+        return f"{what} exited with status {run.returncode}: " + clip(" | ".join(tail), 300)
+    return None
+
+
+def run_ncu(
+    ncu: str, target: list[str], folder: Path, ncu_set: str, timeout_s: float, problems: list[str]
+) -> list[KernelProfile] | None:
+    """Profile ``target`` (only its profiler range) into ``folder/profile.ncu-rep`` and read
+    the kernels back (``None`` when there is no report).
+
+    Raises:
+        ProfileError: ncu cannot read the counters (``ERR_NVGPUCTRPERM``) or profile this GPU.
+    """
+    report = folder / "profile.ncu-rep"
+    report.unlink(missing_ok=True)
+    argv = [
+        ncu,
+        "--profile-from-start",
+        "off",
+        "--clock-control",
+        "none",
+        "--set",
+        ncu_set,
+        "--metrics",
+        ",".join(NCU_METRICS),
+        "--export",
+        str(folder / "profile"),
+        "--force-overwrite",
+        *target,
+    ]
+    run = run_tool(argv, timeout_s=timeout_s, log_path=folder / "ncu.log")
+    problem = ncu_problem(run.output)
+    if problem is not None:
+        raise ProfileError(problem)
+    failure = tool_failure(run, "ncu", timeout_s)
+    if failure:
+        problems.append(failure)
+    if not report.is_file():
+        problems.append(f"ncu wrote no report (see {folder / 'ncu.log'})")
+        return None
+    page = run_tool(
+        [ncu, "--import", str(report), "--csv", "--page", "raw", "--print-units", "base"],
+        timeout_s=timeout_s,
+        log_path=folder / "ncu-raw.csv",
+    )
+    try:
+        return parse_ncu_csv(page.output)
+    except ProfileParseError as e:
+        problems.append(f"{e} (see {folder / 'ncu-raw.csv'})")
+        return None
+
+
+def run_sanitizer(
+    sanitizer: str, tool: str, target: list[str], folder: Path, timeout_s: float, problems: list[str]
+) -> SanitizerReport | None:
+    """Run ``target`` under ``compute-sanitizer --tool TOOL`` (the whole process is checked)
+    into ``folder/sanitizer-TOOL.txt`` and parse it (``None``: no summary, see problems)."""
+    log = folder / f"sanitizer-{tool}.txt"
+    argv = [sanitizer, "--tool", tool, "--print-limit", "100", *target]
+    run = run_tool(argv, timeout_s=timeout_s, log_path=log)
+    try:
+        report = parse_sanitizer(run.output, tool)
+    except ProfileParseError as e:
+        problems.append(f"{e} (see {log})")
+        return None
+    if report.errors == 0:
+        failure = tool_failure(run, f"compute-sanitizer --tool {tool}", timeout_s)
+        if failure:
+            problems.append(failure)
+    return report

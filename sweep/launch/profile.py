@@ -1,0 +1,223 @@
+"""``sweep profile``: re-run chosen tasks of a sweep under ncu and/or compute-sanitizer.
+
+Which tasks: by default the best PASSED solution per definition x workload x hardware (the
+store's ``best`` view); ``where`` filters the ``latest`` view instead; ``task_ids`` names
+them. Each task is planned again from the config (so it is the very task the sweep ran, same
+settings and seed) and run in a process of its own, ``python -m sweep.engine.profile_main``,
+under each tool in turn (``sweep.cluster.profile_tools``: own process group, killed at
+``profile.timeout_s``), sequentially on this node's GPU. Artifacts go to
+``<results>/profiles/<task_id>/``; the parsed rows to the store's ``profiles`` and
+``sanitizer_findings`` tables.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sweep.cluster.profile_tools import find_tool
+from sweep.config import ConfigOverrides, SweepConfig, load_config
+from sweep.errors import ProfileError, shown
+from sweep.launch._profile_run import ncu_problem, run_ncu, run_sanitizer
+from sweep.launch.driver import operator_check
+from sweep.plan import build_plan, select, with_lines
+from sweep.plan.dataset import load_dataset
+from sweep.schema.task import Task
+from sweep.store import KernelProfile, SanitizerReport
+
+__all__ = [
+    "SANITIZER_TOOLS",
+    "ProfileOptions",
+    "ProfileResult",
+    "TaskProfile",
+    "choose_task_ids",
+    "ncu_problem",
+    "profile",
+]
+
+#: The compute-sanitizer tools ``sweep profile`` runs, in order.
+SANITIZER_TOOLS: tuple[str, ...] = ("memcheck", "racecheck", "initcheck", "synccheck")
+_TOOLS = {"ncu": ("ncu", "SWEEP_NCU"), "sanitizer": ("compute-sanitizer", "SWEEP_COMPUTE_SANITIZER")}
+
+
+@dataclass
+class ProfileOptions:
+    """What ``sweep profile`` runs: which tasks (``where`` on ``latest``, or ``task_ids``;
+    default the ``best`` view), which tool (``ncu``, ``sanitizer``, ``both``), ncu's set."""
+
+    where: str | None = None
+    task_ids: list[str] = field(default_factory=list)
+    tool: str = "both"
+    ncu_set: str = "basic"
+    overrides: ConfigOverrides | None = None
+    device: str | None = None
+    #: Told each step (``sweep profile`` prints them); ``None``: silent.
+    on_step: Callable[[str], None] | None = None
+
+
+@dataclass
+class TaskProfile:
+    """One task profiled: the kernels ncu saw, each sanitizer tool's report, what went wrong."""
+
+    task_id: str
+    definition: str
+    solution: str
+    workload: str
+    folder: Path
+    kernels: list[KernelProfile] | None = None
+    sanitizer: list[SanitizerReport] = field(default_factory=list)
+    problems: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ProfileResult:
+    """Every task profiled, where the rows went, and tasks asked for that the plan lacks."""
+
+    store_path: Path
+    profiles: list[TaskProfile]
+    missing: list[str] = field(default_factory=list)
+
+
+def _tools(tool: str) -> list[str]:
+    if tool not in ("ncu", "sanitizer", "both"):
+        raise ProfileError(f"--tool must be ncu, sanitizer or both (got {shown(tool)})")
+    return ["ncu", "sanitizer"] if tool == "both" else [tool]
+
+
+def _executables(tools: list[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for tool in tools:
+        name, env_var = _TOOLS[tool]
+        path = find_tool(name, env_var)
+        if path is None:
+            where = (
+                f"${env_var} ({shown(os.environ[env_var])}) is not an executable"
+                if os.environ.get(env_var)
+                else "it is not on PATH"
+            )
+            raise ProfileError(
+                f"{name} is needed for --tool {tool} but {where}; install the CUDA toolkit's {name} or set ${env_var}"
+            )
+        found[tool] = path
+    return found
+
+
+def choose_task_ids(
+    store_path: Path, results_dir: Path, where: str | None, task_ids: Sequence[str]
+) -> list[str]:
+    """The task ids to profile, in order (see the module)."""
+    from sweep.store import query
+
+    if task_ids:
+        return list(dict.fromkeys(task_ids))
+    if where:
+        sql = f"SELECT DISTINCT task_id FROM (SELECT * FROM latest WHERE {where}) WHERE task_id IS NOT NULL ORDER BY task_id"
+    else:
+        sql = (
+            "SELECT DISTINCT t.task_id FROM best b JOIN traces t USING (trace_key) "
+            "WHERE t.task_id IS NOT NULL ORDER BY t.task_id"
+        )
+    return [str(r[0]) for r in query(store_path, sql, results_dir=results_dir).rows]
+
+
+def _plan_tasks(config: SweepConfig, config_path: str | Path, hardware: set[str]) -> dict[str, Task]:
+    from sweep.errors import PlanError
+
+    dataset = load_dataset(config.dataset)
+    try:
+        selection = select(config, dataset)
+    except PlanError as e:
+        raise with_lines(e, config_path) from None
+    tasks: dict[str, Task] = {}
+    for target in sorted(hardware):
+        for task in build_plan(selection, target, unavailable=operator_check).tasks:
+            tasks[task.task_id] = task
+    return tasks
+
+
+def _hardware_of(store_path: Path, results_dir: Path, ids: list[str]) -> set[str]:
+    from sweep.store import query
+
+    quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+    res = query(
+        store_path,
+        f"SELECT DISTINCT hardware FROM traces WHERE task_id IN ({quoted})",
+        results_dir=results_dir,
+    )
+    return {str(r[0]) for r in res.rows if r[0]}
+
+
+def profile(config_path: str | Path, options: ProfileOptions | None = None) -> ProfileResult:
+    """Profile the chosen tasks of the sweep at ``config_path`` (see the module).
+
+    Raises:
+        ProfileError: No GPU here, a tool missing or unusable (counters not readable).
+        ConfigError, DatasetError, PlanError, StoreError: As for a launch and a query.
+    """
+    from sweep.engine import gpu_problem
+
+    opts = options or ProfileOptions()
+    tools = _tools(opts.tool)
+    if opts.ncu_set not in ("basic", "full"):
+        raise ProfileError(f"--ncu-set must be basic or full (got {shown(opts.ncu_set)})")
+    problem = gpu_problem()
+    if problem is not None:
+        raise ProfileError(f"sweep profile needs a CUDA GPU: {problem}")
+    exe = _executables(tools)
+    config = load_config(config_path, opts.overrides)
+    results_dir = Path(config.output.results_dir)
+    store_path = Path(config.output.store_path())
+    ids = choose_task_ids(store_path, results_dir, opts.where, opts.task_ids)
+    if not ids:
+        raise ProfileError("no task to profile: the store has no trace that the selection picks")
+    planned = _plan_tasks(config, config_path, _hardware_of(store_path, results_dir, ids))
+    result = ProfileResult(store_path, [], [i for i in ids if i not in planned])
+    for tid in ids:
+        if tid in planned:
+            result.profiles.append(_profile_task(planned[tid], config, exe, opts, results_dir, store_path))
+    return result
+
+
+def _profile_task(
+    task: Task,
+    config: SweepConfig,
+    exe: dict[str, str],
+    opts: ProfileOptions,
+    results_dir: Path,
+    store_path: Path,
+) -> TaskProfile:
+    from sweep.store import save_profile_results
+
+    folder = results_dir / "profiles" / task.task_id
+    folder.mkdir(parents=True, exist_ok=True)
+    task_file = folder / "task.json"
+    task_file.write_text(task.model_dump_json(), encoding="utf-8")
+    target = [sys.executable, "-m", "sweep.engine.profile_main", str(task_file), str(config.profile.calls)]
+    if opts.device:
+        target.append(opts.device)
+    out = TaskProfile(task.task_id, task.definition.name, task.solution.name, task.workload.uuid, folder)
+    say = opts.on_step or (lambda _text: None)
+    if "ncu" in exe:
+        say(f"{task.task_id}: ncu ({opts.ncu_set}) on {task.solution.name} / {task.workload.uuid}")
+        out.kernels = run_ncu(
+            exe["ncu"], target, folder, opts.ncu_set, config.profile.timeout_s, out.problems
+        )
+    if "sanitizer" in exe:
+        for tool in SANITIZER_TOOLS:
+            say(f"{task.task_id}: compute-sanitizer --tool {tool}")
+            report = run_sanitizer(
+                exe["sanitizer"], tool, target, folder, config.profile.timeout_s, out.problems
+            )
+            if report is not None:
+                out.sanitizer.append(report)
+    save_profile_results(
+        store_path,
+        task.task_id,
+        kernels=out.kernels,
+        ncu_report=str(folder / "profile.ncu-rep"),
+        sanitizer=[(r, str(folder / f"sanitizer-{r.tool}.txt")) for r in out.sanitizer],
+    )
+    return out

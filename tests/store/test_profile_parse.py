@@ -80,9 +80,24 @@ def test_clean_report_has_no_findings() -> None:
 @pytest.mark.parametrize(
     ("name", "tool", "kind", "kernel"),
     [
-        ("racecheck.txt", "racecheck", "Error: Race reported between Write access", "reduce_kernel(float *, int)"),
-        ("initcheck.txt", "initcheck", "Uninitialized __global__ memory read", "scale_kernel(const float *, float *, int)"),
-        ("synccheck.txt", "synccheck", "Barrier error detected. Divergent thread(s) in warp", "divergent_kernel(float *)"),
+        (
+            "racecheck.txt",
+            "racecheck",
+            "Error: Race reported between Write access",
+            "reduce_kernel(float *, int)",
+        ),
+        (
+            "initcheck.txt",
+            "initcheck",
+            "Uninitialized __global__ memory read",
+            "scale_kernel(const float *, float *, int)",
+        ),
+        (
+            "synccheck.txt",
+            "synccheck",
+            "Barrier error detected. Divergent thread(s) in warp",
+            "divergent_kernel(float *)",
+        ),
     ],
 )
 def test_other_tools(name: str, tool: str, kind: str, kernel: str) -> None:
@@ -97,7 +112,9 @@ def test_summary_without_findings_is_kept() -> None:
     assert [(f.kind, f.count) for f in report.findings] == [("unparsed", 4)]
 
 
-@pytest.mark.parametrize("text", ["", "Segmentation fault\n", "========= COMPUTE-SANITIZER\n========= Invalid\n"])
+@pytest.mark.parametrize(
+    "text", ["", "Segmentation fault\n", "========= COMPUTE-SANITIZER\n========= Invalid\n"]
+)
 def test_sanitizer_refuses_unfinished(text: str) -> None:
     with pytest.raises(ProfileParseError, match="no 'ERROR SUMMARY' line"):
         parse_sanitizer(text, "memcheck")
@@ -106,12 +123,12 @@ def test_sanitizer_refuses_unfinished(text: str) -> None:
 _LINES = st.lists(
     st.one_of(
         st.text(max_size=60),
-        st.sampled_from(["=========", "========= ", "=========     at k+0x1", "========= ERROR SUMMARY: 2 errors"]).flatmap(
-            lambda p: st.text(max_size=20).map(lambda t: p + t)
-        ),
-        st.lists(st.sampled_from(['"', ",", "ID", "Kernel Name", "gpu__time_duration.sum", "1,2", "x"]), max_size=8).map(
-            "".join
-        ),
+        st.sampled_from(
+            ["=========", "========= ", "=========     at k+0x1", "========= ERROR SUMMARY: 2 errors"]
+        ).flatmap(lambda p: st.text(max_size=20).map(lambda t: p + t)),
+        st.lists(
+            st.sampled_from(['"', ",", "ID", "Kernel Name", "gpu__time_duration.sum", "1,2", "x"]), max_size=8
+        ).map("".join),
     ),
     max_size=12,
 ).map("\n".join)

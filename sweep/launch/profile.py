@@ -25,6 +25,7 @@ from sweep.launch._profile_run import ncu_problem, run_ncu, run_sanitizer
 from sweep.launch.driver import operator_check
 from sweep.plan import build_plan, select, with_lines
 from sweep.plan.dataset import load_dataset
+from sweep.schema.hardware import config_target
 from sweep.schema.task import Task
 from sweep.store import KernelProfile, SanitizerReport
 
@@ -87,7 +88,7 @@ def _tools(tool: str) -> list[str]:
     return ["ncu", "sanitizer"] if tool == "both" else [tool]
 
 
-def _executables(tools: list[str]) -> dict[str, str]:
+def _executables(tools: list[str], flag: str) -> dict[str, str]:
     found: dict[str, str] = {}
     for tool in tools:
         name, env_var = _TOOLS[tool]
@@ -99,7 +100,7 @@ def _executables(tools: list[str]) -> dict[str, str]:
                 else "it is not on PATH"
             )
             raise ProfileError(
-                f"{name} is needed for --tool {tool} but {where}; install the CUDA toolkit's {name} or set ${env_var}"
+                f"{name} is needed for --tool {flag} but {where}; install the CUDA toolkit's {name} or set ${env_var}"
             )
         found[tool] = path
     return found
@@ -166,14 +167,16 @@ def profile(config_path: str | Path, options: ProfileOptions | None = None) -> P
     problem = gpu_problem()
     if problem is not None:
         raise ProfileError(f"sweep profile needs a CUDA GPU: {problem}")
-    exe = _executables(tools)
+    exe = _executables(tools, opts.tool)
     config = load_config(config_path, opts.overrides)
     results_dir = Path(config.output.results_dir)
     store_path = Path(config.output.store_path())
     ids = choose_task_ids(store_path, results_dir, opts.where, opts.task_ids)
     if not ids:
         raise ProfileError("no task to profile: the store has no trace that the selection picks")
-    planned = _plan_tasks(config, config_path, _hardware_of(store_path, results_dir, ids))
+    target = config_target(config.hardware)  # None: hardware auto, the store's traces say
+    hardware = {target} if target is not None else _hardware_of(store_path, results_dir, ids)
+    planned = _plan_tasks(config, config_path, hardware)
     result = ProfileResult(store_path, [], [i for i in ids if i not in planned])
     for tid in ids:
         if tid in planned:

@@ -33,39 +33,41 @@ def save_profile_results(
         with store.writing() as con:
             if kernels is not None:
                 con.execute("DELETE FROM profiles WHERE task_id = ?", [task_id])
-                con.executemany(
-                    "INSERT INTO profiles VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (
-                            task_id,
-                            now,
-                            k.launch,
-                            k.kernel,
-                            k.duration_ms,
-                            k.sm_throughput_pct,
-                            k.dram_throughput_pct,
-                            k.memory_throughput_pct,
-                            k.achieved_occupancy_pct,
-                            k.registers_per_thread,
-                            k.shared_mem_per_block,
-                            k.grid_size,
-                            k.block_size,
-                            k.limiter,
-                            ncu_report,
-                        )
-                        for k in kernels
-                    ],
-                )
+                if kernels:
+                    con.executemany(
+                        "INSERT INTO profiles VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                        [
+                            (
+                                task_id,
+                                now,
+                                k.launch,
+                                k.kernel,
+                                k.duration_ms,
+                                k.sm_throughput_pct,
+                                k.dram_throughput_pct,
+                                k.memory_throughput_pct,
+                                k.achieved_occupancy_pct,
+                                k.registers_per_thread,
+                                k.shared_mem_per_block,
+                                k.grid_size,
+                                k.block_size,
+                                k.limiter,
+                                ncu_report,
+                            )
+                            for k in kernels
+                        ],
+                    )
             for report, path in sanitizer or []:
                 con.execute(
                     "DELETE FROM sanitizer_findings WHERE task_id = ? AND tool = ?", [task_id, report.tool]
                 )
-                con.executemany(
-                    "INSERT INTO sanitizer_findings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                    [
-                        (task_id, now, f.tool, f.kind, f.kernel, f.count, f.first_message, path)
-                        for f in report.findings
-                    ],
-                )
+                if report.findings:
+                    con.executemany(
+                        "INSERT INTO sanitizer_findings VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                        [
+                            (task_id, now, f.tool, f.kind, f.kernel, f.count, f.first_message, path)
+                            for f in report.findings
+                        ],
+                    )
     finally:
         store.close()

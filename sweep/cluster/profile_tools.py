@@ -11,7 +11,7 @@ import os
 import shutil
 import subprocess
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -45,7 +45,14 @@ def find_tool(name: str, env_var: str) -> str | None:
     return shutil.which(name)
 
 
-def run_tool(argv: Sequence[str], *, timeout_s: float, log_path: Path, cwd: Path | None = None) -> ToolRun:
+def run_tool(
+    argv: Sequence[str],
+    *,
+    timeout_s: float,
+    log_path: Path,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> ToolRun:
     """Run ``argv`` in its own process group, its output to ``log_path``, killed (the whole
     group) after ``timeout_s`` seconds.
 
@@ -61,6 +68,7 @@ def run_tool(argv: Sequence[str], *, timeout_s: float, log_path: Path, cwd: Path
             stdout=log,
             stderr=subprocess.STDOUT,
             cwd=cwd,
+            env=None if env is None else dict(env),
             start_new_session=True,
         )
         try:

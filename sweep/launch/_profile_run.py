@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from sweep.cluster.profile_tools import ToolRun, run_tool
@@ -92,11 +93,15 @@ def run_ncu(
 def run_sanitizer(
     sanitizer: str, tool: str, target: list[str], folder: Path, timeout_s: float, problems: list[str]
 ) -> SanitizerReport | None:
-    """Run ``target`` under ``compute-sanitizer --tool TOOL`` (the whole process is checked)
-    into ``folder/sanitizer-TOOL.txt`` and parse it (``None``: no summary, see problems)."""
+    """Run ``target`` under ``compute-sanitizer --tool TOOL`` (the whole process is checked,
+    torch's caching allocator off) into ``folder/sanitizer-TOOL.txt`` and parse it
+    (``None``: no summary, see problems)."""
     log = folder / f"sanitizer-{tool}.txt"
     argv = [sanitizer, "--tool", tool, "--print-limit", "100", *target]
-    run = run_tool(argv, timeout_s=timeout_s, log_path=log)
+    # Without torch's caching allocator every tensor is an allocation of its own, so a read
+    # past a tensor's end is past an allocation's end, which is what memcheck sees.
+    env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+    run = run_tool(argv, timeout_s=timeout_s, log_path=log, env=env)
     try:
         report = parse_sanitizer(run.output, tool)
     except ProfileParseError as e:

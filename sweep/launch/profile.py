@@ -35,8 +35,10 @@ __all__ = [
     "ProfileResult",
     "TaskProfile",
     "choose_task_ids",
+    "find_tools",
     "ncu_problem",
     "profile",
+    "profile_task",
 ]
 
 #: The compute-sanitizer tools ``sweep profile`` runs, in order.
@@ -86,6 +88,15 @@ def _tools(tool: str) -> list[str]:
     if tool not in ("ncu", "sanitizer", "both"):
         raise ProfileError(f"--tool must be ncu, sanitizer or both (got {shown(tool)})")
     return ["ncu", "sanitizer"] if tool == "both" else [tool]
+
+
+def find_tools(tool: str) -> dict[str, str]:
+    """The executables ``--tool TOOL`` needs (``ncu``, ``sanitizer``, ``both``), by tool.
+
+    Raises:
+        ProfileError: ``tool`` is none of those, or an executable is missing.
+    """
+    return _executables(_tools(tool), tool)
 
 
 def _executables(tools: list[str], flag: str) -> dict[str, str]:
@@ -180,47 +191,66 @@ def profile(config_path: str | Path, options: ProfileOptions | None = None) -> P
     result = ProfileResult(store_path, [], [i for i in ids if i not in planned])
     for tid in ids:
         if tid in planned:
-            result.profiles.append(_profile_task(planned[tid], config, exe, opts, results_dir, store_path))
+            done = profile_task(
+                planned[tid],
+                exe,
+                results_dir / "profiles" / tid,
+                calls=config.profile.calls,
+                timeout_s=config.profile.timeout_s,
+                ncu_set=opts.ncu_set,
+                device=opts.device,
+                store_path=store_path,
+                on_step=opts.on_step,
+            )
+            result.profiles.append(done)
     return result
 
 
-def _profile_task(
+def profile_task(
     task: Task,
-    config: SweepConfig,
-    exe: dict[str, str],
-    opts: ProfileOptions,
-    results_dir: Path,
-    store_path: Path,
+    tools: dict[str, str],
+    folder: Path,
+    *,
+    calls: int = 5,
+    timeout_s: float = 600.0,
+    ncu_set: str = "basic",
+    device: str | None = None,
+    store_path: Path | None = None,
+    on_step: Callable[[str], None] | None = None,
 ) -> TaskProfile:
+    """Profile one task, in processes of its own, into ``folder``: under ncu and/or each
+    compute-sanitizer tool (``tools``: ``{"ncu": path, "sanitizer": path}``, as
+    :func:`find_tools` gives), rows to ``store_path`` when given.
+
+    Raises:
+        ProfileError: ncu cannot read the GPU's counters.
+        StoreError: The store cannot be written.
+    """
     from sweep.store import save_profile_results
 
-    folder = results_dir / "profiles" / task.task_id
     folder.mkdir(parents=True, exist_ok=True)
     task_file = folder / "task.json"
     task_file.write_text(task.model_dump_json(), encoding="utf-8")
-    target = [sys.executable, "-m", "sweep.engine.profile_main", str(task_file), str(config.profile.calls)]
-    if opts.device:
-        target.append(opts.device)
+    target = [sys.executable, "-m", "sweep.engine.profile_main", str(task_file), str(calls)]
+    if device:
+        target.append(device)
     out = TaskProfile(task.task_id, task.definition.name, task.solution.name, task.workload.uuid, folder)
-    say = opts.on_step or (lambda _text: None)
-    if "ncu" in exe:
-        say(f"{task.task_id}: ncu ({opts.ncu_set}) on {task.solution.name} / {task.workload.uuid}")
-        out.kernels = run_ncu(
-            exe["ncu"], target, folder, opts.ncu_set, config.profile.timeout_s, out.problems
-        )
-    if "sanitizer" in exe:
+    say = on_step or (lambda _text: None)
+    if "ncu" in tools:
+        say(f"{task.task_id}: ncu ({ncu_set}) on {task.solution.name} / {task.workload.uuid}")
+        out.kernels = run_ncu(tools["ncu"], target, folder, ncu_set, timeout_s, out.problems)
+    if "sanitizer" in tools:
         for tool in SANITIZER_TOOLS:
             say(f"{task.task_id}: compute-sanitizer --tool {tool}")
-            report = run_sanitizer(
-                exe["sanitizer"], tool, target, folder, config.profile.timeout_s, out.problems
-            )
+            report = run_sanitizer(tools["sanitizer"], tool, target, folder, timeout_s, out.problems)
             if report is not None:
                 out.sanitizer.append(report)
-    save_profile_results(
-        store_path,
-        task.task_id,
-        kernels=out.kernels,
-        ncu_report=str(folder / "profile.ncu-rep"),
-        sanitizer=[(r, str(folder / f"sanitizer-{r.tool}.txt")) for r in out.sanitizer],
-    )
+    if store_path is not None:
+        save_profile_results(
+            store_path,
+            task.task_id,
+            kernels=out.kernels,
+            ncu_report=str(folder / "profile.ncu-rep"),
+            sanitizer=[(r, str(folder / f"sanitizer-{r.tool}.txt")) for r in out.sanitizer],
+        )
     return out

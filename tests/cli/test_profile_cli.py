@@ -175,3 +175,26 @@ while [ $# -gt 0 ]; do [ "$1" = --export ] && echo report > "$2.ncu-rep"; shift;
     assert runner.invoke(app, ["profile", str(config), "--tasks", tid, "--tool", "ncu"]).exit_code == 0
     res = runner.invoke(app, ["query", "SELECT count(*) AS n FROM profiles", "--store", store, "--json"])
     assert json.loads(res.stdout) == [{"n": 3}]
+
+
+def test_report_shows_the_profile_tables(
+    config: Path, gpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    ncu = _script(
+        tmp_path / "ncu",
+        f"""for a in "$@"; do [ "$a" = --import ] && exec cat {SAMPLES / "ncu_raw.csv"}; done
+while [ $# -gt 0 ]; do [ "$1" = --export ] && echo report > "$2.ncu-rep"; shift; done
+""",
+    )
+    sanitizer = _script(tmp_path / "compute-sanitizer", f"cat {SAMPLES / 'memcheck_oob.txt'}\n")
+    monkeypatch.setenv("SWEEP_NCU", ncu)
+    monkeypatch.setenv("SWEEP_COMPUTE_SANITIZER", sanitizer)
+    store = str(tmp_path / "out" / "sweep.duckdb")
+    before = runner.invoke(app, ["report", "--store", store])
+    assert "Profiled kernels" not in before.stdout
+    assert runner.invoke(app, ["profile", str(config), "--tasks", _task_id(config)]).exit_code == 0
+    res = runner.invoke(app, ["report", "--store", store])
+    assert res.exit_code == 0, res.output
+    assert "Profiled kernels (sweep profile, ncu)" in res.stdout
+    assert "Sanitizer findings (sweep profile, compute-sanitizer)" in res.stdout
+    assert "Invalid __global__ read" in res.stdout

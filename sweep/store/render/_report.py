@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
+from sweep.errors import StoreError
 from sweep.store._query import run_sql
 from sweep.store._store import Session, Store
 from sweep.store.render._chart_data import (
@@ -210,6 +211,7 @@ ORDER BY definition, hardware, median_peak_fraction DESC NULLS LAST, solution"""
             "on meta tensors, bytes of inputs and outputs). Fraction of peak: the larger of the two "
             "rates over the device's peaks (calibrated ceilings when measured, else the datasheet).",
         )
+        profiled = _profile_tables(s)
         cols = leaderboard.columns
         bars = [
             SpeedupBar(
@@ -242,7 +244,46 @@ ORDER BY definition, hardware, median_peak_fraction DESC NULLS LAST, solution"""
             roofline_left_out=roof_left,
             cross_points=pairs,
             cross_left_out=pairs_left,
+            extra=profiled,
         )
+
+
+_BY_TASK = """LEFT JOIN (SELECT task_id, any_value(definition) AS definition, any_value(solution) AS solution,
+                  any_value(hardware) AS hardware, any_value(workload_uuid) AS workload_uuid
+           FROM traces GROUP BY task_id) t USING (task_id)"""
+
+
+def _profile_tables(s: Session) -> list[ReportTable]:
+    """The tables of ``sweep profile``'s rows, when there are any (joined to traces by task_id)."""
+    try:
+        kernels = _table(
+            s,
+            "Profiled kernels (sweep profile, ncu)",
+            f"""
+SELECT t.definition, t.solution, t.hardware, left(t.workload_uuid, 8) AS workload, p.kernel,
+       count(*) AS launches, avg(p.duration_ms) AS duration_ms, avg(p.sm_throughput_pct) AS sm_pct,
+       avg(p.dram_throughput_pct) AS dram_pct, avg(p.achieved_occupancy_pct) AS occupancy_pct,
+       any_value(p.registers_per_thread) AS registers, any_value(p.shared_mem_per_block) AS shared_bytes,
+       any_value(p.grid_size) AS grid, any_value(p.block_size) AS block, any_value(p.limiter) AS limiter,
+       p.task_id
+FROM profiles p {_BY_TASK}
+GROUP BY ALL ORDER BY t.definition, t.solution, t.hardware, workload, duration_ms DESC""",
+            note="One row per kernel of the solution's calls in ncu's range (means over its launches); "
+            "limiter: the larger of SM and memory throughput. Reports: results/profiles/<task_id>/.",
+        )
+        findings = _table(
+            s,
+            "Sanitizer findings (sweep profile, compute-sanitizer)",
+            f"""
+SELECT t.definition, t.solution, t.hardware, f.tool, f.kind, f.kernel, f.count, f.first_message, f.task_id
+FROM sanitizer_findings f {_BY_TASK}
+ORDER BY t.definition, t.solution, f.tool, f.count DESC""",
+            note="compute-sanitizer checks the whole profiled process (input generation too); "
+            "no row for a task and tool means it reported no error.",
+        )
+    except StoreError:
+        return []  # a store without the tables (read from the logs alone)
+    return [t for t in (kernels, findings) if t.rows]
 
 
 def _float(value: object) -> float | None:

@@ -97,7 +97,10 @@ def run_sanitizer(
     torch's caching allocator off) into ``folder/sanitizer-TOOL.txt`` and parse it
     (``None``: no summary, see problems)."""
     log = folder / f"sanitizer-{tool}.txt"
-    argv = [sanitizer, "--tool", tool, "--print-limit", "100", *target]
+    # memcheck: a red zone after every allocation, so a read just past a tensor's end is past
+    # an allocation's end even where the driver packs small allocations back to back
+    padding = ["--padding", "4096"] if tool == "memcheck" else []
+    argv = [sanitizer, "--tool", tool, *padding, "--print-limit", "100", *target]
     # Without torch's caching allocator every tensor is an allocation of its own, so a read
     # past a tensor's end is past an allocation's end, which is what memcheck sees.
     env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}

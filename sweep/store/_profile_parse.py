@@ -200,6 +200,10 @@ def parse_ncu_csv(text: str) -> list[KernelProfile]:
 
 _PREFIX = "========="
 _SUMMARY = re.compile(r"^ERROR SUMMARY: (\d{1,18}) errors?\b")
+# racecheck's own summary; on a clean run (compute-sanitizer 2025, H100) it is the only one
+_RACE_SUMMARY = re.compile(
+    r"^RACECHECK SUMMARY: \d{1,18} hazards? displayed \((\d{1,18}) errors?, \d{1,18} warnings?\)"
+)
 _AT = re.compile(r"^at (?:0x[0-9a-fA-F]+ in )?(.+?)(?:\+0x[0-9a-fA-F]+)?$")
 _NOISE = re.compile(r" of size \d+ bytes?| at 0x[0-9a-fA-F]+| \(\d+,\d+,\d+\)|0x[0-9a-fA-F]+")
 _NOT_FINDINGS = ("COMPUTE-SANITIZER", "RACECHECK SUMMARY", "LEAK SUMMARY", "Target application returned")
@@ -213,7 +217,8 @@ def parse_sanitizer(text: str, tool: str) -> SanitizerReport:
     is the first indented ``at KERNEL+0x..`` line under it.
 
     Raises:
-        ProfileParseError: ``text`` has no ``ERROR SUMMARY`` line (the tool did not finish).
+        ProfileParseError: ``text`` has no ``ERROR SUMMARY`` line (nor, for racecheck, its
+            ``RACECHECK SUMMARY``): the tool did not finish.
     """
     if len(text) > _MAX_TEXT:
         raise ProfileParseError(f"compute-sanitizer output is over {_MAX_TEXT >> 20} MiB")
@@ -231,8 +236,12 @@ def parse_sanitizer(text: str, tool: str) -> SanitizerReport:
         if body.startswith(" ") and not body.startswith("  "):
             line = body[1:]
             m = _SUMMARY.match(line)
+            race = _RACE_SUMMARY.match(line)
             if m:
                 total = int(m.group(1))
+                current = None
+            elif race:
+                total = max(total or 0, int(race.group(1)))
                 current = None
             elif line.startswith(_NOT_FINDINGS) or line.startswith(" "):
                 current = None

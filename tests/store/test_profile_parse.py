@@ -72,6 +72,12 @@ def test_memcheck_out_of_bounds() -> None:
     assert any(k.startswith("Program hit cudaErrorLaunchFailure") for k in by_kind)
 
 
+def test_a_clean_racecheck_run_ends_with_its_own_summary() -> None:
+    # as compute-sanitizer printed it on an H100: no ERROR SUMMARY line after racecheck
+    report = parse_sanitizer(_text("racecheck_clean_h100.txt"), "racecheck")
+    assert (report.errors, report.findings) == (0, [])
+
+
 def test_clean_report_has_no_findings() -> None:
     report = parse_sanitizer(_text("memcheck_clean.txt"), "memcheck")
     assert (report.errors, report.findings) == (0, [])

@@ -45,3 +45,26 @@ def test_params_cpu_sweep_end_to_end(tmp_path: Path) -> None:
     assert json.loads(table.read_text())["format"] == "kernel-sweep-tuning"
     point = lookup(table, "gemm_n512_k512", "gemm_n512_k512_triton", "CPU", {"M": 8})
     assert point["BLOCK_M"] == 32
+
+
+def test_a_failure_trace_carries_the_point() -> None:
+    from sweep.cluster._failure_traces import failure_trace
+    from sweep.config import EvalSettings
+    from sweep.plan.dataset import load_dataset
+    from sweep.schema import Status
+    from sweep.schema.task import Task
+    from sweep.schema.trace import Provenance
+
+    ds = load_dataset([REPO])
+    sol = ds.solutions["softmax_f32_triton"]
+    task = Task.make(
+        ds.definitions["softmax_f32"],
+        sol,
+        ds.workloads["softmax_f32"][0],
+        EvalSettings(),
+        "CPU",
+        params={"BLOCK": 0, "num_warps": 4},
+    )
+    trace = failure_trace(task, Status.TIMEOUT, "too slow", Provenance(run_id="r"))
+    assert trace.solution_params == {"BLOCK": 0, "num_warps": 4}
+    assert trace.to_json_obj()["solution_params"] == {"BLOCK": 0, "num_warps": 4}

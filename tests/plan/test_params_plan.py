@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sweep.config import SweepConfig
-from sweep.errors import PlanError
+from sweep.errors import DatasetError, PlanError
 from sweep.plan import expand, group_excluded
 from sweep.plan.dataset import Dataset, load_dataset
 
@@ -98,9 +98,8 @@ def test_config_typos_refused(ds: Dataset) -> None:
 
 
 def test_constraint_naming_unknown_axis(tmp_path: Path) -> None:
-    ds = load_dataset([_root(tmp_path, params_constraints=["BLOCK <= nn"])])
-    with pytest.raises(PlanError, match="'nn'.*neither a parameter nor an axis.*did you mean 'n'"):
-        expand(_cfg(ds.roots[0]), ds)
+    with pytest.raises(DatasetError, match="'nn'.*neither a parameter nor an axis.*did you mean 'n'"):
+        load_dataset([_root(tmp_path, params_constraints=["BLOCK <= nn"])])
 
 
 def test_solutions_without_params_keep_their_ids(ds: Dataset) -> None:

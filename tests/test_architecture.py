@@ -40,6 +40,7 @@ ALLOWED: dict[str, set[str]] = {
         "errors",
     },
     "cli": {"_cli"},
+    "tuning": set(),  # sweep/tuning.py: copied beside a kernel's sources, so plain Python only
     "": set(),  # sweep/__init__.py
 }
 #: Third-party packages that only one stage may import.
@@ -193,3 +194,16 @@ def test_every_stage_folder_is_in_the_architecture_map() -> None:
     stages = sorted({_stage(_module_name(p)) for p in _sources()} - {""})
     missing = [s for s in stages if f"sweep/{s}" not in text]
     assert not missing, f"ARCHITECTURE.md does not describe: {missing}"
+
+
+def test_tuning_imports_the_standard_library_alone() -> None:
+    """``sweep/tuning.py`` runs without kernel-sweep installed: nothing of sweep, nothing third-party."""
+    import sys
+
+    path = PACKAGE / "tuning.py"
+    bad = [
+        f"line {line}: {m}"
+        for line, m in _imports(path)
+        if m.split(".")[0] not in sys.stdlib_module_names and m.split(".")[0] != "__future__"
+    ]
+    assert not bad, bad

@@ -48,6 +48,7 @@ COMMAND_ORDER: tuple[str, ...] = (
     "new",
     "ingest",
     "export",
+    "export-tuning",
     "calibrate",
     "schema",
     "import-backendbench",

@@ -144,6 +144,8 @@ def schema(
 
 def plan_rows(plan: Plan) -> list[dict[str, str]]:
     """One JSON-ready row per task (what ``sweep plan --json`` prints)."""
+    from sweep.schema.params import params_json
+
     return [
         {
             "task_id": t.task_id,
@@ -152,6 +154,7 @@ def plan_rows(plan: Plan) -> list[dict[str, str]]:
             "solution_hash": t.solution.content_hash,
             "workload": t.workload.uuid,
             "hardware": t.hardware,
+            **({"solution_params": params_json(t.params)} if t.params is not None else {}),
         }
         for t in plan.tasks
     ]

@@ -84,5 +84,6 @@ def failure_trace(
         workload=task.workload,
         solution=task.solution.name,
         evaluation=evaluation,
+        **({"solution_params": task.params} if task.params is not None else {}),
     )
     return stamp_trace(trace, task, stamp)

@@ -30,6 +30,7 @@ from pydantic import Field, JsonValue, StrictBool, field_validator
 
 from sweep.errors import shown
 from sweep.schema.limits import INT64_MAX, INT64_MIN
+from sweep.schema.params import MAX_GRID_POINTS, ParamValue, space_problems
 from sweep.schema.settings import EvalSettings, StrictModel
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     "ConfigOverrides",
     "DefinitionSelect",
     "OutputSettings",
+    "ParamsSample",
     "ProfileSettings",
     "RaySettings",
     "SolutionSelect",
@@ -73,6 +75,15 @@ class DefinitionSelect(StrictModel):
     tags: list[str] = Field(default_factory=list, description="a definition needs all of these")
 
 
+class ParamsSample(StrictModel):
+    """A seeded, reproducible subset of each solution's parameter points per workload."""
+
+    max_points: int = Field(
+        ge=1, le=MAX_GRID_POINTS, description="at most this many points per solution and workload"
+    )
+    seed: int = Field(default=0, ge=INT64_MIN, le=INT64_MAX)
+
+
 class SolutionSelect(StrictModel):
     """Which solutions to sweep; empty lists select everything."""
 
@@ -87,6 +98,25 @@ class SolutionSelect(StrictModel):
             "(provenance.ported_from)"
         ),
     )
+    params: dict[str, dict[str, list[ParamValue]]] = Field(
+        default_factory=dict,
+        description=(
+            "per solution glob: parameter name -> the values to sweep, replacing the solution's list "
+            "(a solution without params gets this space)"
+        ),
+    )
+    params_sample: ParamsSample | None = Field(
+        default=None, description="sweep a seeded subset of the valid points of each solution and workload"
+    )
+
+    @field_validator("params")
+    @classmethod
+    def _params(cls, v: dict[str, dict[str, list[ParamValue]]]) -> dict[str, dict[str, list[ParamValue]]]:
+        for glob, space in v.items():
+            problems = space_problems(space, [])
+            if problems:
+                raise ValueError(f"{shown(glob)}: " + "; ".join(problems))
+        return v
 
 
 class WorkloadSelect(StrictModel):

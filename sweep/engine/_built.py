@@ -7,12 +7,22 @@ Shared by ``_build`` (Python, Triton, TileLang and torch-extension builds) and
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 
-__all__ = ["CPP_SUFFIXES", "BuildError", "Built", "cache_root", "solution_folder"]
+__all__ = [
+    "CPP_SUFFIXES",
+    "BuildError",
+    "Built",
+    "cache_root",
+    "params_problem",
+    "solution_folder",
+    "with_params",
+]
 
 #: Source files a C++/CUDA build compiles (headers are only included).
 CPP_SUFFIXES = (".cu", ".cpp", ".cc", ".cxx", ".c")
@@ -46,3 +56,26 @@ def cache_root() -> Path:
 def solution_folder(content_hash: str) -> Path:
     """The folder holding a solution's sources and build."""
     return cache_root() / "solutions" / content_hash
+
+
+def params_problem(fn: Callable[..., object], params: Mapping[str, object]) -> str | None:
+    """Why ``fn`` cannot take the parameters ``params`` as keyword arguments, or ``None``
+    (also ``None`` when its signature cannot be read: the call then says)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    kinds = {p.name: p.kind for p in sig.parameters.values()}
+    if any(k is inspect.Parameter.VAR_KEYWORD for k in kinds.values()):
+        return None
+    by_keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    missing = [n for n in params if kinds.get(n) not in by_keyword]
+    if missing:
+        return f"takes no keyword argument {missing[0]!r} (a parameter of the solution's params)"
+    return None
+
+
+def with_params(built: Built, params: Mapping[str, object]) -> Built:
+    """``built`` calling its entry point with ``params`` as keyword arguments (the same build:
+    a point is a call of the one built function)."""
+    return replace(built, fn=functools.partial(built.fn, **params))

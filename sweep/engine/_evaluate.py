@@ -141,6 +141,7 @@ def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None
         solution=task.solution.name,
         evaluation=evaluation,
         provenance=provenance,
+        **({"solution_params": task.params} if task.params is not None else {}),
     )
 
 

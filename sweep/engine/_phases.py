@@ -27,6 +27,7 @@ import torch
 
 from sweep.engine._aten_call import AtenCall
 from sweep.engine._build import BuildError, Built, build_solution, interpreter_mode, reference_solution
+from sweep.engine._built import params_problem, with_params
 from sweep.engine._cache import EngineCache
 from sweep.engine._call_inputs import is_backendbench
 from sweep.engine._callpath import CallPath
@@ -101,6 +102,11 @@ class EvalRun(RunState):
         problem = self.path.check_entry_point(self.solution.fn)
         if problem:
             raise Stop(Status.COMPILE_ERROR, f"entry point {self.sol.spec.entry_point!r}: {problem}")
+        if self.task.params is not None:
+            problem = params_problem(self.solution.fn, self.task.params)
+            if problem:
+                raise Stop(Status.COMPILE_ERROR, f"entry point {self.sol.spec.entry_point!r}: {problem}")
+            self.solution = with_params(self.solution, self.task.params)
         if self.solution.note:
             self.notes.append(self.solution.note)
 

@@ -1,8 +1,7 @@
 """From a sweep config and a dataset to the list of tasks: definition x solution x workload.
 
 Two steps: :func:`select` checks every filter of the config against the dataset and picks
-the definitions and solutions (hardware plays no part, so a launcher runs it before it
-connects to anything); :func:`build_plan` makes the tasks of that selection for one target.
+the definitions and solutions (no hardware: a launcher runs it before it connects); :func:`build_plan` makes the tasks of that selection for one target.
 :func:`expand` is both, for the config's own target.
 
 All of it is pure: no file, device or network is touched, and the same config and dataset
@@ -27,6 +26,7 @@ from pathlib import Path
 from sweep.config import ConfigOverrides, SweepConfig, apply_overrides, key_lines, load_config
 from sweep.errors import PlanError, did_you_mean, shown
 from sweep.plan.dataset import Dataset, load_dataset
+from sweep.plan.params import check_params, param_points
 from sweep.schema import Definition, Solution, Workload
 from sweep.schema.hardware import CPU, config_target, hardware_problem, solution_targets_match
 from sweep.schema.task import Task
@@ -222,6 +222,7 @@ def select(config: SweepConfig, dataset: Dataset) -> Selection:
     defs = _select_definitions(config, dataset, errors)
     sols = _select_solutions(config, dataset, errors)
     _check_tolerances(config, dataset, errors)
+    errors.extend(check_params(config, dataset, sols))
     all_uuids = [w.uuid for wls in dataset.workloads.values() for w in wls]
     known = set(all_uuids)
     for i, u in enumerate(config.workloads.uuids):
@@ -259,8 +260,8 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
     is not loaded or whose ``target_hardware`` excludes the target (unless the config's
     ``solutions.ignore_target_hardware`` ports it: the task then says so), are left out and
     listed in ``Plan.excluded``; so is a definition that ``unavailable`` says cannot run on the
-    target (an imported ATen operator the installed torch lacks), with its reason. An empty
-    plan is not an error: ``excluded`` says why nothing is left.
+    target, and each parameter point a constraint or sampling leaves out (one task per
+    point otherwise: :mod:`sweep.plan.params`). An empty plan is not an error.
     """
     config, dataset = selection.config, selection.dataset
     if target != target_hardware(config):
@@ -329,7 +330,9 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
             continue
         for s in candidates:
             for w in wls:
-                tasks.append(
+                points, left_out = param_points(config, d, s, w)
+                excluded.extend(Exclusion("params point", name, why) for name, why in left_out)
+                tasks.extend(
                     Task.make(
                         d,
                         s,
@@ -340,7 +343,9 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
                         sweep=config.name,
                         config_hash=config_hash,
                         ported=s.name in ported,
+                        params=point,
                     )
+                    for point in points
                 )
     return Plan(
         config=config, hardware=target, tasks=tasks, excluded=excluded, warnings=list(selection.warnings)
@@ -354,9 +359,7 @@ def expand(config: SweepConfig, dataset: Dataset, *, unavailable: Unavailable | 
     with ``unavailable`` (see :data:`Unavailable`).
 
     Raises:
-        PlanError: A name, glob, op_type, tag, author, language, uuid or tolerance key in the config
-            matches nothing in the dataset (with "did you mean"). An empty plan is not an
-            error: ``excluded`` says why nothing is left.
+        PlanError: As for :func:`select`. An empty plan is not an error.
     """
     return build_plan(select(config, dataset), target_hardware(config), unavailable=unavailable)
 

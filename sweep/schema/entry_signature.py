@@ -42,6 +42,8 @@ class Params:
         kw_required: Keyword-only parameters without a default (never passed: it cannot be
             called this way).
         text: The signature as written, for messages (``(x, w, y=None)``).
+        keywords: The parameters a keyword argument may name (a parameter sweep's point).
+        var_keyword: Whether it takes ``**kwargs`` (then any keyword fits).
     """
 
     names: tuple[str, ...]
@@ -49,6 +51,8 @@ class Params:
     var_positional: bool = False
     kw_required: tuple[str, ...] = ()
     text: str = ""
+    keywords: tuple[str, ...] = ()
+    var_keyword: bool = False
 
     @property
     def shown(self) -> str:
@@ -165,6 +169,8 @@ def _params(fn: ast.FunctionDef | ast.AsyncFunctionDef) -> Params:
         var_positional=a.vararg is not None,
         kw_required=kw_required,
         text=text,
+        keywords=(*(p.arg for p in a.args), *(p.arg for p in a.kwonlyargs)),
+        var_keyword=a.kwarg is not None,
     )
 
 

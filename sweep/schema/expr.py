@@ -15,6 +15,7 @@ recursive), an exponent is at most 64, and no value may grow past :data:`MAX_INT
 from __future__ import annotations
 
 import ast
+import functools
 import operator
 from collections.abc import Callable, Collection, Mapping
 from typing import Any
@@ -112,6 +113,13 @@ def parse_expression(text: str) -> ast.Expression:
     return tree
 
 
+@functools.lru_cache(maxsize=1024)
+def _parsed(text: str) -> ast.Expression:
+    """:func:`parse_expression`, remembered: a parameter sweep evaluates the same few
+    constraints over many points (the tree is only read, never changed)."""
+    return parse_expression(text)
+
+
 def constraint_names(text: str) -> set[str]:
     """Every bare name an expression reads (function names of calls excluded).
 
@@ -144,7 +152,7 @@ def eval_expression(text: str, values: Mapping[str, int]) -> float | bool:
             :data:`MAX_INT_BITS` bits); also a text too long or too deep.
         ZeroDivisionError, OverflowError: From the arithmetic itself.
     """
-    tree = parse_expression(text)
+    tree = _parsed(text)
     try:
         return _eval(tree.body, values)
     except TypeError as e:  # e.g. a value given as a string: not arithmetic

@@ -15,6 +15,7 @@ from pydantic import Field, StrictBool, field_validator, model_validator
 from sweep.errors import listing, shown
 from sweep.schema._base import Record
 from sweep.schema.limits import relative_path_problem
+from sweep.schema.params import ParamValue, space_problems
 
 __all__ = ["Binding", "BuildSpec", "Language", "Solution", "SourceFile", "close_key"]
 
@@ -123,6 +124,11 @@ class Solution(Record):
     spec: BuildSpec
     sources: list[SourceFile] = Field(min_length=1)
     description: str | None = None
+    #: Extension: a parameter space, name -> values (see :mod:`sweep.schema.params`); the
+    #: entry point receives one point as keyword arguments. Unset: written back unset.
+    params: dict[str, list[ParamValue]] | None = None
+    #: Extension: expressions over parameter names and the workload's axes a point must satisfy.
+    params_constraints: list[str] | None = None
 
     @model_validator(mode="before")
     @classmethod
@@ -130,6 +136,11 @@ class Solution(Record):
         return _missing_typos(
             data, ("name", "definition", "author", "spec", "sources"), tuple(cls.model_fields)
         )
+
+    @property
+    def param_space(self) -> dict[str, list[bool | int | float | str]]:
+        """The declared parameter space (empty: no parameters)."""
+        return dict(self.params or {})
 
     @model_validator(mode="after")
     def _check(self) -> Solution:
@@ -145,6 +156,11 @@ class Solution(Record):
                 f"spec.entry_point: file {shown(self.spec.entry_file)} is not among the sources "
                 f"({listing(s.path for s in self.sources)})"
             )
+        if self.params_constraints and not self.params:
+            raise ValueError("params_constraints: given without params")
+        problems = space_problems(self.params or {}, self.params_constraints or [])
+        if problems:
+            raise ValueError("; ".join(problems))
         return self
 
     @cached_property
@@ -152,12 +168,18 @@ class Solution(Record):
         """A stable hash of what determines behaviour: definition, spec and sources.
 
         Name, author and description are left out: renaming a solution does not change
-        what it computes, so its cached builds and results stay valid.
+        what it computes, so its cached builds and results stay valid. A parameter space
+        (``params``, ``params_constraints``) is covered when declared; a solution without one
+        hashes as it always did.
         """
-        payload = {
+        payload: dict[str, Any] = {
             "definition": self.definition,
             "spec": self.spec.model_dump(mode="json", exclude={"__pydantic_extra__"}),
             "sources": sorted((s.path, s.content) for s in self.sources),
         }
+        if self.params is not None:
+            payload["params"] = self.params
+        if self.params_constraints is not None:
+            payload["params_constraints"] = self.params_constraints
         text = json.dumps(payload, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]

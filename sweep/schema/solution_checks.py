@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from sweep.errors import clip, shown
 from sweep.schema.definition import Definition
 from sweep.schema.entry_signature import signature_problem, static_entry
+from sweep.schema.params import constraint_name_problems
 from sweep.schema.solution import BuildSpec, Solution, close_key
 
 __all__ = ["SolutionProblem", "solution_problems"]
@@ -80,6 +81,10 @@ def _signature(solution: Solution, definition: Definition) -> list[SolutionProbl
     problem = signature_problem(
         found.params, list(definition.inputs), list(definition.outputs), spec.destination_passing_style
     )
+    takes = found.params
+    missing = [n for n in solution.param_space if n not in takes.keywords and not takes.var_keyword]
+    if problem is None and missing:
+        problem = f"takes no keyword argument {shown(missing[0])} (a name of its params)"
     if problem is None:
         return []
     where = f"spec.entry_point: {shown(spec.entry_point)} (line {found.line})"
@@ -88,10 +93,19 @@ def _signature(solution: Solution, definition: Definition) -> list[SolutionProbl
     return [SolutionProblem(True, f"{where}: {problem}")]
 
 
+def _params(solution: Solution, definition: Definition) -> list[SolutionProblem]:
+    """Constraints of the parameter space naming neither a parameter nor an axis."""
+    problems = constraint_name_problems(
+        solution.param_space, solution.params_constraints or [], definition.axes
+    )
+    return [SolutionProblem(True, p) for p in problems]
+
+
 def solution_problems(solution: Solution, definition: Definition | None) -> list[SolutionProblem]:
     """What is wrong with ``solution`` short of building it (``definition``: the one it names,
     ``None`` when not loaded: only its keys are checked)."""
     out = _unknown_keys(solution)
     if definition is not None:
         out.extend(_signature(solution, definition))
+        out.extend(_params(solution, definition))
     return out

@@ -11,6 +11,7 @@ import hashlib
 from pydantic import BaseModel, ConfigDict
 
 from sweep.schema.definition import Definition
+from sweep.schema.params import params_json
 from sweep.schema.peaks import Ceilings
 from sweep.schema.settings import EvalSettings
 from sweep.schema.solution import Solution
@@ -21,15 +22,23 @@ __all__ = ["Task", "task_id"]
 
 
 def task_id(
-    definition: str, solution_hash: str, workload_uuid: str, settings_hash: str, hardware: str
+    definition: str,
+    solution_hash: str,
+    workload_uuid: str,
+    settings_hash: str,
+    hardware: str,
+    params: dict[str, bool | int | float | str] | None = None,
 ) -> str:
     """Stable id of a task: the same inputs always give the same id, on any machine.
 
     The solution enters by content hash, so renaming a solution keeps its results,
-    and editing its sources makes new tasks.
+    and editing its sources makes new tasks. A parameter point (canonical JSON) is one more
+    part; without one the id is what it always was.
     """
     sep = "\x1f"  # a control character: cannot occur inside any of the parts
     key = f"{definition}{sep}{solution_hash}{sep}{workload_uuid}{sep}{settings_hash}{sep}{hardware}"
+    if params is not None:
+        key += f"{sep}params{sep}{params_json(params)}"
     return hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
@@ -53,6 +62,9 @@ class Task(BaseModel):
     #: Planned although the solution's ``target_hardware`` excludes ``hardware`` (the config's
     #: ``solutions.ignore_target_hardware``): the trace records the targets it was written for.
     ported: bool = False
+    #: The parameter point this task runs (keyword arguments of the entry point); ``None``
+    #: for a solution without ``params``. Part of the id.
+    params: dict[str, bool | int | float | str] | None = None
 
     @classmethod
     def make(
@@ -68,10 +80,11 @@ class Task(BaseModel):
         config_hash: str = "",
         ceilings: Ceilings | None = None,
         ported: bool = False,
+        params: dict[str, bool | int | float | str] | None = None,
     ) -> Task:
         """Build a task, computing its stable id."""
         tid = task_id(
-            definition.name, solution.content_hash, workload.uuid, settings.settings_hash(), hardware
+            definition.name, solution.content_hash, workload.uuid, settings.settings_hash(), hardware, params
         )
         return cls(
             task_id=tid,
@@ -85,6 +98,7 @@ class Task(BaseModel):
             config_hash=config_hash,
             ceilings=ceilings,
             ported=ported,
+            params=params,
         )
 
     def provenance(self, **run: str | int | None) -> Provenance:

@@ -16,6 +16,7 @@ from pydantic import Field, JsonValue, StrictBool, field_validator, model_valida
 from sweep.errors import shown
 from sweep.schema._base import Record
 from sweep.schema.limits import Int64, NonNegInt64
+from sweep.schema.params import ParamValue
 from sweep.schema.workload import Workload
 
 __all__ = [
@@ -291,6 +292,9 @@ class Trace(Record):
     solution: str | None = None
     evaluation: Evaluation | None = None
     provenance: Provenance | None = None
+    #: Extension: the parameter point of the solution this trace ran (name -> value); unset
+    #: for a solution without ``params``, and then not written.
+    solution_params: dict[str, ParamValue] | None = None
 
     @property
     def is_workload_only(self) -> bool:

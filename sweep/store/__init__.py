@@ -44,6 +44,7 @@ from sweep.store._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_NAMES,
 from sweep.store._store import Session, Store
 from sweep.store._store_context import StoreContext
 from sweep.store._sweep_state import StatusCount, sweep_state
+from sweep.store._tuning import tuning_table, write_tuning
 from sweep.store._writer import ResultsWriter, completed_task_ids, log_path
 
 __all__ = [
@@ -86,4 +87,6 @@ __all__ = [
     "save_calibration",
     "save_profile_results",
     "sweep_state",
+    "tuning_table",
+    "write_tuning",
 ]

@@ -6,7 +6,8 @@ the current row builder from the old records, keeping what the old rows knew bey
 record (op_type, tags, author, language, solution hash, sweep, run id, config and settings
 hashes). Version 2 to 3 adds columns at the end of ``traces`` and fills them from the records
 in SQL (no row leaves DuckDB), and adds the ``calibrations`` table. Version 3 to 4 adds the
-``profiles`` and ``sanitizer_findings`` tables.
+``profiles`` and ``sanitizer_findings`` tables. Version 4 to 5 adds ``solution_params``,
+filled from the records that have one (canonical JSON, as the row builder).
 """
 
 from __future__ import annotations
@@ -17,10 +18,18 @@ from typing import TYPE_CHECKING
 
 from sweep.errors import StoreError
 from sweep.schema import Definition, Solution, Trace
+from sweep.schema.params import params_json
 from sweep.store._connection import fetch_one, schema_version, set_meta
 from sweep.store._insert import insert_batch
 from sweep.store._row_batch import Known, RowBatch
-from sweep.store._schema import SCHEMA_VERSION, V3_TRACE_COLUMNS, create_tables_sql, views_hash, views_sql
+from sweep.store._schema import (
+    SCHEMA_VERSION,
+    V3_TRACE_COLUMNS,
+    V5_TRACE_COLUMNS,
+    create_tables_sql,
+    views_hash,
+    views_sql,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -116,8 +125,27 @@ def _v3_to_v4(con: duckdb.DuckDBPyConnection) -> None:
         con.execute(stmt)
 
 
+def _v4_to_v5(con: duckdb.DuckDBPyConnection) -> None:
+    """Adds ``traces.solution_params`` (parameter sweeps), filled from the records."""
+    for column, duck_type in V5_TRACE_COLUMNS:
+        con.execute(f'ALTER TABLE traces ADD COLUMN IF NOT EXISTS "{column}" {duck_type}')
+    rows = con.execute(
+        "SELECT trace_key, json_extract(record, '$.solution_params')::VARCHAR FROM traces "
+        "WHERE json_type(json_extract(record, '$.solution_params')) = 'OBJECT'"
+    ).fetchall()
+    for key, text in rows:
+        con.execute(
+            "UPDATE traces SET solution_params = ? WHERE trace_key = ?", [params_json(json.loads(text)), key]
+        )
+
+
 #: ``from version -> step`` to the next version.
-_STEPS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {1: _v1_to_v2, 2: _v2_to_v3, 3: _v3_to_v4}
+_STEPS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
+    1: _v1_to_v2,
+    2: _v2_to_v3,
+    3: _v3_to_v4,
+    4: _v4_to_v5,
+}
 
 
 def migrate(con: duckdb.DuckDBPyConnection, version: int) -> None:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from sweep.errors import ValidationError
 from sweep.schema import Definition, Solution, TimingStats, Trace, Workload
 from sweep.schema.hardware import record_name
+from sweep.schema.params import params_json
 from sweep.store._checks import check_definition, check_trace, check_workload_axes
 from sweep.store._schema import arrow_schema
 from sweep.store._store_context import StoreContext
@@ -211,6 +212,8 @@ class RowBatch:
                 timing.target_met if timing else None,
                 ref_timing.timer if ref_timing else None,
                 clocks.throttled if clocks else None,
+                # Schema version 5 (_schema.V5_TRACE_COLUMNS).
+                params_json(trace.solution_params) if trace.solution_params is not None else None,
             )
         )
         return key

@@ -1,4 +1,4 @@
-"""The store's tables, views and macros (schema version 3), as SQL and Arrow types.
+"""The store's tables, views and macros (schema version 5), as SQL and Arrow types.
 
 Every column of ``traces`` is derived from the trace record (``record`` keeps it whole) plus
 what the record alone does not say (op_type, tags, author, language, solution hash), which a
@@ -22,6 +22,7 @@ __all__ = [
     "SCHEMA_VERSION",
     "TABLES",
     "V3_TRACE_COLUMNS",
+    "V5_TRACE_COLUMNS",
     "VIEWS",
     "VIEW_DEPENDS",
     "VIEW_NAMES",
@@ -35,7 +36,7 @@ __all__ = [
 ]
 
 #: Bump when a table changes, and add a migration in ``_migrate.py``.
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 # (column, DuckDB type). Arrow types follow from the DuckDB type (see ``_ARROW``).
 _TRACES: list[tuple[str, str]] = [
@@ -117,6 +118,11 @@ V3_TRACE_COLUMNS: list[tuple[str, str]] = [
     ("throttled", "BOOLEAN"),
 ]
 _TRACES += V3_TRACE_COLUMNS
+
+#: Added in schema version 5, at the end: the solution's parameter point of the trace
+#: (``Trace.solution_params``) as canonical JSON text (sorted keys), NULL for none.
+V5_TRACE_COLUMNS: list[tuple[str, str]] = [("solution_params", "VARCHAR")]
+_TRACES += V5_TRACE_COLUMNS
 
 _DEFINITIONS: list[tuple[str, str]] = [
     ("name", "VARCHAR"),

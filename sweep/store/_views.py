@@ -25,8 +25,8 @@ VIEWS: list[tuple[str, str]] = [
         "latest",
         f"""SELECT * FROM traces
 QUALIFY row_number() OVER (
-    PARTITION BY definition, {_SOL_KEY}, workload_uuid, hardware, coalesce(settings_hash, '')
-    {_NEWEST}) = 1""",
+    PARTITION BY definition, {_SOL_KEY}, coalesce(solution_params, ''), workload_uuid, hardware,
+    coalesce(settings_hash, '') {_NEWEST}) = 1""",
     ),
     (
         "best",
@@ -45,7 +45,8 @@ QUALIFY row_number() OVER (
         f"""WITH per_hw AS (
     SELECT * FROM traces
     QUALIFY row_number() OVER (
-        PARTITION BY definition, {_SOL_KEY}, workload_uuid, hardware {_NEWEST}) = 1
+        PARTITION BY definition, {_SOL_KEY}, coalesce(solution_params, ''), workload_uuid, hardware
+        {_NEWEST}) = 1
 )
 SELECT a.definition, a.op_type, a.solution, coalesce(a.solution_hash, b.solution_hash) AS solution_hash,
        a.workload_uuid, a.axes,
@@ -61,8 +62,43 @@ FROM per_hw a
 JOIN per_hw b
   ON a.definition = b.definition
  AND coalesce(a.solution_hash, 'name:' || a.solution) = coalesce(b.solution_hash, 'name:' || b.solution)
+ AND coalesce(a.solution_params, '') = coalesce(b.solution_params, '')
  AND a.workload_uuid = b.workload_uuid
  AND a.hardware < b.hardware""",
+    ),
+    (
+        # Parameter sweeps: the fastest PASSED point per (definition, solution, workload,
+        # hardware, settings), its speedup over the solution's default point (the first value
+        # of every list of its declared params, from the solutions table; NULL when that point
+        # has no PASSED trace) and over the reference.
+        "best_params",
+        f"""WITH defaults AS (
+    SELECT solution_hash, '{{' || string_agg(
+        to_json(k)::VARCHAR || ':' || json_extract(record, '$.params."' || k || '"[0]')::VARCHAR, ','
+        ORDER BY k) || '}}' AS default_params
+    FROM (SELECT DISTINCT solution_hash, record::VARCHAR AS record, unnest(json_keys(record, '$.params')) AS k
+          FROM solutions WHERE json_type(record, '$.params') = 'OBJECT')
+    GROUP BY solution_hash
+), points AS (
+    SELECT * FROM latest WHERE solution_params IS NOT NULL AND status = 'PASSED' AND {_RANKED}
+), fastest AS (
+    SELECT *, count(*) OVER w AS points_passed FROM points
+    WINDOW w AS (PARTITION BY definition, {_SOL_KEY}, workload_uuid, hardware, coalesce(settings_hash, ''))
+    QUALIFY row_number() OVER (
+        PARTITION BY definition, {_SOL_KEY}, workload_uuid, hardware, coalesce(settings_hash, '')
+        ORDER BY latency_ms ASC, solution_params ASC) = 1
+)
+SELECT f.definition, f.op_type, f.solution, f.solution_hash, f.workload_uuid, f.axes, f.hardware,
+       f.solution_params AS best_params, f.latency_ms, d.default_params,
+       p.latency_ms AS default_latency_ms, p.latency_ms / nullif(f.latency_ms, 0) AS speedup_over_default,
+       f.reference_latency_ms, f.speedup_factor AS speedup_over_reference, f.points_passed,
+       f.settings_hash, f.trace_key
+FROM fastest f
+LEFT JOIN defaults d ON d.solution_hash = f.solution_hash
+LEFT JOIN points p
+  ON p.definition = f.definition AND p.solution_hash = f.solution_hash AND p.workload_uuid = f.workload_uuid
+ AND p.hardware = f.hardware AND coalesce(p.settings_hash, '') = coalesce(f.settings_hash, '')
+ AND p.solution_params = d.default_params""",
     ),
     (
         # BackendBench per solution (one op): correct when every workload passed; op_speedup
@@ -130,6 +166,7 @@ VIEW_DEPENDS: dict[str, list[str]] = {
     "latest": [],
     "best": ["latest"],
     "cross_hardware": [],
+    "best_params": ["latest"],
     "leaderboard": ["latest"],
     "op_scores": ["leaderboard"],
     "backend_scores": ["op_scores"],

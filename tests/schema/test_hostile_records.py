@@ -339,3 +339,32 @@ def test_json_depth_limit_matches_pydantic() -> None:
     base = json.dumps(WORKLOAD)[:-1]
     Workload.model_validate_json(base + f', "x": {ok}}}')
     assert "recursion limit exceeded" in _messages(Workload, base + f', "x": {deep}}}')
+
+
+# ---- parameter spaces ------------------------------------------------------------------------
+
+_json_scalars = st.none() | st.booleans() | st.integers() | st.floats() | st.text(max_size=300)
+_json_values = st.recursive(
+    _json_scalars, lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(), c, max_size=3), max_leaves=8
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    params=st.dictionaries(st.text(max_size=12), _json_values, max_size=4) | _json_values,
+    constraints=st.lists(st.text(max_size=40), max_size=3) | _json_values,
+)
+def test_any_params_load_or_are_refused_cleanly(params: Any, constraints: Any) -> None:
+    data = {**copy.deepcopy(SOLUTION), "params": params, "params_constraints": constraints}
+    try:
+        sol = Solution.model_validate(data)
+    except pydantic.ValidationError:
+        return
+    assert sol.content_hash  # loaded: hashable, and written back as read
+    assert Solution.model_validate_json(sol.to_json()) == sol
+
+
+def test_a_huge_grid_is_refused_with_its_size() -> None:
+    data = {**copy.deepcopy(SOLUTION), "params": {f"P{i}": list(range(100)) for i in range(3)}}
+    with pytest.raises(pydantic.ValidationError, match=r"the grid has 1000000 points \(100 x 100 x 100\)"):
+        Solution.model_validate(data)

@@ -99,3 +99,31 @@ def test_missing_required_key_with_a_near_miss_says_did_you_mean() -> None:
         match=r"missing 'entry_point'; found the unknown key 'entrypoint' \(did you mean 'entry_point'\?\)",
     ):
         Solution.model_validate(data)
+
+
+# ---- parameter spaces ------------------------------------------------------------------------
+
+
+def test_params_the_entry_point_takes_are_fine() -> None:
+    dps = {"destination_passing_style": False}
+    src = "def run(x, w, B=1, *, MODE='a'):\n    return x * w\n"
+    sol = _solution(src, spec=dps, params={"B": [1, 2], "MODE": ["a"]})
+    assert solution_problems(sol, DEFN) == []
+    src = "def run(x, w, **kw):\n    return x * w\n"
+    kwargs = _solution(src, spec=dps, params={"B": [1]}, params_constraints=["B <= n"])
+    assert solution_problems(kwargs, DEFN) == []
+
+
+def test_a_param_the_entry_point_lacks_is_an_error() -> None:
+    src = "def run(x, w, B=1):\n    return x * w\n"
+    sol = _solution(src, spec={"destination_passing_style": False}, params={"B": [1], "C": [2]})
+    (problem,) = solution_problems(sol, DEFN)
+    assert problem.error and "takes no keyword argument 'C'" in problem.message
+
+
+def test_a_constraint_naming_an_unknown_axis_is_an_error() -> None:
+    sol = _solution(
+        "def run(x, w, B=1):\n    return x * w\n", params={"B": [1]}, params_constraints=["B <= nn"]
+    )
+    (problem,) = solution_problems(sol, DEFN)
+    assert problem.error and "did you mean 'n'" in problem.message

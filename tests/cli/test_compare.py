@@ -107,6 +107,9 @@ def test_the_report_shows_a_comparison(tmp_path: Path) -> None:
     assert "slower" in res.stdout and "faster" in res.stdout
     page = html.read_text()
     assert "compare: run:r1 (A) against run:r2 (B)" in page and "geomean ratio" in page
+    # the picture: one dot per task, B's speedup over A (1/0.8 and 1/1.2), on a log axis
+    assert "Comparison: run:r2 (B) against run:r1 (A)" in page
+    assert page.count("on B vs A: ") == 2 and "s1 on B vs A: 1.25x" in page and "s1 on B vs A: 0.833x" in page
     as_json = runner.invoke(app, ["report", "--store", str(db), "--compare", "run:r1", "run:r2", "--json"])
     tables = json.loads(as_json.stdout)["tables"]
     (cmp,) = [t for t in tables if t["title"].startswith("compare:")]

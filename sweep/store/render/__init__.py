@@ -6,6 +6,7 @@ This package reads the store through its queries; :mod:`sweep.store` never impor
 No DuckDB or Arrow import happens at import time of this package.
 """
 
+from sweep.store.render._chart_data import SpeedupSample
 from sweep.store.render._formats import (
     cell,
     format_number,
@@ -25,6 +26,7 @@ __all__ = [
     "Report",
     "ReportTable",
     "SpeedupBar",
+    "SpeedupSample",
     "build_report",
     "cell",
     "format_number",

@@ -164,9 +164,16 @@ def speedup_chart(bars: Sequence[SpeedupBar]) -> str:
     )
 
 
-def distribution_chart(samples: Sequence[SpeedupSample]) -> str:
+def distribution_chart(
+    samples: Sequence[SpeedupSample],
+    *,
+    title: str = "speedup distribution per solution",
+    axis: str = "speedup over reference of each PASSED workload (dots), median (bar), log scale",
+) -> str:
     """Each solution's speedup on every PASSED workload (one dot each) on each hardware, with
-    the median as a tick, on a log axis; the count passed and failed at the right."""
+    the median as a tick, on a log axis; the count passed and failed at the right. ``title``
+    and ``axis`` say what the speedups are when they are not over the reference (the
+    comparison of two runs draws B's speedup over A with it)."""
     keys, hardware, dropped = _keys(samples)
     by_key = {(s.definition, s.solution, s.hardware): s for s in samples}
     values = [v for s in samples if (s.definition, s.solution) in keys for v in s.speedups]
@@ -204,16 +211,7 @@ def distribution_chart(samples: Sequence[SpeedupSample]) -> str:
             parts.append(text(xs(1.0) + 6, y + 10, "no PASSED trace", size=11, fill="#8a93a3"))
         return parts
 
-    return _frame(
-        "speedup distribution per solution",
-        "distribution-chart",
-        keys,
-        hardware,
-        values,
-        "speedup over reference of each PASSED workload (dots), median (bar), log scale",
-        row,
-        dropped,
-    )
+    return _frame(title, "distribution-chart", keys, hardware, values, axis, row, dropped)
 
 
 def _median(values: Sequence[float]) -> float:

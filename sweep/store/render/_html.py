@@ -94,6 +94,22 @@ def _pictures(report: Report) -> list[str]:
             "workloads at the right.",
         ),
     ]
+    if report.compare_samples:
+        out.append(
+            _section(
+                report.compare_title or "Comparison",
+                [
+                    distribution_chart(
+                        report.compare_samples,
+                        title="speedup of B over A per solution",
+                        axis="A's latency / B's latency on each task both passed (dots), median (bar), log scale",
+                    )
+                ],
+                "One dot per task: right of the 1x line B is faster than A, left of it slower; the counts of "
+                "tasks compared and of tasks that failed on a side at the right. The table at the end has "
+                "each task's interval and verdict.",
+            )
+        )
     roofs, notes = roofline_charts(report.roofline)
     if report.roofline_left_out:
         notes.append(f"{report.roofline_left_out} older traces not drawn.")

@@ -75,6 +75,9 @@ class Report:
     flagged: ReportTable | None = None
     rates: ReportTable | None = None
     samples: list[SpeedupSample] = field(default_factory=list)
+    #: ``sweep report --compare A B``: per solution, B's speedup over A on each task (A/B latency).
+    compare_samples: list[SpeedupSample] = field(default_factory=list)
+    compare_title: str = ""
     roofline: list[RooflinePoint] = field(default_factory=list)
     roofline_left_out: int = 0
     cross_points: list[CrossPoint] = field(default_factory=list)

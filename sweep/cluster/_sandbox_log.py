@@ -22,7 +22,7 @@ def crash_log(pid: int, state: ExitState, phase: str, tail: str) -> str:
         phase, "during the evaluation"
     )
     why = ""
-    if state.code == LOST_CONNECTION:
+    if state.code == LOST_CONNECTION or state.socket_closed:
         why = (
             ": it could not send its result, its socket to the supervisor was closed or replaced "
             "(a solution closing file descriptors it does not own)"

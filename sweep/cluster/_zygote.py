@@ -46,6 +46,9 @@ class ExitState:
     running: bool
     code: int | None = None
     signal: int | None = None
+    #: Its socket to the supervisor reached EOF first (it closed it, or closed every
+    #: descriptor): whether it then exited on its own or had to be killed is a race.
+    socket_closed: bool = False
 
     def describe(self) -> str:
         """Human words: ``"killed by signal 11 (SIGSEGV)"``, ``"exited with code 3"``."""

@@ -14,6 +14,7 @@ has no separate build step, the whole evaluation gets ``compile_s + run_s``.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import signal
 import socket
@@ -321,17 +322,22 @@ class Sandbox:
                 if child.conn.poll(min(left, _POLL_SLICE_S)):
                     return child.conn.recv(), None
             except (EOFError, OSError):
-                return None, self._reap(child)
+                return None, self._reap(child, socket_closed=True)
             # No message yet: a process that died while a grandchild holds its socket open
             # never shows EOF, so ask the zygote.
             if self._zygote is not None and not self._zygote.wait(child.pid, 0).running:
                 return None, self._reap(child)
 
-    def _reap(self, child: _Child) -> ExitState:
+    def _reap(self, child: _Child, *, socket_closed: bool = False) -> ExitState:
         assert self._zygote is not None
         state = self._zygote.wait(child.pid, 2.0)
         if state.running:  # closed its socket but lives on: not ours to trust any more
             state = self._zygote.kill(child.pid)
+            # A process that dies (a crash) closes its socket by dying; one still alive 2 s
+            # after its socket closed closed it itself (its own exit, code LOST_CONNECTION,
+            # can be that late on a loaded host): say so rather than only "killed".
+            if socket_closed:
+                state = dataclasses.replace(state, socket_closed=True)
         child.conn.close()
         self._child = None
         return state

@@ -120,7 +120,10 @@ def test_closing_every_descriptor_fails_that_task_only(engine: Sandbox) -> None:
     body = "    import os\n    os.closerange(3, 1 << 16)\n    y.copy_(x + 1)\n"
     status, log = _status(_run(engine, "closes_fds", body))
     assert status is Status.RUNTIME_ERROR, log
-    assert "exited with code 75" in log and "socket to the supervisor was closed" in log, log
+    # it exits with code 75 once it finds its socket gone; on a loaded host that can take more
+    # than the 2 s the supervisor waits, and it is killed: the log says why either way
+    assert "exited with code 75" in log or "killed by signal 9" in log, log
+    assert "socket to the supervisor was closed" in log, log
     _ok(engine)
 
 
@@ -211,3 +214,17 @@ def test_the_sandbox_leads_its_own_session_and_is_the_oom_killers_first_choice(e
     pid = trace.provenance.worker_pid
     assert os.getsid(pid) == pid and os.getpgid(pid) == pid
     assert Path(f"/proc/{pid}/oom_score_adj").read_text().strip() == "1000"
+
+
+def test_a_socket_closed_by_a_living_sandbox_is_named_even_when_it_is_killed() -> None:
+    # the race of the test above, decided both ways, without timing: the words depend on the
+    # state the supervisor saw, not on who ended the process
+    from sweep.cluster._sandbox_log import crash_log
+    from sweep.cluster._zygote import ExitState
+
+    killed = crash_log(7, ExitState(running=False, signal=9, socket_closed=True), "run", "")
+    exited = crash_log(7, ExitState(running=False, code=75), "run", "")
+    crashed = crash_log(7, ExitState(running=False, signal=11), "run", "")
+    assert "killed by signal 9" in killed and "socket to the supervisor was closed" in killed
+    assert "exited with code 75" in exited and "socket to the supervisor was closed" in exited
+    assert "SIGSEGV" in crashed and "socket" not in crashed

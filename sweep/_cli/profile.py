@@ -59,9 +59,16 @@ def profile(
     ] = None,
     tool: Annotated[str, typer.Option("--tool", help="ncu, sanitizer or both.")] = "both",
     ncu_set: Annotated[str, typer.Option("--ncu-set", help="ncu's section set: basic or full.")] = "basic",
-    device: Annotated[str | None, typer.Option("--device", help="cuda or cuda:N (default: cuda).")] = None,
+    device: Annotated[
+        str | None, typer.Option("--device", help="With --local: cuda or cuda:N (default: cuda).")
+    ] = None,
+    local: Annotated[
+        bool,
+        typer.Option("--local", help="Run here, one task after another, not on the sweep's Ray GPU workers."),
+    ] = False,
 ) -> None:
-    """Profile tasks of a sweep under ncu and compute-sanitizer (one process per task and tool).
+    """Profile tasks of a sweep under ncu and compute-sanitizer (one process per task and tool),
+    each task a Ray task on one GPU of the sweep's cluster (as launch connects), or --local.
 
     Default: the best PASSED solution per definition x workload x hardware (the store's best
     view). Only the solution's calls are in ncu's range; compute-sanitizer checks the whole
@@ -79,6 +86,7 @@ def profile(
         tool=tool,
         ncu_set=ncu_set,
         device=device,
+        local=local,
         on_step=lambda text: typer.echo(text, err=True),
     )
     typer.echo(render_profiles(run_profile(config, opts)))

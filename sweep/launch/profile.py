@@ -5,7 +5,11 @@ store's ``best`` view); ``where`` filters the ``latest`` view instead; ``task_id
 them. Each task is planned again from the config (so it is the very task the sweep ran, same
 settings and seed) and run in a process of its own, ``python -m sweep.engine.profile_main``,
 under each tool in turn (``sweep.cluster.profile_tools``: own process group, killed at
-``profile.timeout_s``), sequentially on this node's GPU. Artifacts go to
+``profile.timeout_s``). Each task is a Ray task on one GPU of the sweep's cluster
+(``sweep.cluster.gpu_tasks``: the address a launch would use, or an embedded local Ray),
+which looks the tools up and checks its GPU there and sends its rows back; only this
+driver writes the store. ``local``: one after another in this process, on this node's GPU.
+Artifacts go to
 ``<results>/profiles/<task_id>/``; the parsed rows to the store's ``profiles`` and
 ``sanitizer_findings`` tables.
 """
@@ -18,8 +22,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sweep.cluster.gpu_tasks import GpuTaskFailure, NoGpuError, run_each_on_a_gpu
 from sweep.cluster.profile_tools import find_tool
-from sweep.config import ConfigOverrides, SweepConfig, load_config
+from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import ProfileError, shown
 from sweep.launch._profile_run import ncu_problem, run_ncu, run_sanitizer
 from sweep.launch.driver import operator_check
@@ -38,6 +43,7 @@ __all__ = [
     "find_tools",
     "ncu_problem",
     "profile",
+    "profile_on_worker",
     "profile_task",
 ]
 
@@ -57,6 +63,8 @@ class ProfileOptions:
     ncu_set: str = "basic"
     overrides: ConfigOverrides | None = None
     device: str | None = None
+    #: In this process on this node's GPU, one task after another, not through Ray.
+    local: bool = False
     #: Told each step (``sweep profile`` prints them); ``None``: silent.
     on_step: Callable[[str], None] | None = None
 
@@ -166,20 +174,23 @@ def profile(config_path: str | Path, options: ProfileOptions | None = None) -> P
     """Profile the chosen tasks of the sweep at ``config_path`` (see the module).
 
     Raises:
-        ProfileError: No GPU here, a tool missing or unusable (counters not readable).
-        ConfigError, DatasetError, PlanError, StoreError: As for a launch and a query.
+        ProfileError: No GPU here (``local`` or an embedded Ray) or in the cluster, a tool
+            missing or unusable (counters not readable).
+        ConfigError, DatasetError, PlanError, StoreError, ClusterError: As for a launch.
     """
-    from sweep.engine import gpu_problem
+    import sweep.engine
 
     opts = options or ProfileOptions()
     tools = _tools(opts.tool)
     if opts.ncu_set not in ("basic", "full"):
         raise ProfileError(f"--ncu-set must be basic or full (got {shown(opts.ncu_set)})")
-    problem = gpu_problem()
-    if problem is not None:
-        raise ProfileError(f"sweep profile needs a CUDA GPU: {problem}")
-    exe = _executables(tools, opts.tool)
     config = load_config(config_path, opts.overrides)
+    address = resolve_address(opts.overrides.address if opts.overrides else None, config)
+    if opts.local or address is None:  # this node runs the tasks: refuse here, before anything
+        problem = sweep.engine.gpu_problem()
+        if problem is not None:
+            raise ProfileError(f"sweep profile needs a CUDA GPU: {problem}")
+        _executables(tools, opts.tool)
     results_dir = Path(config.output.results_dir)
     store_path = Path(config.output.store_path())
     ids = choose_task_ids(store_path, results_dir, opts.where, opts.task_ids)
@@ -189,21 +200,117 @@ def profile(config_path: str | Path, options: ProfileOptions | None = None) -> P
     hardware = {target} if target is not None else _hardware_of(store_path, results_dir, ids)
     planned = _plan_tasks(config, config_path, hardware)
     result = ProfileResult(store_path, [], [i for i in ids if i not in planned])
-    for tid in ids:
-        if tid in planned:
-            done = profile_task(
-                planned[tid],
-                exe,
-                results_dir / "profiles" / tid,
-                calls=config.profile.calls,
-                timeout_s=config.profile.timeout_s,
-                ncu_set=opts.ncu_set,
-                device=opts.device,
-                store_path=store_path,
-                on_step=opts.on_step,
+    jobs = [
+        _Job(
+            planned[tid],
+            tools,
+            opts.tool,
+            results_dir / "profiles" / tid,
+            config.profile.calls,
+            config.profile.timeout_s,
+            opts.ncu_set,
+            opts.device if opts.local else None,
+            sweep.engine.gpu_problem,
+        )
+        for tid in ids
+        if tid in planned
+    ]
+    say = opts.on_step or (lambda _text: None)
+    if not jobs:
+        return result
+    if opts.local:
+        exe = _executables(tools, opts.tool)
+        for job in jobs:
+            done = _run_job(job, exe, opts.on_step)
+            _save(store_path, done)
+            result.profiles.append(done)
+        return result
+    # every tool run may take its deadline: ncu twice (profile, read back), sanitizer four times
+    runs = (2 if "ncu" in tools else 0) + (len(SANITIZER_TOOLS) if "sanitizer" in tools else 0)
+    deadline = config.profile.timeout_s * runs + _SLACK_S
+    for job in jobs:
+        say(f"{job.task.task_id}: queued for a GPU worker ({', '.join(tools)})")
+    try:
+        for index, got in run_each_on_a_gpu(
+            profile_on_worker, jobs, config=config, address=address, timeout_s=deadline
+        ):
+            job = jobs[index]
+            if isinstance(got, GpuTaskFailure):
+                done = _empty(job.task, job.folder)
+                done.problems.append(f"not profiled: {got.message}")
+            else:
+                done = got
+                _save(store_path, done)
+            say(
+                f"{job.task.task_id}: done" + (f" ({len(done.problems)} problem(s))" if done.problems else "")
             )
             result.profiles.append(done)
+    except NoGpuError as e:
+        raise ProfileError(f"sweep profile needs a CUDA GPU: {e}") from None
     return result
+
+
+_SLACK_S = 120.0
+
+
+@dataclass(frozen=True)
+class _Job:
+    """One task to profile, as sent to a worker (picklable)."""
+
+    task: Task
+    tools: list[str]
+    flag: str
+    folder: Path
+    calls: int
+    timeout_s: float
+    ncu_set: str
+    device: str | None
+    gpu_check: Callable[[], str | None]
+
+
+def _empty(task: Task, folder: Path) -> TaskProfile:
+    return TaskProfile(task.task_id, task.definition.name, task.solution.name, task.workload.uuid, folder)
+
+
+def _run_job(job: _Job, exe: dict[str, str], on_step: Callable[[str], None] | None) -> TaskProfile:
+    return profile_task(
+        job.task,
+        exe,
+        job.folder,
+        calls=job.calls,
+        timeout_s=job.timeout_s,
+        ncu_set=job.ncu_set,
+        device=job.device,
+        store_path=None,
+        on_step=on_step,
+    )
+
+
+def profile_on_worker(job: _Job) -> TaskProfile:
+    """What a GPU worker does for one task: check its GPU, find the tools there, run them
+    (rows come back in the result; the driver stores them).
+
+    Raises:
+        ProfileError: A tool is missing on the worker, or ncu cannot read the counters.
+    """
+    problem = job.gpu_check()
+    if problem is not None:
+        done = _empty(job.task, job.folder)
+        done.problems.append(f"not profiled: the worker has no usable CUDA GPU: {problem}")
+        return done
+    return _run_job(job, _executables(job.tools, job.flag), None)
+
+
+def _save(store_path: Path, done: TaskProfile) -> None:
+    from sweep.store import save_profile_results
+
+    save_profile_results(
+        store_path,
+        done.task_id,
+        kernels=done.kernels,
+        ncu_report=str(done.folder / "profile.ncu-rep"),
+        sanitizer=[(r, str(done.folder / f"sanitizer-{r.tool}.txt")) for r in done.sanitizer],
+    )
 
 
 def profile_task(
@@ -226,15 +333,13 @@ def profile_task(
         ProfileError: ncu cannot read the GPU's counters.
         StoreError: The store cannot be written.
     """
-    from sweep.store import save_profile_results
-
     folder.mkdir(parents=True, exist_ok=True)
     task_file = folder / "task.json"
     task_file.write_text(task.model_dump_json(), encoding="utf-8")
     target = [sys.executable, "-m", "sweep.engine.profile_main", str(task_file), str(calls)]
     if device:
         target.append(device)
-    out = TaskProfile(task.task_id, task.definition.name, task.solution.name, task.workload.uuid, folder)
+    out = _empty(task, folder)
     say = on_step or (lambda _text: None)
     if "ncu" in tools:
         say(f"{task.task_id}: ncu ({ncu_set}) on {task.solution.name} / {task.workload.uuid}")
@@ -246,11 +351,5 @@ def profile_task(
             if report is not None:
                 out.sanitizer.append(report)
     if store_path is not None:
-        save_profile_results(
-            store_path,
-            task.task_id,
-            kernels=out.kernels,
-            ncu_report=str(folder / "profile.ncu-rep"),
-            sanitizer=[(r, str(folder / f"sanitizer-{r.tool}.txt")) for r in out.sanitizer],
-        )
+        _save(store_path, out)
     return out

@@ -107,7 +107,7 @@ def test_counters_not_readable(
     )
     monkeypatch.setenv("SWEEP_NCU", ncu)
     _refused(
-        ["profile", str(config), "--tool", "ncu", "--tasks", _task_id(config)],
+        ["profile", str(config), "--local", "--tool", "ncu", "--tasks", _task_id(config)],
         "ncu cannot read the GPU's performance counters (ERR_NVGPUCTRPERM)",
     )
 
@@ -136,7 +136,7 @@ while [ $# -gt 0 ]; do [ "$1" = --export ] && echo report > "$2.ncu-rep"; shift;
     monkeypatch.setenv("SWEEP_NCU", ncu)
     monkeypatch.setenv("SWEEP_COMPUTE_SANITIZER", sanitizer)
     tid = _task_id(config)
-    res = runner.invoke(app, ["profile", str(config), "--tasks", tid])
+    res = runner.invoke(app, ["profile", str(config), "--local", "--tasks", tid])
     assert res.exit_code == 0, res.output
     assert "rmsnorm_h1024_kernel" in res.stdout
     assert "compute-sanitizer memcheck: 3 error(s)" in res.stdout
@@ -172,7 +172,10 @@ while [ $# -gt 0 ]; do [ "$1" = --export ] && echo report > "$2.ncu-rep"; shift;
     rows = json.loads(res.stdout)
     assert rows[0] == {"tool": "memcheck", "kind": "Invalid __global__ read", "count": 2}
     # A second profile of the task replaces its rows.
-    assert runner.invoke(app, ["profile", str(config), "--tasks", tid, "--tool", "ncu"]).exit_code == 0
+    assert (
+        runner.invoke(app, ["profile", str(config), "--local", "--tasks", tid, "--tool", "ncu"]).exit_code
+        == 0
+    )
     res = runner.invoke(app, ["query", "SELECT count(*) AS n FROM profiles", "--store", store, "--json"])
     assert json.loads(res.stdout) == [{"n": 3}]
 
@@ -192,7 +195,7 @@ while [ $# -gt 0 ]; do [ "$1" = --export ] && echo report > "$2.ncu-rep"; shift;
     store = str(tmp_path / "out" / "sweep.duckdb")
     before = runner.invoke(app, ["report", "--store", store])
     assert "Profiled kernels" not in before.stdout
-    assert runner.invoke(app, ["profile", str(config), "--tasks", _task_id(config)]).exit_code == 0
+    assert runner.invoke(app, ["profile", str(config), "--local", "--tasks", _task_id(config)]).exit_code == 0
     res = runner.invoke(app, ["report", "--store", store])
     assert res.exit_code == 0, res.output
     assert "Profiled kernels (sweep profile, ncu)" in res.stdout

@@ -75,3 +75,30 @@ def test_scalar_kinds_kept(store: Store, value: object) -> None:
     store.add(batch_of(_point({"V": value}, 1.0)))
     (text,) = rows(store, "SELECT solution_params FROM traces")[0]
     assert json.loads(str(text)) == {"V": value}
+
+
+def test_the_report_shows_what_tuning_gained(tmp_path: Path) -> None:
+    from sweep.store.render import build_report, render_text
+
+    db = tmp_path / "sweep.duckdb"
+    st = Store(db)
+    try:
+        plain = make_trace("plain")
+        st.add(
+            batch_of(
+                _point({"BM": 64, "MODE": "a"}, 1.0),  # the default point
+                _point({"BM": 32, "MODE": "a"}, 0.5),  # 2x over the default
+                plain,
+                definitions=(make_definition(),),
+                solutions=(_tuned(), make_solution("plain")),
+            )
+        )
+    finally:
+        st.close()
+    rep = build_report(db)
+    (table,) = [t for t in rep.tables if t.title.startswith("Tuning gain")]
+    row = dict(zip(table.columns, table.rows[0]))
+    assert len(table.rows) == 1 and row["solution"] == "tuned"  # only solutions with a space
+    assert row["geomean_speedup_over_default"] == pytest.approx(2.0)
+    assert row["points_passed"] == 2 and row["workloads_without_default"] == 0
+    assert "Tuning gain" in render_text(rep) and "2x" in render_text(rep)

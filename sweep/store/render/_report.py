@@ -214,6 +214,25 @@ ORDER BY definition, hardware, median_peak_fraction DESC NULLS LAST, solution"""
             "on meta tensors, bytes of inputs and outputs). Fraction of peak: the larger of the two "
             "rates over the device's peaks (calibrated ceilings when measured, else the datasheet).",
         )
+        tuning = _table(
+            s,
+            "Tuning gain (parameter sweeps)",
+            """
+SELECT definition, solution, hardware, count(*) AS workloads, max(points_passed) AS points_passed,
+       exp(avg(ln(speedup_over_default)) FILTER (WHERE speedup_over_default > 0))
+           AS geomean_speedup_over_default,
+       max(speedup_over_default) AS max_speedup_over_default,
+       count(*) FILTER (WHERE speedup_over_default IS NULL) AS workloads_without_default,
+       exp(avg(ln(speedup_over_reference)) FILTER (WHERE speedup_over_reference > 0))
+           AS geomean_speedup_over_reference
+FROM best_params
+GROUP BY definition, solution, hardware
+ORDER BY definition, hardware, geomean_speedup_over_default DESC NULLS LAST, solution""",
+            note="Per solution with a parameter space: its fastest PASSED point on each workload against "
+            "its default point (the first value of each parameter), geometric mean over workloads; "
+            "'without default': workloads where the default point did not pass or was not run. "
+            'Per workload: sweep query "SELECT * FROM best_params"; for solutions: sweep export-tuning.',
+        )
         profiled = _profile_tables(s)
         cols = leaderboard.columns
         bars = [
@@ -247,7 +266,7 @@ ORDER BY definition, hardware, median_peak_fraction DESC NULLS LAST, solution"""
             roofline_left_out=roof_left,
             cross_points=pairs,
             cross_left_out=pairs_left,
-            extra=profiled,
+            extra=([tuning] if tuning.rows else []) + profiled,
         )
 
 

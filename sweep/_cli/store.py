@@ -190,27 +190,19 @@ def report(
 
     rep = build_report(store, results_dir=results_dir, top=top)
     if compare_sides is not None:
-        from sweep._cli.compare import COLUMNS, render_summary
+        from sweep._cli.compare import render_summary, rows_of
         from sweep.store import compare as run_compare
-        from sweep.store.render import SpeedupSample
+        from sweep.store.render import comparison_samples
 
         a, b = compare_sides
         result = run_compare(a, b, store=store, results_dir=results_dir, threshold=0.05)
-        groups: dict[tuple[str, str], tuple[list[float], list[int]]] = {}
-        for t in result.tasks:
-            speedups, failed = groups.setdefault((t.definition, t.solution), ([], [0]))
-            if t.ratio is not None and t.ratio > 0:
-                speedups.append(1.0 / t.ratio)
-            elif t.verdict == "failed":
-                failed[0] += 1
         rep.compare_title = f"Comparison: {b} (B) against {a} (A)"
-        rep.compare_samples = [
-            SpeedupSample(d, s, "B vs A", tuple(v), f[0]) for (d, s), (v, f) in groups.items()
-        ]
+        rep.compare_samples = comparison_samples(result.tasks)
+        table = rows_of(result)
         rep.add_table(
             f"compare: {a} (A) against {b} (B)",
-            COLUMNS,
-            [tuple(getattr(t, c) for c in COLUMNS) for t in result.tasks],
+            table.columns,
+            table.rows,
             render_summary(result).replace("\n", "; "),
         )
     typer.echo(report_json(rep) if as_json else render_text(rep))

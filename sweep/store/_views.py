@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from sweep.store._compare_view import COMPARE_VIEW
 
-__all__ = ["MACROS", "VIEWS", "VIEW_DEPENDS", "VIEW_NAMES"]
+__all__ = ["MACROS", "RANKED", "VIEWS", "VIEW_DEPENDS", "VIEW_NAMES"]
 
 # A trace that is ranked: not flagged 'impossible' (latency under the physical floor).
-_RANKED = "NOT coalesce(list_contains(flags, 'impossible'), false)"
+RANKED = "NOT coalesce(list_contains(flags, 'impossible'), false)"
 
 # The identity of a solution across stores: its content hash when known, else its name.
 _SOL_KEY = "coalesce(solution_hash, 'name:' || solution)"
@@ -34,7 +34,7 @@ QUALIFY row_number() OVER (
        author, language, latency_ms, reference_latency_ms, speedup_factor, settings_hash,
        timestamp, trace_key, tflops, gbps, peak_fraction, flags
 FROM latest
-WHERE status = 'PASSED' AND {_RANKED}
+WHERE status = 'PASSED' AND {RANKED}
 QUALIFY row_number() OVER (
     PARTITION BY definition, workload_uuid, hardware ORDER BY latency_ms ASC, solution ASC) = 1""",
     ),
@@ -80,7 +80,7 @@ JOIN per_hw b
           FROM solutions WHERE json_type(record, '$.params') = 'OBJECT')
     GROUP BY solution_hash
 ), points AS (
-    SELECT * FROM latest WHERE solution_params IS NOT NULL AND status = 'PASSED' AND {_RANKED}
+    SELECT * FROM latest WHERE solution_params IS NOT NULL AND status = 'PASSED' AND {RANKED}
 ), fastest AS (
     SELECT *, count(*) OVER w AS points_passed FROM points
     WINDOW w AS (PARTITION BY definition, {_SOL_KEY}, workload_uuid, hardware, coalesce(settings_hash, ''))
@@ -117,7 +117,7 @@ SELECT definition, any_value(op_type) AS op_type, solution, solution_hash,
        op_correct AND op_speedup > 1.0 AS perf_at_1,
        passed AS passed_rows, traces - passed AS failed_rows, op_speedup AS bb_speedup_failures_as_1
 FROM latest
-WHERE {_RANKED}
+WHERE {RANKED}
 GROUP BY definition, solution, solution_hash, hardware
 )
 SELECT *, row_number() OVER (

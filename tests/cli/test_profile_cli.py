@@ -48,6 +48,16 @@ def _script(path: Path, body: str) -> str:
     return str(path)
 
 
+def _stand_in_ncu(tmp_path: Path) -> str:
+    """An ncu that writes a report on --export and prints the sample CSV on --import."""
+    return _script(
+        tmp_path / "ncu",
+        f"""for a in "$@"; do [ "$a" = --import ] && exec cat {SAMPLES / "ncu_raw.csv"}; done
+while [ $# -gt 0 ]; do [ "$1" = --export ] && echo report > "$2.ncu-rep"; shift; done
+""",
+    )
+
+
 def _refused(args: list[str], message: str) -> None:
     res = runner.invoke(app, args)
     assert res.exit_code == 1, res.output
@@ -123,12 +133,7 @@ def test_no_task_when_the_store_is_empty(
 def test_the_whole_path_with_stand_in_tools(
     config: Path, gpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ncu = _script(
-        tmp_path / "ncu",
-        f"""for a in "$@"; do [ "$a" = --import ] && exec cat {SAMPLES / "ncu_raw.csv"}; done
-while [ $# -gt 0 ]; do [ "$1" = --export ] && echo report > "$2.ncu-rep"; shift; done
-""",
-    )
+    ncu = _stand_in_ncu(tmp_path)
     sanitizer = _script(
         tmp_path / "compute-sanitizer",
         f'if [ "$2" = memcheck ]; then cat {SAMPLES / "memcheck_oob.txt"}; exit 1; fi\ncat {SAMPLES / "memcheck_clean.txt"}\n',
@@ -183,12 +188,7 @@ while [ $# -gt 0 ]; do [ "$1" = --export ] && echo report > "$2.ncu-rep"; shift;
 def test_report_shows_the_profile_tables(
     config: Path, gpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    ncu = _script(
-        tmp_path / "ncu",
-        f"""for a in "$@"; do [ "$a" = --import ] && exec cat {SAMPLES / "ncu_raw.csv"}; done
-while [ $# -gt 0 ]; do [ "$1" = --export ] && echo report > "$2.ncu-rep"; shift; done
-""",
-    )
+    ncu = _stand_in_ncu(tmp_path)
     sanitizer = _script(tmp_path / "compute-sanitizer", f"cat {SAMPLES / 'memcheck_oob.txt'}\n")
     monkeypatch.setenv("SWEEP_NCU", ncu)
     monkeypatch.setenv("SWEEP_COMPUTE_SANITIZER", sanitizer)

@@ -6,7 +6,7 @@ This package reads the store through its queries; :mod:`sweep.store` never impor
 No DuckDB or Arrow import happens at import time of this package.
 """
 
-from sweep.store.render._chart_data import SpeedupSample
+from sweep.store.render._chart_data import SpeedupSample, comparison_samples
 from sweep.store.render._formats import (
     cell,
     format_number,
@@ -29,6 +29,7 @@ __all__ = [
     "SpeedupSample",
     "build_report",
     "cell",
+    "comparison_samples",
     "format_number",
     "format_percent",
     "format_speedup",

@@ -3,16 +3,23 @@ samples per solution, roofline points per hardware and cross-hardware latency pa
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from sweep.store._query import run_sql
 from sweep.store._store import Session
+from sweep.store._views import RANKED
+
+if TYPE_CHECKING:
+    from sweep.store._compare import TaskComparison
 
 __all__ = [
     "CrossPoint",
     "RooflinePoint",
     "SpeedupBar",
     "SpeedupSample",
+    "comparison_samples",
     "cross_points",
     "roofline_points",
     "speedup_samples",
@@ -20,9 +27,6 @@ __all__ = [
 
 #: Points of one picture at most (the newest are kept); the note says how many were left out.
 MAX_POINTS = 2000
-
-# A ranked trace: not flagged 'impossible'.
-_RANKED = "NOT coalesce(list_contains(flags, 'impossible'), false)"
 
 
 @dataclass(frozen=True)
@@ -85,7 +89,7 @@ def speedup_samples(session: Session, keys: set[tuple[str, str, str]]) -> list[S
         f"""SELECT definition, solution, hardware,
        list(speedup_factor ORDER BY speedup_factor) FILTER (WHERE status = 'PASSED' AND speedup_factor > 0),
        count(*) FILTER (WHERE status <> 'PASSED')
-FROM latest WHERE {_RANKED}
+FROM latest WHERE {RANKED}
 GROUP BY definition, solution, hardware ORDER BY definition, solution, hardware""",
     )
     out = []
@@ -103,7 +107,7 @@ def roofline_points(session: Session) -> tuple[list[RooflinePoint], int]:
         f"""SELECT hardware, coalesce(device_name, hardware_raw, hardware), definition, solution,
        work_flops / nullif(work_bytes, 0), tflops, gbps, count(*) OVER () AS n
 FROM latest
-WHERE status = 'PASSED' AND coalesce(tflops, gbps) IS NOT NULL AND {_RANKED}
+WHERE status = 'PASSED' AND coalesce(tflops, gbps) IS NOT NULL AND {RANKED}
 ORDER BY timestamp DESC, trace_key LIMIT {MAX_POINTS}""",
     )
     pts = [
@@ -130,3 +134,17 @@ ORDER BY hardware_a, hardware_b, definition, solution, workload_uuid LIMIT {MAX_
     ]
     total = int(res.rows[0][7]) if res.rows else 0  # type: ignore[call-overload]
     return pts, total - len(pts)
+
+
+def comparison_samples(tasks: Sequence[TaskComparison]) -> list[SpeedupSample]:
+    """``sweep compare``'s tasks as the distribution chart's samples: per (definition,
+    solution), B's speedup over A (A's latency / B's) on each task both passed, and the
+    tasks that failed on a side."""
+    groups: dict[tuple[str, str], tuple[list[float], list[int]]] = {}
+    for t in tasks:
+        speedups, failed = groups.setdefault((t.definition, t.solution), ([], [0]))
+        if t.ratio is not None and t.ratio > 0:
+            speedups.append(1.0 / t.ratio)
+        elif t.verdict == "failed":
+            failed[0] += 1
+    return [SpeedupSample(d, s, "B vs A", tuple(v), f[0]) for (d, s), (v, f) in groups.items()]

@@ -10,6 +10,7 @@ from pathlib import Path
 from sweep.errors import StoreError
 from sweep.store._query import run_sql
 from sweep.store._store import Session, Store
+from sweep.store._views import RANKED
 from sweep.store.render._chart_data import (
     CrossPoint,
     RooflinePoint,
@@ -205,7 +206,7 @@ SELECT definition, solution, hardware, count(*) AS workloads,
        median(peak_fraction) AS median_peak_fraction, max(peak_fraction) AS max_peak_fraction
 FROM latest
 WHERE status = 'PASSED' AND coalesce(tflops, gbps) IS NOT NULL
-  AND NOT coalesce(list_contains(flags, 'impossible'), false)
+  AND {RANKED}
 GROUP BY definition, solution, hardware
 QUALIFY row_number() OVER (PARTITION BY definition, hardware
                            ORDER BY median_peak_fraction DESC NULLS LAST, solution) <= {int(top)}

@@ -30,7 +30,7 @@ from sweep.launch._profile_run import ncu_problem, run_ncu, run_sanitizer
 from sweep.launch.driver import operator_check
 from sweep.plan import build_plan, select, with_lines
 from sweep.plan.dataset import load_dataset
-from sweep.schema.hardware import config_target
+from sweep.schema.hardware import config_target, short_name
 from sweep.schema.task import Task
 from sweep.store import KernelProfile, SanitizerReport
 
@@ -167,7 +167,9 @@ def _hardware_of(store_path: Path, results_dir: Path, ids: list[str]) -> set[str
         f"SELECT DISTINCT hardware FROM traces WHERE task_id IN ({quoted})",
         results_dir=results_dir,
     )
-    return {str(r[0]) for r in res.rows if r[0]}
+    # Traces name the hardware as records do ("NVIDIA_H100"); the plan's target is its short
+    # name ("H100"), which is also what task ids are computed from.
+    return {short_name(str(r[0])) for r in res.rows if r[0]}
 
 
 def profile(config_path: str | Path, options: ProfileOptions | None = None) -> ProfileResult:
@@ -217,7 +219,11 @@ def profile(config_path: str | Path, options: ProfileOptions | None = None) -> P
     ]
     say = opts.on_step or (lambda _text: None)
     if not jobs:
-        return result
+        raise ProfileError(
+            f"none of the {len(ids)} chosen task(s) is in this config's plan for "
+            f"{', '.join(sorted(hardware)) or 'no hardware'} (first: {shown(ids[0])}): the solution, "
+            "workload or settings changed since they ran. Launch the sweep again, then profile"
+        )
     if opts.local:
         exe = _executables(tools, opts.tool)
         for job in jobs:

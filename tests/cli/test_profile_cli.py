@@ -201,3 +201,43 @@ def test_report_shows_the_profile_tables(
     assert "Profiled kernels (sweep profile, ncu)" in res.stdout
     assert "Sanitizer findings (sweep profile, compute-sanitizer)" in res.stdout
     assert "Invalid __global__ read" in res.stdout
+
+
+def test_hardware_auto_finds_the_tasks_of_stored_gpu_traces(
+    tmp_path: Path, gpu: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With ``hardware: auto`` the tasks are planned for the hardware the store's traces name
+    (``NVIDIA_H100`` in a record is the plan's target ``H100``), so their ids are found."""
+    from sweep.cluster._failure_traces import failure_trace
+    from sweep.schema import Provenance, Status
+
+    config = tmp_path / "sweep.yaml"
+    config.write_text(
+        f"name: fixture\ndataset: [{GOOD}]\nhardware: auto\noutput: {{results_dir: {tmp_path / 'out'}}}\n"
+    )
+    cfg = load_config(config)
+    task = build_plan(select(cfg, load_dataset(cfg.dataset)), "H100").tasks[0]
+    trace = failure_trace(task, Status.RUNTIME_ERROR, "stored on an H100", Provenance(run_id="r"))
+    assert trace.evaluation is not None and trace.evaluation.environment.hardware == "NVIDIA_H100"
+    log = tmp_path / "traces.jsonl"
+    log.write_text(trace.model_dump_json() + "\n")
+    store = tmp_path / "out" / "sweep.duckdb"
+    assert runner.invoke(app, ["ingest", str(log), "--store", str(store)]).exit_code == 0
+    monkeypatch.setenv("SWEEP_NCU", _stand_in_ncu(tmp_path))
+    res = runner.invoke(
+        app,
+        ["profile", str(config), "--local", "--tool", "ncu", "--where", f"solution = '{task.solution.name}'"],
+    )
+    assert res.exit_code == 0, res.output
+    assert "not in this config's plan" not in res.stdout
+    assert f"task {task.task_id}:" in res.stdout and "rmsnorm_h1024_kernel" in res.stdout
+
+
+def test_tasks_not_in_the_plan_are_an_error(
+    config: Path, gpu: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("SWEEP_NCU", _stand_in_ncu(tmp_path))
+    _refused(
+        ["profile", str(config), "--local", "--tool", "ncu", "--tasks", "0123456789abcdef0123"],
+        "none of the 1 chosen task(s) is in this config's plan for CPU (first: '0123456789abcdef0123')",
+    )

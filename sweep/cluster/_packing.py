@@ -19,7 +19,10 @@ from sweep.cluster._failure_traces import stamp_trace
 from sweep.schema import Provenance, Trace
 from sweep.schema.task import Task
 
-__all__ = ["Done", "Envelope", "TaskPacker", "build_key", "load_task"]
+__all__ = ["COMPILED_LANGUAGES", "Done", "Envelope", "TaskPacker", "build_key", "load_task"]
+
+#: Solution languages whose kernels are compiled (what a compile pool can do ahead).
+COMPILED_LANGUAGES = frozenset({"triton", "cuda", "cpp", "tilelang"})
 
 
 def build_key(task: Task) -> str:
@@ -74,6 +77,8 @@ class Envelope:
         attempt: How many times its worker was lost before (0 at first).
         build_key: What the build step produces (see :func:`build_key`): a sandbox builds
             each key once, then skips the step (and its deadline) for later tasks.
+        compiled: The solution is compiled (Triton, CUDA, C++, TileLang): worth compiling
+            ahead in a compile pool.
     """
 
     blob: bytes
@@ -84,6 +89,7 @@ class Envelope:
     run_s: float
     attempt: int = 0
     build_key: str = ""
+    compiled: bool = False
 
     @classmethod
     def of(cls, task: Task, attempt: int = 0) -> Envelope:
@@ -120,7 +126,10 @@ class TaskPacker:
         f = io.BytesIO()
         _RefPickler(f, refs).dump(task)
         t = task.settings.timeouts
-        return Envelope(f.getvalue(), records, records_key, task.task_id, t.compile_s, t.run_s, attempt, key)
+        compiled = task.solution.spec.language.value in COMPILED_LANGUAGES
+        return Envelope(
+            f.getvalue(), records, records_key, task.task_id, t.compile_s, t.run_s, attempt, key, compiled
+        )
 
 
 @dataclass(frozen=True)

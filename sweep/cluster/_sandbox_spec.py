@@ -23,6 +23,8 @@ class SandboxSpec:
             ``prepare_process`` (none may initialise CUDA).
         start_timeout_s: Seconds a new sandbox may take to report ready.
         workdir: Folder for sandbox logs; a fresh temporary one when ``None``.
+        compile_workers: Compile processes beside each GPU worker (``_compile_pool``): 0
+            none, -1 as many as the node's CPUs per GPU allow (``compile_workers_for``).
     """
 
     backend: str = "sweep.engine"
@@ -30,6 +32,7 @@ class SandboxSpec:
     preload: tuple[str, ...] = ("torch",)
     start_timeout_s: float = 300.0
     workdir: str | None = None
+    compile_workers: int = 0
 
 
 @dataclass

@@ -13,10 +13,14 @@ import socket
 import time
 from dataclasses import dataclass, replace
 
+from sweep.cluster._compile_pool import CompilePool, PoolStats
 from sweep.cluster.sandbox import Done, Envelope, Sandbox, SandboxSpec, SandboxStats
 from sweep.schema import Provenance
 
-__all__ = ["SweepWorker", "WorkerInfo", "resolve_device_kind"]
+__all__ = ["SweepWorker", "WorkerInfo", "compile_workers_for", "resolve_device_kind"]
+
+#: Most compile processes one GPU worker starts under ``compile_workers: auto``.
+MAX_AUTO_COMPILE_WORKERS = 8
 
 
 @dataclass(frozen=True)
@@ -30,6 +34,7 @@ class WorkerInfo:
     device: str
     device_name: str | None
     sandbox_start_s: float
+    compile_workers: int = 0
 
 
 def resolve_device_kind(requested: str, gpu_ids: list[str]) -> str:
@@ -43,6 +48,26 @@ def resolve_device_kind(requested: str, gpu_ids: list[str]) -> str:
     if gpu_ids and (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")):
         return "cuda"
     return "cpu"
+
+
+def compile_workers_for(requested: int, device_kind: str, cpus: int, gpus_on_node: int) -> int:
+    """How many compile processes a worker starts: ``requested`` when it is 0 or more; for
+    ``auto`` (-1) on a GPU, the node's CPUs per GPU less the one the worker uses, at most
+    :data:`MAX_AUTO_COMPILE_WORKERS`; none on CPU (Triton is interpreted there: nothing to
+    compile)."""
+    if requested >= 0:
+        return requested
+    if device_kind != "cuda":
+        return 0
+    per_gpu = cpus // max(1, gpus_on_node)
+    return max(0, min(MAX_AUTO_COMPILE_WORKERS, per_gpu - 1))
+
+
+def _gpus_on_node(ray: object, node_id: str) -> int:
+    for node in ray.nodes():  # type: ignore[attr-defined]
+        if node.get("NodeID") == node_id:
+            return int(node.get("Resources", {}).get("GPU", 0))
+    return 1
 
 
 class SweepWorker:
@@ -63,10 +88,19 @@ class SweepWorker:
         spec = replace(spec, device_kind=resolve_device_kind(spec.device_kind, gpu_ids))
         stamp = Provenance(run_id=run_id, node_id=self._node_id, gpu_id=self._gpu_id)
         self._sandbox = Sandbox(spec, stamp)
+        size = compile_workers_for(
+            spec.compile_workers,
+            spec.device_kind,
+            os.cpu_count() or 1,
+            _gpus_on_node(ray, self._node_id) if spec.compile_workers < 0 else 1,
+        )
+        self._pool = CompilePool(spec, size, stamp) if size > 0 else None
 
     def ready(self) -> WorkerInfo:
         """Start the sandbox; raises ``SandboxStartError`` when it cannot start."""
         info = self._sandbox.start()
+        if self._pool is not None:  # its processes started beside the sandbox: ready together
+            self._pool.wait_started(self._sandbox.spec.start_timeout_s)
         return WorkerInfo(
             node_id=self._node_id,
             gpu_id=self._gpu_id,
@@ -75,20 +109,48 @@ class SweepWorker:
             device=info.device,
             device_name=info.device_name,
             sandbox_start_s=self._sandbox.stats.start_seconds[-1],
+            compile_workers=self._pool.size if self._pool is not None else 0,
         )
 
-    def evaluate_batch(self, envelopes: list[Envelope]) -> tuple[list[Done], float]:
+    def evaluate_batch(
+        self, envelopes: list[Envelope], ahead: list[Envelope] | None = None
+    ) -> tuple[list[Done], float]:
         """Evaluate tasks one after the other in the sandbox; one result each (a trace as
         JSON, and its stamp; see ``Sandbox.run_batch``), and the seconds that took (the
-        driver sizes its calls by it)."""
+        driver sizes its calls by it).
+
+        With a compile pool, ``envelopes`` and then ``ahead`` (the tasks of this worker's
+        next calls) go to the pool first; a task the pool found cannot compile gets the
+        pool's COMPILE_ERROR trace and is not run here."""
         t0 = time.monotonic()
-        out = self._sandbox.run_batch(envelopes)
+        pool = self._pool
+        if pool is None:
+            return self._sandbox.run_batch(envelopes), time.monotonic() - t0
+        pool.submit([e for e in envelopes if e.compiled] + [e for e in ahead or [] if e.compiled])
+        out: list[Done] = []
+        run: list[Envelope] = []  # consecutive tasks to run here, sent together (pipelined)
+        for env in envelopes:
+            if pool.pending(env):
+                out.extend(self._sandbox.run_batch(run) if run else [])
+                run = []
+                failed = pool.outcome(env)
+                if failed is not None:
+                    out.append(failed)
+                    continue
+            run.append(env)
+        out.extend(self._sandbox.run_batch(run) if run else [])
         return out, time.monotonic() - t0
+
+    def pool_stats(self) -> PoolStats | None:
+        """The compile pool's counters (``None`` without a pool)."""
+        return self._pool.stats if self._pool is not None else None
 
     def stats(self) -> SandboxStats:
         """The supervisor's counters (sandboxes started, timeouts, crashes)."""
         return self._sandbox.stats
 
     def close(self) -> None:
-        """Stop the sandbox and its zygote."""
+        """Stop the sandbox and its zygote, and the compile pool."""
         self._sandbox.close()
+        if self._pool is not None:
+            self._pool.close()

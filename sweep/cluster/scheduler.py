@@ -11,6 +11,12 @@ work (at most ``max_batch`` tasks). A Ray call costs a few milliseconds of CPU o
 and the worker; for evaluations of ~10 ms that would be most of the work, so it is paid once
 per call, not once per task. Evaluations of more than ``batch_target_s`` go one per call.
 
+Compile ahead: a worker with a compile pool (``WorkerInfo.compile_workers``, see
+``_compile_pool``) gets tasks reserved for its next calls (``ahead``, twice its pool's size),
+sent with each call so its pool compiles them while the GPU evaluates; it takes its next
+calls from them first. A worker with nothing left takes reserved tasks of another (from the
+end of its reservation), so the last minutes are not one worker's reservation.
+
 Faults: a sandbox crash or hang is the supervisor's business and comes back as a trace. A
 worker that dies (its process killed, its node lost) fails its in-flight tasks with an actor
 error: those go back to the queue with ``attempt + 1`` and run on another worker; after
@@ -32,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from sweep.cluster._failure_traces import failure_trace, now_iso
+from sweep.cluster._scheduler_records import SchedulerOptions, SchedulerStats
 from sweep.cluster._worker_actor import SweepWorker, WorkerInfo
 from sweep.cluster.connect import Pool
 from sweep.cluster.sandbox import SandboxSpec, TaskPacker
@@ -44,54 +51,6 @@ __all__ = ["SchedulerOptions", "SchedulerStats", "run_tasks"]
 _TICK_S = 0.5
 
 
-@dataclass(frozen=True)
-class SchedulerOptions:
-    """Knobs of the driver loop.
-
-    Attributes:
-        depth: Tasks in flight per worker.
-        max_attempts: Tries per task when its worker is lost (1 + 2 retries).
-        stall_timeout_s: Give up when no worker can take the remaining tasks this long.
-        replacements_per_worker: Dead-worker replacements allowed per initial worker.
-        batch_target_s: Seconds of evaluations to pack into one call (short evaluations).
-        max_batch: Most tasks in one call (1 disables batching).
-    """
-
-    depth: int = 2
-    max_attempts: int = 3
-    stall_timeout_s: float = 420.0
-    replacements_per_worker: int = 2
-    batch_target_s: float = 0.25
-    max_batch: int = 32
-
-
-@dataclass
-class SchedulerStats:
-    """What the loop did.
-
-    ``retried``: tasks that were running on a worker that died, run again (attempt + 1);
-    ``requeued``: tasks only queued on it, run again without counting an attempt;
-    ``lost``: tasks given up after ``max_attempts`` lost workers (a RUNTIME_ERROR trace each).
-    """
-
-    submitted: int = 0
-    calls: int = 0
-    traces: int = 0
-    retried: int = 0
-    requeued: int = 0
-    lost: int = 0
-    workers_started: int = 0
-    workers_died: int = 0
-    workers: list[WorkerInfo] = field(default_factory=list)
-    first_ready_s: float | None = None
-    loop_s: float = 0.0
-
-    @property
-    def steady_s(self) -> float:
-        """Seconds from the first worker being ready to the last trace."""
-        return self.loop_s - (self.first_ready_s or 0.0)
-
-
 @dataclass(eq=False)
 class _Worker:
     handle: Any
@@ -101,6 +60,12 @@ class _Worker:
     dead: bool = False
     started: float = field(default_factory=time.monotonic)
     inflight: dict[Any, list[_Item]] = field(default_factory=dict)
+    ahead: deque[_Item] = field(default_factory=deque)  # reserved for its next calls
+
+    @property
+    def lookahead(self) -> int:
+        """Tasks to keep reserved for this worker's compile pool (0 without one)."""
+        return 2 * self.info.compile_workers if self.info is not None else 0
 
 
 @dataclass(frozen=True)
@@ -174,6 +139,8 @@ class _Loop:
         for ref, _ in calls:
             self.owner.pop(ref, None)
         queue = self.pending[w.pool.target]
+        queue.extendleft(reversed(w.ahead))  # only reserved: back in front, no attempt counted
+        w.ahead.clear()
         for i, (_, items) in reversed(list(enumerate(calls))):
             if i == 0 and len(items) == 1:
                 self._requeue(items[0], w, why)
@@ -231,13 +198,40 @@ class _Loop:
             if w.dead or w.info is None:
                 continue
             queue = self.pending[w.pool.target]
-            while queue and len(w.inflight) < self.opt.depth:
-                items = self._take(queue, w.pool.target)
-                ref = w.handle.evaluate_batch.remote([self.packer.pack(i.task, i.attempt) for i in items])
+            while len(w.inflight) < self.opt.depth:
+                if w.ahead:
+                    items = self._take(w.ahead, w.pool.target)
+                elif queue:
+                    items = self._take(queue, w.pool.target)
+                elif not (items := self._steal(w)):
+                    break
+                envs = [self.packer.pack(i.task, i.attempt) for i in items]
+                if w.lookahead:
+                    ref = w.handle.evaluate_batch.remote(envs, self._reserve(w, queue))
+                else:
+                    ref = w.handle.evaluate_batch.remote(envs)
                 w.inflight[ref] = items
                 self.owner[ref] = w
                 self.stats.submitted += len(items)
                 self.stats.calls += 1
+
+    def _reserve(self, w: _Worker, queue: deque[_Item]) -> list[Any]:
+        """Top up ``w``'s reservation from the shared queue; the new ones, packed, for its pool."""
+        new: list[_Item] = []
+        while queue and len(w.ahead) < w.lookahead:
+            item = queue.popleft()
+            w.ahead.append(item)
+            new.append(item)
+        return [self.packer.pack(i.task, i.attempt) for i in new]
+
+    def _steal(self, w: _Worker) -> list[_Item]:
+        """One task reserved for another worker of ``w``'s pool (the last of the longest
+        reservation), for a worker that has nothing else to do."""
+        others = [o for o in self.workers if o is not w and not o.dead and o.pool.target == w.pool.target]
+        victim = max(others, key=lambda o: len(o.ahead), default=None)
+        if victim is None or not victim.ahead:
+            return []
+        return [victim.ahead.pop()]
 
     def _batch_size(self, target: str) -> int:
         est = self.per_eval_s.get(target)
@@ -311,7 +305,11 @@ class _Loop:
         for t in tasks:
             self.pending[t.hardware].append(_Item(t))
         try:
-            while any(self.pending.values()) or any(w.inflight for w in self.workers):
+            while (
+                any(self.pending.values())
+                or any(w.inflight for w in self.workers)
+                or any(w.ahead for w in self.workers if not w.dead)
+            ):
                 self._fill()
                 refs = list(self.owner)
                 if not refs:

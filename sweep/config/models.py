@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, JsonValue, StrictBool, field_validator
 
@@ -133,6 +133,13 @@ class RaySettings(StrictModel):
     runtime_env: dict[str, JsonValue] = Field(default_factory=dict)
     num_cpus: int | None = Field(default=None, ge=1, le=INT64_MAX, description="embedded Ray only")
     num_gpus: int | None = Field(default=None, ge=0, le=INT64_MAX, description="embedded Ray only")
+    compile_workers: Literal["auto"] | Annotated[int, Field(ge=0, le=256)] = Field(
+        default="auto",
+        description=(
+            "processes beside each GPU worker that compile the tasks it runs next (0: none; "
+            "auto: the node's CPUs per GPU less one, at most 8, and none on CPU)"
+        ),
+    )
 
 
 class OutputSettings(StrictModel):

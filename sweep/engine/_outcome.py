@@ -11,7 +11,34 @@ import torch
 
 from sweep.schema import Clocks, Correctness, Performance, Status, TimingStats
 
-__all__ = ["Result", "Stop", "bits", "nbytes", "traceback_text", "triton_mode_problem"]
+__all__ = ["Result", "Stop", "bits", "compile_failure", "nbytes", "traceback_text", "triton_mode_problem"]
+
+
+#: Triton's exceptions for a kernel that cannot be compiled for, or loaded on, this GPU: a
+#: front-end or ptxas error, or more shared memory, tensor memory or threads than it has. They
+#: surface at the kernel's first call (Triton compiles then), but they are the configuration's
+#: fault, not the run's, so they are a COMPILE_ERROR.
+_TRITON_COMPILE_ERRORS = frozenset(
+    {
+        "CompilationError",
+        "CompileTimeAssertionFailure",
+        "UnsupportedLanguageConstruct",
+        "PTXASError",
+        "OutOfResources",
+    }
+)
+#: CUDA's words for a launch that asks for more registers or threads per block than the GPU has
+#: (cudaErrorLaunchOutOfResources): a CUDA kernel's configuration exceeds it.
+_CUDA_OUT_OF_RESOURCES = "too many resources requested for launch"
+
+
+def compile_failure(e: BaseException) -> bool:
+    """Whether the solution call that raised ``e`` failed to compile its kernel for this GPU or
+    asked for more of its resources (shared memory, registers, threads) than it has."""
+    for cls in type(e).__mro__:
+        if cls.__module__.startswith("triton") and cls.__name__ in _TRITON_COMPILE_ERRORS:
+            return True
+    return _CUDA_OUT_OF_RESOURCES in str(e)
 
 
 def triton_mode_problem(device: torch.device) -> str | None:

@@ -18,7 +18,7 @@ from sweep.engine._cache import EngineCache
 from sweep.engine._compare import ErrorStats
 from sweep.engine._global_state import TorchFlags, pinned_flags
 from sweep.engine._inputs import base_seed
-from sweep.engine._outcome import Stop, traceback_text
+from sweep.engine._outcome import Stop, compile_failure, traceback_text
 from sweep.schema import Correctness, Definition, EvalSettings, Solution, Status, Workload
 from sweep.schema.task import Task
 from sweep.schema.trace_log import sticky_cuda_error
@@ -111,12 +111,20 @@ class RunState:
 
     def solution_failed(self, e: BaseException, where: str) -> Stop:
         """The status of a solution call that raised ``e`` (COMPILE_ERROR when its extension
-        failed to build at the call, else RUNTIME_ERROR); notes a sticky CUDA error."""
+        failed to build at the call, or its kernel cannot be compiled for this GPU or exceeds
+        its resources: :func:`compile_failure`; else RUNTIME_ERROR); notes a sticky CUDA error."""
         self.note_sticky(e)
         text = str(e)
         if _BUILD_FAILED_AT_CALL in text:
             return Stop(
                 Status.COMPILE_ERROR, f"the solution's extension failed to build ({where})", traceback_text(e)
+            )
+        if compile_failure(e):
+            return Stop(
+                Status.COMPILE_ERROR,
+                f"the solution's kernel cannot be compiled for or run on this device ({where}): "
+                f"{type(e).__name__}: {text}",
+                traceback_text(e),
             )
         return Stop(
             Status.RUNTIME_ERROR,

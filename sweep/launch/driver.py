@@ -203,7 +203,13 @@ def _run(
             f"worker(s)" + (f", {skipped} already stored (skipped; --force re-runs them)" if skipped else "")
         )
     todo = _with_ceilings(todo, Path(out.results_dir), plan.hardware, progress)
-    spec = SandboxSpec(backend=opts.backend, device_kind="auto", preload=opts.preload)
+    compile_workers = plan.config.ray.compile_workers
+    spec = SandboxSpec(
+        backend=opts.backend,
+        device_kind="auto",
+        preload=opts.preload,
+        compile_workers=-1 if compile_workers == "auto" else compile_workers,
+    )
     context = StoreContext.from_dataset(dataset)
     # The traces of each finished call are in the JSONL log (one fsync per log file for the
     # group) before the next call's are handled; DuckDB gets them in batches every

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from sweep.plan import plan_config
 from sweep.plan.dataset import load_dataset
-from sweep.schema.params import grid_size
+from sweep.schema.params import grid_points, grid_size, point_violation
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -45,3 +45,13 @@ def test_full_gpu_space_is_planned_on_h100() -> None:
     plan = plan_config(REPO / "configs" / "h100.yaml")
     counts = plan.count_by_solution()
     assert counts["gemm_n512_k512_triton"] > 40 and counts["softmax_f32_triton"] > 20
+
+
+def test_the_gemm_space_has_200_valid_points_on_the_proofs_shape() -> None:
+    """The GPU proof (bench/gpu_autotune.py) sweeps the whole GEMM space on M = 8192."""
+    gemm = load_dataset([REPO]).solutions["gemm_n512_k512_triton"]
+    axes = {"M": 8192, "N": 512, "K": 512}
+    valid = [
+        p for p in grid_points(gemm.param_space) if point_violation(p, gemm.params_constraints, axes) is None
+    ]
+    assert len(valid) >= 200

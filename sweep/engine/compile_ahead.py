@@ -1,0 +1,28 @@
+"""The backend module of a node's compile processes: ``evaluate`` compiles, runs nothing.
+
+A sandbox runs a *backend module* (``sweep.engine`` for evaluations). The cluster's compile
+pool starts its sandboxes with this one, so a compile process is supervised, isolated and
+given deadlines exactly as an evaluating one is, while its ``evaluate`` is
+:func:`sweep.engine._precompile.precompile`: build the task's solution and compile its Triton
+kernels for this GPU, and return a COMPILE_ERROR trace when that fails, else a trace without an
+evaluation.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sweep.engine import EngineCache, cuda_problem, prepare_process
+
+if TYPE_CHECKING:
+    from sweep.schema import Trace
+    from sweep.schema.task import Task
+
+__all__ = ["EngineCache", "cuda_problem", "evaluate", "prepare_process"]
+
+
+def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None = None) -> Trace:
+    """Compile ``task`` ahead (see :func:`sweep.engine._precompile.precompile`)."""
+    from sweep.engine._precompile import precompile
+
+    return precompile(task, device=device, cache=cache)

@@ -64,6 +64,8 @@ def _config(path: Path, data: Path, uuid: str, results: Path, grid: str, workers
         f"solutions:\n  names: [{NAME}]{space}\n"
         f"workloads: {{uuids: [{uuid}]}}\n"
         f"ray: {{compile_workers: {workers}}}\n"
+        # do_bench's budget (25 ms warm-up, 100 ms of repetitions), and no more, per point
+        "evaluation: {warmup_ms: 25, rep_ms: 100, max_ms: 100}\n"
         f"output: {{results_dir: {results}}}\n"
     )
     return path
@@ -108,10 +110,31 @@ def _ours(cfg: Path, work: Path, label: str) -> dict[str, object]:
     lat = {
         _key(json.loads(str(p))): float(ms) for p, status, ms in rows if status == "PASSED" and ms is not None
     }
+    spans = query(
+        results / "sweep.duckdb",
+        "SELECT median(epoch(finished_at) - epoch(started_at)), sum(epoch(finished_at) - epoch(started_at)), "
+        "max(epoch(finished_at)) - min(epoch(started_at)) FROM traces",
+        results_dir=results,
+    ).rows[0]
+    cubins = len(list(cache.rglob("*.cubin")))
+    print(
+        f"  per evaluation: median {spans[0]:.3f} s, sum {spans[1]:.1f} s, first start to last end "
+        f"{spans[2]:.1f} s; kernels in its Triton cache: {cubins}",
+        flush=True,
+    )
     statuses: dict[str, int] = {}
     for _, status, _ in rows:
         statuses[str(status)] = statuses.get(str(status), 0) + 1
-    return {"wall_s": wall, "latency": lat, "statuses": statuses, "points": len(rows), "rc": out.returncode}
+    return {
+        "wall_s": wall,
+        "latency": lat,
+        "statuses": statuses,
+        "points": len(rows),
+        "rc": out.returncode,
+        "eval_median_s": spans[0],
+        "eval_span_s": spans[2],
+        "cubins": cubins,
+    }
 
 
 def main() -> int:

@@ -7,15 +7,16 @@ its GPU worker will evaluate next, so the GPU never waits on a compiler:
   its extension built, the entry point and parameter point checked); a torch extension is
   built into the extensions folder the GPU's process then loads from;
 - for a Triton solution on a GPU, the solution is called once on the inputs of the
-  evaluation's first timed input set, made on the host, with every Triton launch turned into
+  evaluation's first timed input set, with every Triton launch turned into
   Triton's own "warm-up" (compile, do not launch) and the compiled kernel loaded on the GPU.
   Compiling writes Triton's on-disk cache, keyed by the kernel's source, its specialisation
   (dtypes, alignment, integer values Triton specialises on, constexprs such as block sizes)
   and the GPU's architecture, which is the key the GPU's process looks up at its own first
   call; loading checks shared memory and threads against this GPU's limits.
 
-No kernel runs and no input is placed on the GPU here (inputs are made on the host), so the
-evaluations beside it on the same GPU are not disturbed beyond the compiled module's load.
+No kernel of the solution runs here; making the inputs launches a few of torch's (random
+values, microseconds on the GPU the evaluations beside it share), and their memory is given
+back after each task.
 
 The result is a Trace: a COMPILE_ERROR with the compiler's message when the solution cannot be
 built or a kernel cannot be compiled or loaded for this GPU (the task's final trace: its
@@ -88,9 +89,10 @@ def precompile(task: Task, *, device: str | None = None, cache: EngineCache | No
             run.setup()
             run.build()
             if dev.type == "cuda" and task.solution.spec.language.value == "triton":
-                # Host inputs: Triton specialises on dtypes, 16-byte alignment and integer
-                # values, which host tensors share with the GPU's (both allocators align).
-                run.device = torch.device("cpu")
+                # The evaluation's own inputs, on the GPU: Triton's cache key holds what it
+                # specialises on (dtypes, alignment, integer values) and an entry point may
+                # choose its constexprs by its inputs' device or values, so anything less
+                # than the real inputs can compile a kernel the evaluation never asks for.
                 run.path.prepare_timing(run.settings.trials, 1)
                 with compile_only():
                     run.call_solution(run.path.call_solution, 0, "compile-ahead call")
@@ -99,8 +101,10 @@ def precompile(task: Task, *, device: str | None = None, cache: EngineCache | No
         except Exception:  # noqa: BLE001, S110 - nothing definite: the GPU's evaluation decides
             pass
         finally:
-            run.device = dev
             run.release()
+            if dev.type == "cuda":
+                # Give the inputs' memory back to the GPU the evaluations beside it use.
+                torch.cuda.empty_cache()
     if stop is None:
         return Trace(definition=task.definition.name, workload=task.workload, solution=task.solution.name)
     log = f"COMPILE_ERROR: {stop.message}\n({AHEAD}, process {os.getpid()})"

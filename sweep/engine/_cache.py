@@ -78,9 +78,14 @@ class EngineCache:
             the device they were computed on, so this is device memory on a GPU).
     """
 
-    def __init__(self, max_reference_bytes: int = 2 << 30) -> None:
+    def __init__(self, max_reference_bytes: int = 2 << 30, max_input_bytes: int = 1 << 30) -> None:
         self.solutions: dict[str, Built | BuildError] = {}
         self.reference_outputs: _Lru[list[torch.Tensor]] = _Lru(max_reference_bytes)
+        #: (definition key, workload key, seed, input set, device) -> the input set's values.
+        #: Making them is seeded host work (tens of ms for millions of elements); every point of
+        #: a parameter sweep and every solution of a definition reads the same sets. Read only:
+        #: calls get copies (slots, clones).
+        self.input_sets: _Lru[object] = _Lru(max_input_bytes)
         #: The BackendBench path's reference results (output and written arguments), same key.
         self.call_outputs: _Lru[object] = _Lru(max_reference_bytes)
         #: Definition key -> inputs its reference writes into.
@@ -95,12 +100,13 @@ class EngineCache:
         #: Why this process should be replaced after its current task (it can still evaluate).
         self.retire: str | None = None
         #: Counters, for tests and logs.
-        self.hits: dict[str, int] = {"solution": 0, "reference_output": 0, "call_output": 0}
+        self.hits: dict[str, int] = {"solution": 0, "reference_output": 0, "call_output": 0, "input_set": 0}
 
     def clear(self) -> None:
         """Drop everything cached (imported modules stay in ``sys.modules``)."""
         self.solutions.clear()
         self.reference_outputs.clear()
+        self.input_sets.clear()
         self.call_outputs.clear()
         self.mutating_references.clear()
         self.work.clear()

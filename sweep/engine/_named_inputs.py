@@ -109,11 +109,18 @@ class NamedInputs:
 
     def _inputs(self, index: int) -> InputSet:
         run = self.run
+        key = (run.def_key, run.wl_key, run.seed, index, str(run.device))
+        hit = run.cache.input_sets.get(key)
+        if isinstance(hit, InputSet):
+            run.cache.hits["input_set"] += 1
+            return hit
         try:
             inputs = make_inputs(run.defn, run.wl, run.seed, index, run.device, run.task.dataset_root)
         except InputError as e:
             raise Stop(Status.RUNTIME_ERROR, f"cannot make inputs: {e}") from None
         self._check_constraints(inputs)
+        tensors = [v for v in inputs.values.values() if isinstance(v, torch.Tensor)]
+        run.cache.input_sets.put(key, inputs, nbytes(tensors))
         return inputs
 
     def _check_constraints(self, inputs: InputSet) -> None:
@@ -262,7 +269,9 @@ class NamedInputs:
             self._fill_slot(j, inputs)
             if keep:
                 kept = {n: inputs.values[n] for n in keep}
-                self.pristine.append({n: v for n, v in kept.items() if isinstance(v, torch.Tensor)})
+                # Copies: fresh values are drawn into them (``vary``), and the set's own
+                # tensors are the engine cache's, read by later tasks.
+                self.pristine.append({n: v.clone() for n, v in kept.items() if isinstance(v, torch.Tensor)})
             del inputs
 
     def varied(self) -> list[str]:

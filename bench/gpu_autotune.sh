@@ -8,4 +8,8 @@ OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 source bench/gpu_site.sh
 nproc; nvidia-smi --query-gpu=name,clocks.sm,clocks.max.sm --format=csv,noheader || true
-python3 bench/gpu_autotune.py --out "$OUT" "$@"
+echo "== GPU tests of compile ahead (pytest -m gpu tests/engine/test_gpu_compile_ahead.py)"
+python3 -m pytest -q -m gpu -p no:cacheprovider tests/engine/test_gpu_compile_ahead.py 2>&1 | tail -n 15
+rc=${PIPESTATUS[0]}
+python3 bench/gpu_autotune.py --out "$OUT" "$@" || rc=1
+exit $rc

@@ -124,8 +124,8 @@ def hardware_shape_problem(hardware: str | Sequence[str]) -> str | None:
     """What is wrong with the shape of a ``hardware`` value, or ``None``.
 
     Its names are not judged here (:func:`hardware_problem` does, where a person wrote them):
-    a list must not be empty nor longer than :data:`MAX_TARGETS`, hold no empty entry, name
-    each target once (``H100`` and ``NVIDIA_H100`` are one), and ``auto`` and ``all`` stand
+    a list must not be empty nor longer than :data:`MAX_TARGETS`, hold no empty entry (nor
+    one with a comma), name each target once (``H100`` and ``NVIDIA_H100`` are one), and ``auto`` and ``all`` stand
     alone, never in a list.
     """
     entries = hardware_entries(hardware)
@@ -142,6 +142,8 @@ def hardware_shape_problem(hardware: str | Sequence[str]) -> str | None:
     for i, entry in enumerate(entries):
         if not entry.strip():
             return f"entry {i + 1} of {len(entries)} is empty (a stray comma?): {shown(hardware)}"
+        if "," in entry:  # only in a list: a string is split at its commas
+            return f"entry {i + 1} of the list, {shown(entry)}, holds a comma: give each name its own entry"
         word = _word(entry)
         if word is not None and not (isinstance(hardware, str) and len(entries) == 1):
             return f"{shown(entry)} stands alone ('hardware: {word}'), never in a list of targets"

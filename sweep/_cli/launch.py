@@ -188,9 +188,14 @@ def launch(
     process; a kernel that crashes or hangs gets a RUNTIME_ERROR or TIMEOUT trace and the
     sweep goes on. Exit code 0 when the sweep ran, whatever the kernels did.
 
+    On a cluster of several GPU types, --hardware H100,H200 (or all: every type it has) runs
+    each task once per type, each on nodes of that type.
+
     Example: sweep launch configs/local.yaml
 
     Example: ray job submit --working-dir . -- sweep launch configs/h100.yaml
+
+    Example: sweep launch configs/h100.yaml --hardware all
     """
     from sweep.launch.driver import LaunchOptions
     from sweep.launch.driver import launch as run_launch

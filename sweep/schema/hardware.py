@@ -101,10 +101,6 @@ class HardwareChoice:
     mode: Literal["auto", "all", "named"]
     targets: tuple[str, ...] = ()
 
-    def describe(self) -> str:
-        """``"auto"``, ``"all"`` or the targets, comma-separated (``"H100, H200"``)."""
-        return ", ".join(self.targets) if self.mode == "named" else self.mode
-
 
 def hardware_entries(hardware: str | Sequence[str]) -> list[str]:
     """The names a ``hardware`` value holds: a list as it is; a string split at its commas
@@ -125,8 +121,8 @@ def hardware_shape_problem(hardware: str | Sequence[str]) -> str | None:
 
     Its names are not judged here (:func:`hardware_problem` does, where a person wrote them):
     a list must not be empty nor longer than :data:`MAX_TARGETS`, hold no empty entry (nor
-    one with a comma), name each target once (``H100`` and ``NVIDIA_H100`` are one), and ``auto`` and ``all`` stand
-    alone, never in a list.
+    one with a comma), name each target once (``H100`` and ``NVIDIA_H100`` are one), and
+    ``auto`` and ``all`` stand alone, never in a list.
     """
     entries = hardware_entries(hardware)
     if not entries:
@@ -206,6 +202,8 @@ def hardware_problem(hardware: str, *, new: bool = False) -> tuple[str | None, s
     short = short_name(hardware)
     if short == CPU or short in KNOWN_MODELS:
         return None, None
+    if not short:  # '_', 'nvidia_': nothing is left once the vendor and separators go
+        return f"{shown(hardware)} names no GPU type (write one such as 'H100')", None
     # The three words get a looser match: 'cpy' is no GPU's name.
     close = difflib.get_close_matches(hardware.strip().lower(), ["cpu", AUTO, ALL], n=1, cutoff=0.6)
     if not close:

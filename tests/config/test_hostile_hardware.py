@@ -77,6 +77,7 @@ def test_lists_and_all_load(tmp_path: Path, written: str, loaded: object, target
             3,
             "entry 2 of the list, 'H200,B200', holds a comma: give each name its own entry",
         ),
+        ("[H100, nvidia_]", 3, "'nvidia_' names no GPU type (write one such as 'H100')"),
         ("[H100, 5]", 3, "entry 2 of the list must be a name such as 'H100', got 5"),
         ("[H100, [H200]]", 3, "entry 2 of the list must be a name such as 'H100', got ['H200']"),
         ("{H100: 1}", 3, "must be a name ('H100') or a list of names ([H100, H200]), got {'H100': 1}"),

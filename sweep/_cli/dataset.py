@@ -21,7 +21,6 @@ from sweep._cli.options import (
     StoreOpt,
     make_overrides,
 )
-from sweep.schema.hardware import config_target
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -35,6 +34,7 @@ __all__ = [
     "plan_rows",
     "render_left_out",
     "render_plan",
+    "render_plans",
     "render_validation",
     "validation_json",
 ]
@@ -160,13 +160,9 @@ def plan_rows(plan: Plan) -> list[dict[str, str]]:
     ]
 
 
-def render_plan(plan: Plan, *, verbose: bool = False) -> str:
-    """The summary ``sweep plan`` prints: counts per definition and solution, and exclusions."""
-    cfg = plan.config
-    hw = plan.hardware
-    how = f" (hardware {cfg.hardware!r} -> {hw})" if config_target(cfg.hardware) is None else ""
-    lines = [f"sweep {cfg.name!r} on {hw}{how}"]
-    lines.extend(f"warning: {w}" for w in plan.warnings)
+def _counts(plan: Plan) -> list[str]:
+    """Tasks per definition and per solution."""
+    lines = []
     for title, counts in (
         ("definitions", plan.count_by_definition()),
         ("solutions", plan.count_by_solution()),
@@ -174,8 +170,38 @@ def render_plan(plan: Plan, *, verbose: bool = False) -> str:
         lines.append(f"{title}: {len(counts)}")
         width = max((len(n) for n in counts), default=0)
         lines.extend(f"  {name:<{width}}  {n} tasks" for name, n in counts.items())
+    return lines
+
+
+def render_plan(plan: Plan, *, verbose: bool = False) -> str:
+    """The summary ``sweep plan`` prints: counts per definition and solution, and exclusions."""
+    cfg = plan.config
+    hw = plan.hardware
+    how = f" (hardware {cfg.hardware!r} -> {hw})" if cfg.hardware_choice().mode == "auto" else ""
+    lines = [f"sweep {cfg.name!r} on {hw}{how}"]
+    lines.extend(f"warning: {w}" for w in plan.warnings)
+    lines.extend(_counts(plan))
     lines.extend(render_left_out(plan.excluded, verbose=verbose))
     lines.append(f"total: {len(plan.tasks)} tasks")
+    return "\n".join(lines)
+
+
+def render_plans(plans: Sequence[Plan], *, verbose: bool = False) -> str:
+    """:func:`render_plan` of one plan; of several (one per target), the counts of each
+    target under its name, what was left out (each once) and the total per target."""
+    from sweep.plan import combined_excluded
+
+    if len(plans) == 1:
+        return render_plan(plans[0], verbose=verbose)
+    targets = ", ".join(p.hardware for p in plans)
+    lines = [f"sweep {plans[0].config.name!r} on {len(plans)} targets: {targets}"]
+    lines.extend(f"warning: {w}" for w in dict.fromkeys(w for p in plans for w in p.warnings))
+    for p in plans:
+        lines.append(f"{p.hardware}: {len(p.tasks)} tasks")
+        lines.extend(f"  {line}" for line in _counts(p))
+    lines.extend(render_left_out(combined_excluded(plans), verbose=verbose))
+    each = ", ".join(f"{p.hardware} {len(p.tasks)}" for p in plans)
+    lines.append(f"total: {sum(len(p.tasks) for p in plans)} tasks ({each})")
     return "\n".join(lines)
 
 
@@ -195,10 +221,13 @@ def plan(
 ) -> None:
     """Expand a sweep config into tasks (definition x solution x workload); runs nothing.
 
+    Several GPU types (--hardware H100,H200) plan each task once per type. 'hardware: all'
+    (every type of a cluster) needs a cluster: name the types here instead.
+
     Example: sweep plan configs/local.yaml --hardware H100 --json
     """
     from sweep.launch.driver import operator_check
-    from sweep.plan import plan_config
+    from sweep.plan import plan_config_targets
 
     overrides = make_overrides(
         name=name,
@@ -210,8 +239,8 @@ def plan(
         seed=seed,
         limit_per_definition=limit_per_definition,
     )
-    result = plan_config(config, overrides, unavailable=operator_check)
+    plans = plan_config_targets(config, overrides, unavailable=operator_check)
     if as_json:
-        typer.echo(json.dumps(plan_rows(result), indent=2))
+        typer.echo(json.dumps([row for p in plans for row in plan_rows(p)], indent=2))
     else:
-        typer.echo(render_plan(result, verbose=verbose))
+        typer.echo(render_plans(plans, verbose=verbose))

@@ -29,18 +29,27 @@ __all__ = ["app", "launch_json", "render_launch", "sweep_state"]
 
 def sweep_state(result: LaunchResult) -> dict[str, tuple[int, int]] | None:
     """The whole sweep as the store has it, per status: ``(tasks, of which this run)``, the
-    newest trace of each task of the sweep on this hardware; ``None`` when it cannot be read."""
+    newest trace of each task of the sweep on the launch's hardware (every target of it,
+    added up); ``None`` when it cannot be read."""
     from sweep.schema.hardware import record_name
     from sweep.store import sweep_state as stored_state
 
-    state = stored_state(
-        Path(result.store_path),
-        results_dir=Path(result.results_dir),
-        sweep=result.sweep,
-        hardware=record_name(result.hardware),
-        run_id=result.run_id,
-    )
-    return None if state is None else {k: (v.tasks, v.this_run) for k, v in state.items()}
+    targets = [c.hardware for c in result.per_hardware] or [result.hardware]
+    out: dict[str, tuple[int, int]] = {}
+    for target in targets:
+        state = stored_state(
+            Path(result.store_path),
+            results_dir=Path(result.results_dir),
+            sweep=result.sweep,
+            hardware=record_name(target),
+            run_id=result.run_id,
+        )
+        if state is None:
+            return None
+        for status, count in state.items():
+            tasks, now = out.get(status, (0, 0))
+            out[status] = (tasks + count.tasks, now + count.this_run)
+    return dict(sorted(out.items()))
 
 
 def _state_line(state: dict[str, tuple[int, int]]) -> str:
@@ -73,6 +82,14 @@ def render_launch(
         f"sweep {result.sweep!r} on {result.hardware}: {result.planned} planned, "
         f"{result.skipped} already stored (skipped), {result.ran} ran ({statuses})"
     )
+    if len(result.per_hardware) > 1:
+        lines.append(
+            "per hardware: "
+            + "; ".join(
+                f"{c.hardware} {c.planned} planned, {c.skipped} skipped, {c.ran} ran"
+                for c in result.per_hardware
+            )
+        )
     if state and result.skipped:
         lines.append(_state_line(state))
     if result.ran:
@@ -107,6 +124,10 @@ def launch_json(result: LaunchResult, state: dict[str, tuple[int, int]] | None =
         "sweep": result.sweep,
         "run_id": result.run_id,
         "hardware": result.hardware,
+        "per_hardware": [
+            {"hardware": c.hardware, "planned": c.planned, "skipped": c.skipped, "ran": c.ran}
+            for c in result.per_hardware
+        ],
         "planned": result.planned,
         "skipped": result.skipped,
         "ran": result.ran,
@@ -115,6 +136,7 @@ def launch_json(result: LaunchResult, state: dict[str, tuple[int, int]] | None =
             {
                 "definition": r.definition,
                 "solution": r.solution,
+                **({"hardware": r.hardware} if r.hardware else {}),
                 "total": r.total,
                 "statuses": dict(r.counts),
                 "median_speedup": json_value(r.median_speedup),
@@ -166,9 +188,14 @@ def launch(
     process; a kernel that crashes or hangs gets a RUNTIME_ERROR or TIMEOUT trace and the
     sweep goes on. Exit code 0 when the sweep ran, whatever the kernels did.
 
+    On a cluster of several GPU types, --hardware H100,H200 (or all: every type it has) runs
+    each task once per type, each on nodes of that type.
+
     Example: sweep launch configs/local.yaml
 
     Example: ray job submit --working-dir . -- sweep launch configs/h100.yaml
+
+    Example: sweep launch configs/h100.yaml --hardware all
     """
     from sweep.launch.driver import LaunchOptions
     from sweep.launch.driver import launch as run_launch

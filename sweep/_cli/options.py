@@ -31,7 +31,11 @@ __all__ = [
 NameOpt = Annotated[str | None, typer.Option("--name", help="Sweep name (overrides 'name').")]
 HardwareOpt = Annotated[
     str | None,
-    typer.Option("--hardware", help="Target: cpu, auto, or a GPU type like H100 (overrides 'hardware')."),
+    typer.Option(
+        "--hardware",
+        help="Target: cpu, auto, a GPU type like H100, several (H100,H200: each task once per "
+        "type), or all (every GPU type of the cluster) (overrides 'hardware').",
+    ),
 ]
 AddressOpt = Annotated[
     str | None, typer.Option("--address", help="Ray cluster address (overrides 'ray.address').")

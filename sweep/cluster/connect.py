@@ -5,9 +5,12 @@ Where to connect is decided by the caller with :func:`sweep.config.resolve_addre
 embedded local Ray over this machine's GPUs (or CPU slots). A Ray already initialised in
 this process (a test, a notebook) is used as it is.
 
-Targets arrive normalised (``"CPU"``, ``"H100"``: :func:`sweep.schema.hardware.config_target`);
+Targets arrive normalised (``"CPU"``, ``"H100"``: :func:`sweep.schema.hardware.hardware_choice`);
 Ray's own accelerator names (``"H100"``, ``"A100-80G"``) are read in one helper,
-``_ray_names``, for both ``hardware: auto`` and matching a target.
+``_ray_names``, for ``hardware: auto`` and ``all`` and for matching a target. A launch on
+several targets (``hardware: [H100, H200]`` or ``all``) gets one pool per target and Ray
+accelerator type (:func:`pools_for_targets`), each pool's workers placed only on nodes of its
+type by the ``accelerator_type:`` resource.
 
 A driver started by ``ray job submit`` already runs in the job's runtime_env (its
 ``working_dir`` is the current directory on every node), so nothing is added then. A driver
@@ -18,6 +21,7 @@ carry their definition, solution and workload records whole.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,8 +37,10 @@ __all__ = [
     "RayConnection",
     "auto_target",
     "connect",
+    "gpu_targets",
     "in_ray_job",
     "pools_for",
+    "pools_for_targets",
 ]
 
 _ACCEL_PREFIX = "accelerator_type:"
@@ -211,22 +217,45 @@ def _ray_names(ray_type: str) -> list[str]:
     return [short_name(ray_type.split("-")[0]), short_name(ray_type), *prefixes]
 
 
+def _gpu_models(info: ClusterInfo) -> list[str]:
+    """The GPU models of the cluster's alive nodes (``"A100-80G"`` is an ``"A100"``), sorted."""
+    kinds = {a for n in info.nodes if n.gpus for a in n.accelerator_types}
+    return sorted({_ray_names(k)[0] for k in kinds})
+
+
 def auto_target(info: ClusterInfo) -> str:
     """The target for ``hardware: auto``: the cluster's one GPU type, or CPU without GPUs.
 
     Raises:
         ClusterError: The cluster has GPUs of several types (the config must choose).
     """
-    kinds = sorted({a for n in info.nodes if n.gpus for a in n.accelerator_types})
-    if not kinds:
+    shorts = _gpu_models(info)
+    if not shorts:
         return CPU
-    shorts = sorted({_ray_names(k)[0] for k in kinds})
     if len(shorts) > 1:
         raise ClusterError(
             f"hardware: auto is ambiguous: the cluster has GPUs of types {', '.join(shorts)}. "
-            f"Set 'hardware' in the config (or --hardware) to one of them.\n{info.describe()}"
+            f"Set 'hardware' in the config (or --hardware) to one of them, to several "
+            f"([{', '.join(shorts)}], --hardware {','.join(shorts)}), or to 'all' for one task per "
+            f"type.\n{info.describe()}"
         )
     return shorts[0]
+
+
+def gpu_targets(info: ClusterInfo) -> list[str]:
+    """The targets of ``hardware: all``: every GPU model of the cluster's alive nodes, sorted.
+
+    Raises:
+        ClusterError: The cluster has no GPU (with a label Ray's accelerator types give).
+    """
+    shorts = _gpu_models(info)
+    if not shorts:
+        raise ClusterError(
+            "hardware: all runs one task per GPU type of the cluster, and it has no GPU with a "
+            f"type (Ray resource '{_ACCEL_PREFIX}...'). Set 'hardware' in the config (or "
+            f"--hardware) to cpu to run on its CPUs, or connect to a cluster with GPUs.\n{info.describe()}"
+        )
+    return shorts
 
 
 def pools_for(target: str, info: ClusterInfo, *, max_workers: int | None = None) -> list[Pool]:
@@ -248,14 +277,9 @@ def pools_for(target: str, info: ClusterInfo, *, max_workers: int | None = None)
         if cpus < 1:
             raise ClusterError(f"the cluster has no CPU to run a CPU sweep on.\n{info.describe()}")
         return [Pool(target=CPU, size=max(1, min(cpus, cap)), num_gpus=0, num_cpus=1, device_kind="cpu")]
-    by_type: dict[str, float] = {}
-    for n in info.nodes:
-        for a in n.accelerator_types:
-            if n.gpus and target in _ray_names(a):
-                by_type[a] = by_type.get(a, 0.0) + n.gpus
+    by_type = _gpus_of(target, info)
     if not by_type:
-        have = sorted({a for n in info.nodes if n.gpus for a in n.accelerator_types})
-        listing = ", ".join(have) if have else "no GPUs at all"
+        listing = _have(info)
         raise ClusterError(
             f"no node of the cluster has {target} GPUs (Ray resource '{_ACCEL_PREFIX}{target}'); "
             f"it has: {listing}. Set 'hardware' in the config (or --hardware) to what the "
@@ -277,4 +301,60 @@ def pools_for(target: str, info: ClusterInfo, *, max_workers: int | None = None)
                 resources={f"{_ACCEL_PREFIX}{ray_type}": 0.001},
             )
         )
+    return pools
+
+
+def _gpus_of(target: str, info: ClusterInfo) -> dict[str, float]:
+    """GPUs per Ray accelerator type that serve ``target`` (short form)."""
+    by_type: dict[str, float] = {}
+    for n in info.nodes:
+        for a in n.accelerator_types:
+            if n.gpus and target in _ray_names(a):
+                by_type[a] = by_type.get(a, 0.0) + n.gpus
+    return by_type
+
+
+def _have(info: ClusterInfo) -> str:
+    """The cluster's Ray accelerator types, for a message."""
+    have = sorted({a for n in info.nodes if n.gpus for a in n.accelerator_types})
+    return ", ".join(have) if have else "no GPUs at all"
+
+
+def pools_for_targets(work: Mapping[str, int], info: ClusterInfo) -> list[Pool]:
+    """The worker pools of a launch on several targets: :func:`pools_for` of each target
+    (in the order given), at most as many workers as it has tasks to run.
+
+    Every target is checked before any pool is made, so a launch fails before anything runs.
+
+    Args:
+        work: Target (short form, as the plans give it) -> its tasks to run (more than 0).
+        info: The cluster.
+
+    Raises:
+        ClusterError: Targets that no alive node has (one message naming each, and what the
+            cluster has; with one target, :func:`pools_for`'s), or two targets that name the
+            same GPUs (``A100`` and ``A100-80G``).
+    """
+    targets = list(work)
+    missing = [t for t in targets if short_name(t) != CPU and not _gpus_of(short_name(t), info)]
+    if len(targets) > 1 and missing:
+        res = ", ".join(f"'{_ACCEL_PREFIX}{t}'" for t in missing)
+        raise ClusterError(
+            f"no node of the cluster has {', '.join(missing)} GPUs (Ray resource {res}), which "
+            f"'hardware' lists ({', '.join(targets)}); it has: {_have(info)}. Nothing ran. Take "
+            f"them out of 'hardware' (or --hardware), set 'hardware: all' for every GPU type the "
+            f"cluster has, or connect to a cluster with them.\n{info.describe()}"
+        )
+    pools: list[Pool] = []
+    claimed: dict[str, str] = {}  # resource -> the target whose pool asks for it
+    for target in targets:
+        for pool in pools_for(target, info, max_workers=work[target]):
+            for resource in pool.resources:
+                other = claimed.setdefault(resource, pool.target)
+                if other != pool.target:
+                    raise ClusterError(
+                        f"'hardware' lists {other} and {pool.target}, which both name the cluster's "
+                        f"{resource.removeprefix(_ACCEL_PREFIX)} GPUs; list one of them.\n{info.describe()}"
+                    )
+            pools.append(pool)
     return pools

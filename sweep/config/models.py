@@ -29,6 +29,7 @@ from typing import Annotated, Literal
 from pydantic import Field, JsonValue, StrictBool, field_validator
 
 from sweep.errors import shown
+from sweep.schema.hardware import HardwareChoice, hardware_choice, hardware_entries, hardware_shape_problem
 from sweep.schema.limits import INT64_MAX, INT64_MIN
 from sweep.schema.params import MAX_GRID_POINTS, ParamValue, space_problems
 from sweep.schema.settings import EvalSettings, StrictModel
@@ -172,9 +173,13 @@ class SweepConfig(StrictModel):
 
     name: str = Field(min_length=1)
     dataset: list[str] = Field(min_length=1, description="dataset roots (FlashInfer-Bench layout)")
-    hardware: str = Field(
+    hardware: str | list[str] = Field(
         default="auto",
-        description="target: 'cpu', 'auto' (whatever this machine has), or a GPU type like 'H100'",
+        description=(
+            "target: 'cpu', 'auto' (whatever this machine has), a GPU type like 'H100', a list of "
+            "them ([H100, H200] or 'H100,H200': one task per type), or 'all' (every GPU type of "
+            "the cluster)"
+        ),
     )
     definitions: DefinitionSelect = DefinitionSelect()
     solutions: SolutionSelect = SolutionSelect()
@@ -209,14 +214,37 @@ class SweepConfig(StrictModel):
             )
         return v
 
+    @field_validator("hardware", mode="before")
+    @classmethod
+    def _hardware_list(cls, v: object) -> object:
+        # 'H100,H200' (how --hardware lists several, and a YAML plain scalar) is the list
+        # [H100, H200]; one name stays a string, so the hash of an existing config is unchanged.
+        if isinstance(v, str):
+            return hardware_entries(v) if "," in v else v
+        # One message instead of pydantic's two (one per member of the union).
+        if not isinstance(v, list):
+            problem = f"must be a name ('H100') or a list of names ([H100, H200]), got {shown(v)}"
+        else:
+            bad = next(((i, e) for i, e in enumerate(v) if not isinstance(e, str)), None)
+            if bad is None:
+                return v
+            problem = f"entry {bad[0] + 1} of the list must be a name such as 'H100', got {shown(bad[1])}"
+        raise ValueError(problem)
+
     @field_validator("hardware")
     @classmethod
-    def _hardware(cls, v: str) -> str:
-        # Only emptiness here: names are checked where a person wrote them (load_config),
-        # since a launch re-validates the config with whatever GPU the cluster reports.
-        if not v.strip():
-            raise ValueError("must name a target: 'auto', 'cpu' or a GPU type such as 'H100'")
+    def _hardware(cls, v: str | list[str]) -> str | list[str]:
+        # Only the shape here (empty, duplicates, 'all' in a list): names are checked where a
+        # person wrote them (load_config), since a launch re-validates the config with
+        # whatever GPU the cluster reports.
+        problem = hardware_shape_problem(v)
+        if problem is not None:
+            raise ValueError(problem)
         return v
+
+    def hardware_choice(self) -> HardwareChoice:
+        """What ``hardware`` asks for: ``auto``, ``all``, or its targets in normal form."""
+        return hardware_choice(self.hardware)
 
     def config_hash(self) -> str:
         """Stable hash of the whole config (but ``profile``: profiling changes no result)."""
@@ -230,7 +258,9 @@ class ConfigOverrides(StrictModel):
     """What the command line may override in a config; ``None`` keeps the YAML value."""
 
     name: str | None = Field(default=None, min_length=1)
-    hardware: str | None = Field(default=None, min_length=1)
+    hardware: str | None = Field(
+        default=None, min_length=1, description="one target, 'auto', 'all', or several: 'H100,H200'"
+    )
     address: str | None = Field(default=None, description="Ray cluster address (ray.address)")
     results_dir: str | None = Field(default=None, min_length=1)
     store: str | None = Field(default=None, min_length=1)

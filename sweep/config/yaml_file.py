@@ -22,7 +22,7 @@ import yaml
 from sweep.config._yaml_tree import BoundsError, compose, line_of, to_python
 from sweep.config.models import ConfigOverrides, SweepConfig, apply_overrides
 from sweep.errors import ConfigError, clip, did_you_mean, field_errors, loc_path, reason, shown
-from sweep.schema.hardware import hardware_problem
+from sweep.schema.hardware import hardware_entries, hardware_problem, hardware_shape_problem
 from sweep.schema.limits import FileRefused, read_text
 
 __all__ = ["key_lines", "load_config", "read_config_file", "resolve_paths"]
@@ -166,16 +166,37 @@ def read_config_file(path: str | Path, *, new_hardware: bool = False) -> SweepCo
         config = SweepConfig.model_validate(data)
     except pydantic.ValidationError as e:
         _raise(_format_errors(e, data, root, name), name)
-    wrong_hardware = hardware_problem(config.hardware, new=new_hardware)[0]
-    if wrong_hardware:
-        node, _found = _node_at(root, ("hardware",))
-        raise ConfigError(f"{name}:{_mark(node)}: hardware: {wrong_hardware}")
+    wrong = _wrong_hardware(config.hardware, new_hardware)
+    if wrong is not None:
+        index, problem = wrong
+        # The line of the entry in a YAML list; of the key for one name or 'H100,H200'.
+        loc: _Loc = ("hardware", index) if isinstance(config.hardware, list) else ("hardware",)
+        raise ConfigError(f"{name}:{_mark(_node_at(root, loc)[0])}: hardware: {problem}")
     for loc, value in _path_fields(config):
         try:
             _resolve(Path(), value, loc)
         except ConfigError as e:
             raise ConfigError(f"{name}:{_mark(_node_at(root, loc)[0])}: {e}") from None
     return config
+
+
+def _wrong_hardware(hardware: str | list[str], new: bool) -> tuple[int, str] | None:
+    """The first name of ``hardware`` that names no target (a typo of a known GPU type):
+    its index among the names and why; ``None`` when every name is fine."""
+    for i, entry in enumerate(hardware_entries(hardware)):
+        problem = hardware_problem(entry, new=new)[0]
+        if problem:
+            return i, problem
+    return None
+
+
+def _flag_hardware_problem(hardware: str, new: bool) -> str | None:
+    """What is wrong with ``--hardware``: its shape (``auto,H100``), then its names."""
+    shape = hardware_shape_problem(hardware)
+    if shape is not None:
+        return shape
+    wrong = _wrong_hardware(hardware, new)
+    return wrong[1] if wrong is not None else None
 
 
 def _path_fields(config: SweepConfig) -> list[tuple[tuple[str | int, ...], str]]:
@@ -248,8 +269,8 @@ def load_config(path: str | Path, overrides: ConfigOverrides | None = None) -> S
     config = resolve_paths(config, p.resolve().parent)
     if overrides is not None and not overrides.is_empty():
         if overrides.hardware is not None:
-            wrong_hardware = hardware_problem(overrides.hardware, new=new)[0]
-            if wrong_hardware:
-                raise ConfigError(f"--hardware {shown(overrides.hardware)}: {wrong_hardware}")
+            problem = _flag_hardware_problem(overrides.hardware, new)
+            if problem is not None:
+                raise ConfigError(f"--hardware {shown(overrides.hardware)}: {problem}")
         config = resolve_paths(apply_overrides(config, overrides), Path.cwd())
     return config

@@ -3,11 +3,14 @@
 Order of work, so mistakes fail before anything slow starts: read the config (flags over
 the YAML, :func:`sweep.config.load_config`), load the dataset
 and check what the config selects (config and plan errors), connect to Ray (at the address
-:func:`sweep.config.resolve_address` picks: flag, ``RAY_ADDRESS``, YAML), build the plan
-once for its target (``hardware: auto`` is decided by what the cluster has; an imported
-ATen operator the installed torch lacks, or has no kernel of for the target's device, is left
-out with its reason: :func:`operator_check`), check the cluster has the target hardware (else
-fail at once, listing what it has), drop the tasks already stored (unless ``force``), then run.
+:func:`sweep.config.resolve_address` picks: flag, ``RAY_ADDRESS``, YAML), build one plan per
+target, once (``hardware: auto`` is the cluster's one GPU type, ``all`` each GPU type it has,
+a list the types named; an imported ATen operator the installed torch lacks, or has no kernel
+of for the target's device, is left out with its reason: :func:`operator_check`), drop the
+tasks already stored (unless ``force``; task ids include the target, so each target resumes
+on its own), check the cluster has every target that has tasks left (else fail at once,
+naming each missing type and what the cluster has: nothing runs), then run the tasks of
+every target in one loop, each on workers of its own type.
 """
 
 from __future__ import annotations
@@ -22,19 +25,34 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import TextIO
 
-from sweep.cluster.connect import ClusterInfo, Pool, RayConnection, auto_target, connect, pools_for
+from sweep.cluster.connect import (
+    ClusterInfo,
+    Pool,
+    RayConnection,
+    auto_target,
+    connect,
+    gpu_targets,
+    pools_for_targets,
+)
 from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
 from sweep.launch.progress import Progress, SummaryRow, Tally
-from sweep.plan import Exclusion, Plan, build_plan, select, with_lines
+from sweep.plan import Exclusion, Plan, Selection, build_plan, combined_excluded, select, with_lines
 from sweep.plan.dataset import Dataset, load_dataset
 from sweep.schema import Definition, Trace
-from sweep.schema.hardware import config_target
 from sweep.schema.task import Task
 
-__all__ = ["STORE_FLUSH_S", "LaunchOptions", "LaunchResult", "launch", "new_run_id", "operator_check"]
+__all__ = [
+    "STORE_FLUSH_S",
+    "HardwareCounts",
+    "LaunchOptions",
+    "LaunchResult",
+    "launch",
+    "new_run_id",
+    "operator_check",
+]
 
 #: Seconds between batched inserts into the DuckDB store during a launch.
 STORE_FLUSH_S = 2.0
@@ -64,9 +82,23 @@ class LaunchOptions:
     quiet: bool = False
 
 
+@dataclass(frozen=True)
+class HardwareCounts:
+    """One target of a launch: its tasks planned, skipped (already stored) and run now."""
+
+    hardware: str
+    planned: int
+    skipped: int
+    ran: int
+
+
 @dataclass
 class LaunchResult:
-    """What one launch did."""
+    """What one launch did.
+
+    ``hardware`` names the targets (``"H100"``; ``"H100, H200"`` for several), and
+    ``per_hardware`` counts each one (every launch fills it, one entry per target).
+    """
 
     run_id: str
     sweep: str
@@ -83,6 +115,7 @@ class LaunchResult:
     stats: SchedulerStats
     excluded: list[Exclusion]
     warnings: list[str] = field(default_factory=list)
+    per_hardware: list[HardwareCounts] = field(default_factory=list)
 
 
 def new_run_id() -> str:
@@ -124,19 +157,29 @@ def _portable(tasks: list[Task], cwd: Path) -> list[Task]:
     return out
 
 
-def _pending(plan: Plan, force: bool) -> tuple[list[Task], int]:
+def _plans(selection: Selection, targets: Sequence[str]) -> list[Plan]:
+    """One plan per target, in order."""
+    return [build_plan(selection, t, unavailable=operator_check) for t in targets]
+
+
+def _pending(plans: Sequence[Plan], force: bool) -> list[Task]:
+    """The tasks of the plans without a stored trace (all of them with ``force``), in plan
+    order. Task ids include the target, so each target's are skipped on their own."""
     if force:
-        return list(plan.tasks), 0
+        return [t for p in plans for t in p.tasks]
     from sweep.store import completed_task_ids
 
-    out = plan.config.output
+    out = plans[0].config.output
     done = completed_task_ids(Path(out.results_dir), Path(out.store_path()))
-    todo = [t for t in plan.tasks if t.task_id not in done]
-    return todo, len(plan.tasks) - len(todo)
+    return [t for p in plans for t in p.tasks if t.task_id not in done]
 
 
 def launch(config_path: str | Path, options: LaunchOptions | None = None) -> LaunchResult:
     """Run a sweep: every planned task not yet stored gets exactly one trace, stored at once.
+
+    With several targets (``hardware: [H100, H200]`` or ``all``) every task is planned once
+    per target and runs only on workers of its target's type, so one launch on a mixed
+    cluster fills the store's ``cross_hardware``.
 
     Args:
         config_path: The sweep config (YAML).
@@ -144,8 +187,9 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
 
     Raises:
         ConfigError, DatasetError, PlanError: The config, dataset or plan is wrong.
-        ClusterError: Ray cannot be reached or started, the cluster lacks the target
-            hardware, or no worker can run the remaining tasks.
+        ClusterError: Ray cannot be reached or started, the cluster lacks a target hardware
+            that has tasks to run (``all``: it has no GPU), or no worker can run the
+            remaining tasks.
         StoreError: The results cannot be written.
     """
     opts = options or LaunchOptions()
@@ -156,54 +200,72 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         selection = select(config, dataset)  # every plan error, before Ray
     except PlanError as e:
         raise with_lines(e, config_path) from None
-    target = config_target(config.hardware)  # None: hardware auto, the cluster decides
+    choice = config.hardware_choice()  # auto, all: the cluster decides
     run_id = new_run_id()
-    plan: Plan | None = None
-    if target is not None:
-        plan = build_plan(selection, target, unavailable=operator_check)
-        todo, skipped = _pending(plan, opts.force)
+    plans: list[Plan] = []
+    if choice.mode == "named":
+        plans = _plans(selection, choice.targets)
+        todo = _pending(plans, opts.force)
         if not todo:
-            return _result(run_id, plan, skipped, Tally(), t0, None, SchedulerStats())
+            return _result(run_id, plans, todo, Tally(), t0, None, SchedulerStats())
     flag = opts.overrides.address if opts.overrides is not None else None
     conn: RayConnection = connect(config, resolve_address(flag, config))
     try:
-        if plan is None:
-            plan = build_plan(selection, auto_target(conn.info), unavailable=operator_check)
-            todo, skipped = _pending(plan, opts.force)
+        if not plans:
+            targets = [auto_target(conn.info)] if choice.mode == "auto" else gpu_targets(conn.info)
+            plans = _plans(selection, targets)
+            todo = _pending(plans, opts.force)
             if not todo:
-                return _result(run_id, plan, skipped, Tally(), t0, conn.info, SchedulerStats())
-        pools = pools_for(plan.hardware, conn.info, max_workers=len(todo))
+                return _result(run_id, plans, todo, Tally(), t0, conn.info, SchedulerStats())
+        # Only targets with tasks left need workers (a target whose tasks are all stored
+        # needs no node, as a launch of that one target would not connect at all).
+        left = Counter(t.hardware for t in todo)
+        work = {p.hardware: left[p.hardware] for p in plans if left[p.hardware]}
+        pools = pools_for_targets(work, conn.info)
         if conn.portable_paths:
             todo = _portable(todo, Path(os.getcwd()).resolve())
-        tally, stats = _run(run_id, plan, todo, dataset, pools, opts, skipped)
-        return _result(run_id, plan, skipped, tally, t0, conn.info, stats)
+        tally, stats = _run(run_id, plans, todo, dataset, pools, opts)
+        return _result(run_id, plans, todo, tally, t0, conn.info, stats)
     finally:
         conn.close()
 
 
 def _run(
     run_id: str,
-    plan: Plan,
+    plans: Sequence[Plan],
     todo: list[Task],
     dataset: Dataset,
     pools: list[Pool],
     opts: LaunchOptions,
-    skipped: int,
 ) -> tuple[Tally, SchedulerStats]:
     from sweep.store import ResultsWriter, StoreContext
 
-    out = plan.config.output
+    config = plans[0].config
+    out = config.output
     tally = Tally()
     stats = SchedulerStats()
     progress = None if opts.quiet else Progress(len(todo), opts.progress)
+    skipped = sum(len(p.tasks) for p in plans) - len(todo)
     if progress is not None:
-        workers = sum(p.size for p in pools)
+        workers: Counter[str] = Counter()
+        for pool in pools:
+            workers[pool.target] += pool.size
+        on = " + ".join(f"{n} {target}" for target, n in workers.items())
         progress.note(
-            f"sweep {plan.config.name!r} run {run_id}: {len(todo)} task(s) on {workers} {plan.hardware} "
-            f"worker(s)" + (f", {skipped} already stored (skipped; --force re-runs them)" if skipped else "")
+            f"sweep {config.name!r} run {run_id}: {len(todo)} task(s) on {on} worker(s)"
+            + (f", {skipped} already stored (skipped; --force re-runs them)" if skipped else "")
         )
-    todo = _with_ceilings(todo, Path(out.results_dir), plan.hardware, progress)
-    compile_workers = plan.config.ray.compile_workers
+    # Each target's tasks carry the ceilings calibrated on that hardware, if any.
+    results = Path(out.results_dir)
+    todo = [
+        task
+        for p in plans
+        for task in _with_ceilings(
+            [t for t in todo if t.hardware == p.hardware], results, p.hardware, progress
+        )
+    ]
+    target_of = {t.task_id: t.hardware for t in todo}
+    compile_workers = config.ray.compile_workers
     spec = SandboxSpec(
         backend=opts.backend,
         device_kind="auto",
@@ -218,7 +280,7 @@ def _run(
     with ResultsWriter(
         Path(out.results_dir),
         Path(out.store_path()),
-        sweep=plan.config.name,
+        sweep=config.name,
         run_id=run_id,
         context=context,
         flush_interval_s=STORE_FLUSH_S,
@@ -227,7 +289,8 @@ def _run(
         def on_traces(traces: Sequence[Trace]) -> None:
             w.write_many(traces)
             for trace in traces:
-                tally.add(trace)
+                task_id = trace.provenance.task_id if trace.provenance is not None else None
+                tally.add(trace, target_of.get(task_id or "", ""))
                 if progress is not None:
                     progress.update(trace)
 
@@ -252,30 +315,43 @@ def _with_ceilings(todo: list[Task], results: Path, hardware: str, progress: Pro
     when there are some: the engine then gives fractions of what the nodes reach."""
     from sweep.store import calibration_for
 
+    if not todo:
+        return todo
     ceilings = calibration_for(results, hardware)
     if ceilings is None:
         return todo
     if progress is not None:
-        progress.note(f"fractions of peak against the ceilings {ceilings.source}")
+        progress.note(f"{hardware}: fractions of peak against the ceilings {ceilings.source}")
     return [t.model_copy(update={"ceilings": ceilings}) for t in todo]
 
 
 def _result(
     run_id: str,
-    plan: Plan,
-    skipped: int,
+    plans: Sequence[Plan],
+    todo: Sequence[Task],
     tally: Tally,
     t0: float,
     cluster: ClusterInfo | None,
     stats: SchedulerStats,
 ) -> LaunchResult:
-    out = plan.config.output
+    config = plans[0].config
+    out = config.output
+    left = Counter(t.hardware for t in todo)
+    per_hardware = [
+        HardwareCounts(
+            hardware=p.hardware,
+            planned=len(p.tasks),
+            skipped=len(p.tasks) - left[p.hardware],
+            ran=tally.by_hardware[p.hardware],
+        )
+        for p in plans
+    ]
     return LaunchResult(
         run_id=run_id,
-        sweep=plan.config.name,
-        hardware=plan.hardware,
-        planned=len(plan.tasks),
-        skipped=skipped,
+        sweep=config.name,
+        hardware=", ".join(p.hardware for p in plans),
+        planned=sum(c.planned for c in per_hardware),
+        skipped=sum(c.skipped for c in per_hardware),
         ran=sum(tally.statuses.values()),
         statuses=tally.statuses,
         rows=tally.sorted_rows(),
@@ -284,6 +360,7 @@ def _result(
         store_path=out.store_path(),
         cluster=cluster,
         stats=stats,
-        excluded=list(plan.excluded),
-        warnings=list(plan.warnings),
+        excluded=combined_excluded(plans),
+        warnings=list(dict.fromkeys(w for p in plans for w in p.warnings)),
+        per_hardware=per_hardware,
     )

@@ -30,7 +30,7 @@ from sweep.launch._profile_run import ncu_problem, run_ncu, run_sanitizer
 from sweep.launch.driver import operator_check
 from sweep.plan import build_plan, select, with_lines
 from sweep.plan.dataset import load_dataset
-from sweep.schema.hardware import config_target, short_name
+from sweep.schema.hardware import short_name
 from sweep.schema.task import Task
 from sweep.store import KernelProfile, SanitizerReport
 
@@ -167,8 +167,7 @@ def _hardware_of(store_path: Path, results_dir: Path, ids: list[str]) -> set[str
         f"SELECT DISTINCT hardware FROM traces WHERE task_id IN ({quoted})",
         results_dir=results_dir,
     )
-    # Traces name the hardware as records do ("NVIDIA_H100"); the plan's target is its short
-    # name ("H100"), which is also what task ids are computed from.
+    # Stored as records spell it (NVIDIA_H100); a plan's target, and so a task id, is H100.
     return {short_name(str(r[0])) for r in res.rows if r[0]}
 
 
@@ -198,8 +197,11 @@ def profile(config_path: str | Path, options: ProfileOptions | None = None) -> P
     ids = choose_task_ids(store_path, results_dir, opts.where, opts.task_ids)
     if not ids:
         raise ProfileError("no task to profile: the store has no trace that the selection picks")
-    target = config_target(config.hardware)  # None: hardware auto, the store's traces say
-    hardware = {target} if target is not None else _hardware_of(store_path, results_dir, ids)
+    choice = config.hardware_choice()  # auto, all: the store's traces say
+    if choice.mode == "named":
+        hardware = set(choice.targets)
+    else:
+        hardware = _hardware_of(store_path, results_dir, ids)
     planned = _plan_tasks(config, config_path, hardware)
     result = ProfileResult(store_path, [], [i for i in ids if i not in planned])
     jobs = [

@@ -119,10 +119,12 @@ class Progress:
 
 @dataclass
 class SummaryRow:
-    """One definition x solution: counts per status and the median speedup of PASSED runs."""
+    """One definition x solution (x target, in a launch on several): counts per status and
+    the median speedup of PASSED runs."""
 
     definition: str
     solution: str
+    hardware: str = ""
     counts: Counter[str] = field(default_factory=Counter)
     speedups: list[float] = field(default_factory=list)
 
@@ -141,12 +143,16 @@ class Tally:
     """Collects the summary of a launch, one trace at a time (no traces kept)."""
 
     def __init__(self) -> None:
-        self.rows: dict[tuple[str, str], SummaryRow] = {}
+        self.rows: dict[tuple[str, str, str], SummaryRow] = {}
         self.statuses: Counter[str] = Counter()
+        #: Traces per target (the ``hardware`` given to :meth:`add`).
+        self.by_hardware: Counter[str] = Counter()
 
-    def add(self, trace: Trace) -> None:
-        """Count ``trace``."""
-        key = (trace.definition, trace.solution or "-")
+    def add(self, trace: Trace, hardware: str = "") -> None:
+        """Count ``trace``, of a task planned for ``hardware`` (its target, ``"H100"``: the
+        trace's own ``environment.hardware`` is the device that ran it)."""
+        self.by_hardware[hardware] += 1
+        key = (trace.definition, trace.solution or "-", hardware)
         row = self.rows.get(key)
         if row is None:
             row = self.rows[key] = SummaryRow(*key)
@@ -158,27 +164,31 @@ class Tally:
             row.speedups.append(ev.performance.speedup_factor)
 
     def sorted_rows(self) -> list[SummaryRow]:
-        """Rows by definition, then solution."""
+        """Rows by definition, then solution, then target."""
         return [self.rows[k] for k in sorted(self.rows)]
 
 
 def render_summary(rows: list[SummaryRow]) -> str:
-    """A plain-text table: definition, solution, total, one column per status seen, median
-    speedup of the PASSED ones."""
+    """A plain-text table: definition, solution (and hardware, when the rows have several),
+    total, one column per status seen, median speedup of the PASSED ones."""
     if not rows:
         return "no evaluations ran"
     seen = [s for s in Status if any(r.counts.get(s.value) for r in rows)]
-    head = ["definition", "solution", "total"] + [_STATUS_ABBR[s] for s in seen] + ["median_speedup"]
+    per_hw = len({r.hardware for r in rows}) > 1
+    names = ["definition", "solution"] + (["hardware"] if per_hw else [])
+    head = names + ["total"] + [_STATUS_ABBR[s] for s in seen] + ["median_speedup"]
     body = []
     for r in rows:
         med = r.median_speedup
         body.append(
-            [r.definition, r.solution, str(r.total)]
+            [r.definition, r.solution]
+            + ([r.hardware] if per_hw else [])
+            + [str(r.total)]
             + [str(r.counts.get(s.value, 0)) for s in seen]
             + [ratio(med)]
         )
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
-    right = set(range(2, len(head)))
+    right = set(range(len(names), len(head)))
 
     def fmt(cells: list[str]) -> str:
         return "  ".join(

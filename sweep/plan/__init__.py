@@ -1,10 +1,12 @@
 """The plan stage: dataset folders in, the list of tasks out.
 
 - :mod:`sweep.plan.dataset`: loading FlashInfer-Bench dataset folders (:func:`load_dataset`).
-- :mod:`sweep.plan.expand`: a config over a dataset -> :class:`Plan` (definition x solution x
-  workload, pure and deterministic), with what was left out and why: :func:`select` (every
-  filter checked, no hardware) then :func:`build_plan` (the tasks for one target), or both
-  at once with :func:`expand`.
+- :mod:`sweep.plan.selection`: :func:`select`, what a config selects from a dataset, every
+  filter checked (no hardware yet).
+- :mod:`sweep.plan.expand`: a selection -> :class:`Plan` (definition x solution x workload,
+  pure and deterministic), with what was left out and why: :func:`build_plan` (the tasks for
+  one target), or select and build at once with :func:`expand` (the config's one target) or
+  :func:`expand_targets` (one plan per target of ``hardware: [H100, H200]``).
 - :mod:`sweep.plan.pair`: one definition x solution pair and its workloads (``sweep eval``).
 
 ``load_config`` and ``ConfigOverrides`` are re-exported from ``sweep.config`` for callers
@@ -14,21 +16,25 @@ that plan straight from a file.
 from sweep.config import ConfigOverrides, load_config
 from sweep.plan.dataset import LAYOUT, Dataset, Origin, RecordKind, load_dataset, validate_roots
 from sweep.plan.expand import (
+    ALL_NEEDS_A_CLUSTER,
     Exclusion,
     Plan,
-    Selection,
     Unavailable,
     build_plan,
+    combined_excluded,
     expand,
+    expand_targets,
     group_excluded,
     plan_config,
-    select,
+    plan_config_targets,
+    plan_targets,
     target_hardware,
-    with_lines,
 )
 from sweep.plan.pair import PairSelection, select_pair
+from sweep.plan.selection import Selection, select, with_lines
 
 __all__ = [
+    "ALL_NEEDS_A_CLUSTER",
     "LAYOUT",
     "ConfigOverrides",
     "Dataset",
@@ -40,11 +46,15 @@ __all__ = [
     "Selection",
     "Unavailable",
     "build_plan",
+    "combined_excluded",
     "expand",
+    "expand_targets",
     "group_excluded",
     "load_config",
     "load_dataset",
     "plan_config",
+    "plan_config_targets",
+    "plan_targets",
     "select",
     "select_pair",
     "target_hardware",

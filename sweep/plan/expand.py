@@ -1,49 +1,61 @@
 """From a sweep config and a dataset to the list of tasks: definition x solution x workload.
 
-Two steps: :func:`select` checks every filter of the config against the dataset and picks
-the definitions and solutions (no hardware: a launcher runs it before it connects); :func:`build_plan` makes the tasks of that selection for one target.
-:func:`expand` is both, for the config's own target.
+Two steps: :func:`~sweep.plan.selection.select` checks every filter of the config against
+the dataset and picks the definitions and solutions (no hardware: a launcher runs it before
+it connects); :func:`build_plan` makes the tasks of that selection for one target.
+:func:`expand` is both, for the config's own target; :func:`expand_targets` for each of
+its targets (``hardware: [H100, H200]``: one plan per target, each task once per target).
 
 All of it is pure: no file, device or network is touched, and the same config and dataset
 always give the same tasks in the same order with the same ids. Order: definitions by name,
-then solutions by name, then workloads in file order.
+then solutions by name, then workloads in file order (and targets in the order written).
 
-A config's ``hardware`` becomes a target in :func:`sweep.schema.hardware.config_target`.
+A config's ``hardware`` becomes targets in :func:`sweep.schema.hardware.hardware_choice`.
 ``"auto"`` means "whatever this machine has"; finding that out needs torch, NVML or Ray,
-which a pure plan must not touch, so :func:`expand` treats ``"auto"`` as ``"cpu"``. A
-launcher that has looked at the cluster builds the plan for the real target instead
-(``build_plan(selection, "H100")``), once.
+which a pure plan must not touch, so a plan treats ``"auto"`` as ``"cpu"``. ``"all"`` means
+every GPU type of the cluster, which only a cluster can say: a plan refuses it
+(:func:`plan_targets`). A launcher that has looked at the cluster builds the plans for the
+real targets instead (``build_plan(selection, "H100")``), once each.
 """
 
 from __future__ import annotations
 
-import fnmatch
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sweep.config import ConfigOverrides, SweepConfig, apply_overrides, key_lines, load_config
-from sweep.errors import PlanError, did_you_mean, shown
+from sweep.config import ConfigOverrides, SweepConfig, apply_overrides, load_config
+from sweep.errors import PlanError, shown
 from sweep.plan.dataset import Dataset, load_dataset
-from sweep.plan.params import check_params, param_points
+from sweep.plan.params import param_points
+from sweep.plan.selection import Selection, select, with_lines
 from sweep.schema import Definition, Solution, Workload
-from sweep.schema.hardware import CPU, config_target, hardware_problem, solution_targets_match
+from sweep.schema.hardware import CPU, solution_targets_match
 from sweep.schema.task import Task
 
 __all__ = [
+    "ALL_NEEDS_A_CLUSTER",
     "Exclusion",
     "Plan",
-    "Selection",
     "Unavailable",
     "build_plan",
+    "combined_excluded",
     "expand",
+    "expand_targets",
     "group_excluded",
     "plan_config",
-    "select",
+    "plan_config_targets",
+    "plan_targets",
     "target_hardware",
-    "with_lines",
 ]
+
+#: Why a plan without a cluster refuses ``hardware: all``.
+ALL_NEEDS_A_CLUSTER = (
+    "hardware 'all' means every GPU type of the cluster, which a plan without a cluster cannot "
+    "know: name the types instead (--hardware H100,H200, or 'hardware: [H100, H200]' in the "
+    "config); 'sweep launch' connects first and plans one task per GPU type the cluster has"
+)
 
 
 @dataclass(frozen=True)
@@ -107,67 +119,50 @@ class Plan:
 Unavailable = Callable[[Definition, str], "str | None"]
 
 
+def plan_targets(config: SweepConfig) -> list[str]:
+    """The targets a plan without a cluster is built for: the config's named targets in the
+    order written (short form: ``["H100", "H200"]``); ``"auto"`` is ``["CPU"]`` (module doc).
+
+    Raises:
+        PlanError: ``hardware: all``, which needs a cluster (:data:`ALL_NEEDS_A_CLUSTER`).
+    """
+    choice = config.hardware_choice()
+    if choice.mode == "all":
+        raise PlanError(ALL_NEEDS_A_CLUSTER)
+    return list(choice.targets) if choice.mode == "named" else [CPU]
+
+
 def target_hardware(config: SweepConfig) -> str:
-    """The config's target in short form; ``"auto"`` becomes ``"CPU"`` (see module doc)."""
-    return config_target(config.hardware) or CPU
+    """The config's one target in short form; ``"auto"`` becomes ``"CPU"`` (see module doc).
+
+    Raises:
+        PlanError: The config names several targets (plan them with :func:`expand_targets`),
+            or ``all`` (:func:`plan_targets`).
+    """
+    targets = plan_targets(config)
+    if len(targets) > 1:
+        raise PlanError(
+            f"hardware names {len(targets)} targets ({', '.join(targets)}): one plan is for one "
+            "target; plan each with expand_targets (sweep plan and sweep launch do)"
+        )
+    return targets[0]
 
 
-def _match_names(patterns: Sequence[str], names: Iterable[str]) -> set[str]:
-    names = list(names)
-    return {n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)}
+def _own_target(config: SweepConfig) -> str | None:
+    """The one target a config names by itself (``auto``: CPU, as a plan takes it); ``None``
+    for ``all`` and for a list."""
+    if not isinstance(config.hardware, str):
+        return None
+    choice = config.hardware_choice()
+    if choice.mode == "all":
+        return None
+    return choice.targets[0] if choice.targets else CPU
 
 
-#: Problems of a config against a dataset, each with its place in the config.
-_Problems = list[tuple[tuple[str | int, ...], str]]
-_HEADING = "the config selects things the dataset does not have"
-
-
-def _check_used(
-    what: tuple[str, str], wanted: Sequence[str], available: Iterable[str], errors: _Problems
-) -> None:
-    """Every entry of a filter must match something in the dataset."""
-    pool = sorted(set(available))
-    for i, w in enumerate(wanted):
-        if not any(fnmatch.fnmatchcase(a, w) for a in pool):
-            hint = did_you_mean(w, pool)
-            errors.append(((*what, i), f"{'.'.join(what)}: {shown(w)} matches nothing in the dataset{hint}"))
-
-
-def _select_definitions(config: SweepConfig, ds: Dataset, errors: _Problems) -> list[Definition]:
-    sel = config.definitions
-    defs = ds.definitions
-    _check_used(("definitions", "names"), sel.names, defs, errors)
-    _check_used(("definitions", "op_types"), sel.op_types, (d.op_type for d in defs.values()), errors)
-    _check_used(("definitions", "tags"), sel.tags, (t for d in defs.values() for t in d.tags), errors)
-    chosen = _match_names(sel.names, defs) if sel.names else set(defs)
-    out = []
-    for name in sorted(chosen):
-        d = defs[name]
-        if sel.op_types and not any(fnmatch.fnmatchcase(d.op_type, p) for p in sel.op_types):
-            continue
-        if sel.tags and not all(any(fnmatch.fnmatchcase(t, p) for t in d.tags) for p in sel.tags):
-            continue
-        out.append(d)
-    return out
-
-
-def _select_solutions(config: SweepConfig, ds: Dataset, errors: _Problems) -> list[Solution]:
-    sel = config.solutions
-    sols = ds.solutions
-    _check_used(("solutions", "names"), sel.names, sols, errors)
-    _check_used(("solutions", "authors"), sel.authors, (s.author for s in sols.values()), errors)
-    languages = (s.spec.language.value for s in sols.values())
-    _check_used(("solutions", "languages"), sel.languages, languages, errors)
-    chosen = _match_names(sel.names, sols) if sel.names else set(sols)
-    out = []
-    for name in sorted(chosen):
-        s = sols[name]
-        if sel.authors and not any(fnmatch.fnmatchcase(s.author, p) for p in sel.authors):
-            continue
-        if sel.languages and s.spec.language.value not in sel.languages:
-            continue
-        out.append(s)
-    return out
+def combined_excluded(plans: Sequence[Plan]) -> list[Exclusion]:
+    """What the plans of several targets left out, each exclusion once, in plan order (a
+    definition without workloads is left out of every target's plan for the same reason)."""
+    return list(dict.fromkeys(x for p in plans for x in p.excluded))
 
 
 def _select_workloads(config: SweepConfig, ds: Dataset, defn: str, uuids: set[str]) -> list[Workload]:
@@ -178,83 +173,14 @@ def _select_workloads(config: SweepConfig, ds: Dataset, defn: str, uuids: set[st
     return wls[:limit] if limit is not None else wls
 
 
-@dataclass(frozen=True)
-class Selection:
-    """What a config selects from a dataset, every filter checked; no hardware chosen yet."""
-
-    config: SweepConfig
-    dataset: Dataset
-    definitions: list[Definition]
-    solutions: list[Solution]
-    warnings: list[str] = field(default_factory=list)
-
-
-def _check_tolerances(config: SweepConfig, ds: Dataset, errors: _Problems) -> None:
-    """Every key of the tolerance maps must name something the dataset has: a key that
-    matches nothing would silently leave the default tolerance in force."""
-    ev = config.evaluation
-    op_types = sorted({d.op_type for d in ds.definitions.values()})
-    for key in ev.op_type_tolerance:
-        if key not in op_types:
-            hint = did_you_mean(key, op_types)
-            where = ("evaluation", "op_type_tolerance", key)
-            errors.append(
-                (where, f"evaluation.op_type_tolerance: {shown(key)} is no op_type of the dataset{hint}")
-            )
-    for key in ev.definition_tolerance:
-        if key not in ds.definitions:
-            hint = did_you_mean(key, ds.definitions)
-            where = ("evaluation", "definition_tolerance", key)
-            text = f"evaluation.definition_tolerance: {shown(key)} is no definition of the dataset{hint}"
-            errors.append((where, text))
-
-
-def select(config: SweepConfig, dataset: Dataset) -> Selection:
-    """Check every filter of the config against the dataset and pick what it selects.
-
-    Hardware plays no part: the selection is the same for every target.
-
-    Raises:
-        PlanError: A name, glob, op_type, tag, author, language, uuid or tolerance key in the config
-            matches nothing in the dataset (with "did you mean").
-    """
-    errors: _Problems = []
-    defs = _select_definitions(config, dataset, errors)
-    sols = _select_solutions(config, dataset, errors)
-    _check_tolerances(config, dataset, errors)
-    errors.extend(check_params(config, dataset, sols))
-    all_uuids = [w.uuid for wls in dataset.workloads.values() for w in wls]
-    known = set(all_uuids)
-    for i, u in enumerate(config.workloads.uuids):
-        if u not in known:
-            hint = did_you_mean(u, all_uuids)
-            errors.append(
-                (
-                    ("workloads", "uuids", i),
-                    f"workloads.uuids: {shown(u)} matches nothing in the dataset{hint}",
-                )
-            )
-    if errors:
-        raise PlanError(f"{_HEADING}:\n" + "\n".join(text for _, text in errors), errors)
-    # The config's own hardware, as written: a near miss was refused when it was loaded,
-    # unless declared new (--new-hardware), so here it is one more unknown name to warn about.
-    warning = hardware_problem(config.hardware, new=True)[1]
-    return Selection(
-        config=config,
-        dataset=dataset,
-        definitions=defs,
-        solutions=sols,
-        warnings=[warning] if warning else [],
-    )
-
-
 def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | None = None) -> Plan:
     """The tasks of a selection on ``target``, and what was left out.
 
     ``target`` is normalised (``"CPU"``, ``"H100"``: from
-    :func:`~sweep.schema.hardware.config_target` or what the cluster has) and goes into every
-    task as it is. When it is not the config's own target (``hardware: auto`` decided by a
-    launcher), the plan's config names it, so the tasks' ``config_hash`` says what ran.
+    :func:`~sweep.schema.hardware.hardware_choice` or what the cluster has) and goes into every
+    task as it is. When the config does not name that one target alone (``hardware: auto``
+    decided by a launcher, ``all``, a list), the plan's config names it, so the tasks'
+    ``config_hash`` says what ran.
 
     A definition with no selected solution or no workload, and a solution whose definition
     is not loaded or whose ``target_hardware`` excludes the target (unless the config's
@@ -264,7 +190,9 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
     point otherwise: :mod:`sweep.plan.params`). An empty plan is not an error.
     """
     config, dataset = selection.config, selection.dataset
-    if target != target_hardware(config):
+    if target != _own_target(config):
+        # auto decided by a cluster, all, a list: the plan's config names the one target its
+        # tasks run on, so their config_hash is the one a launch of 'hardware: <target>' gives.
         config = apply_overrides(config, ConfigOverrides(hardware=target))
     excluded: list[Exclusion] = []
     by_def: dict[str, list[Solution]] = {}
@@ -359,9 +287,25 @@ def expand(config: SweepConfig, dataset: Dataset, *, unavailable: Unavailable | 
     with ``unavailable`` (see :data:`Unavailable`).
 
     Raises:
-        PlanError: As for :func:`select`. An empty plan is not an error.
+        PlanError: As for :func:`select`; the config names several targets or ``all``
+            (:func:`target_hardware`). An empty plan is not an error.
     """
-    return build_plan(select(config, dataset), target_hardware(config), unavailable=unavailable)
+    target = target_hardware(config)
+    return build_plan(select(config, dataset), target, unavailable=unavailable)
+
+
+def expand_targets(
+    config: SweepConfig, dataset: Dataset, *, unavailable: Unavailable | None = None
+) -> list[Plan]:
+    """One plan per target of the config (:func:`plan_targets`), in the order written; a
+    config of one target gives the one plan :func:`expand` gives. Pure and deterministic.
+
+    Raises:
+        PlanError: As for :func:`select`; ``hardware: all`` (:func:`plan_targets`).
+    """
+    targets = plan_targets(config)
+    selection = select(config, dataset)
+    return [build_plan(selection, t, unavailable=unavailable) for t in targets]
 
 
 def plan_config(
@@ -373,7 +317,8 @@ def plan_config(
     Raises:
         ConfigError: The config is malformed.
         DatasetError: A dataset root or record is bad.
-        PlanError: The config selects something the dataset does not have.
+        PlanError: The config selects something the dataset does not have, or names several
+            targets or ``all`` (:func:`plan_config_targets` plans those).
     """
     config = load_config(path, overrides)
     dataset = load_dataset(config.dataset)
@@ -383,18 +328,21 @@ def plan_config(
         raise with_lines(e, path) from None
 
 
-def with_lines(err: PlanError, path: str | Path) -> PlanError:
-    """``err`` with each problem prefixed by ``file:line`` of the config it came from.
+def plan_config_targets(
+    path: str | Path, overrides: ConfigOverrides | None = None, *, unavailable: Unavailable | None = None
+) -> list[Plan]:
+    """Load a config and its dataset, and expand them into one plan per target
+    (:func:`expand_targets`; ``unavailable``: see :data:`Unavailable`).
 
-    Args:
-        err: Raised by :func:`select` (its ``problems`` say where each one is).
-        path: The config file that was loaded.
+    Raises:
+        ConfigError: The config is malformed.
+        DatasetError: A dataset root or record is bad.
+        PlanError: The config selects something the dataset does not have, or says
+            ``hardware: all`` (which needs a cluster).
     """
-    if not err.problems:
-        return err
-    lines = key_lines(path, [loc for loc, _ in err.problems])
-    body = [
-        f"{path}:{line}: {text}" if line else f"{path}: {text}"
-        for line, (_, text) in zip(lines, err.problems)
-    ]
-    return PlanError(f"{_HEADING}:\n" + "\n".join(body), err.problems)
+    config = load_config(path, overrides)
+    dataset = load_dataset(config.dataset)
+    try:
+        return expand_targets(config, dataset, unavailable=unavailable)
+    except PlanError as e:
+        raise with_lines(e, path) from None

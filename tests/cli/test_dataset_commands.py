@@ -194,3 +194,29 @@ def test_plan_bad_flag_value() -> None:
     result = runner.invoke(app, ["plan", str(FIX / "configs" / "good.yaml"), "--hardware", ""])
     assert result.exit_code == 1
     assert result.stderr.startswith("error: bad command-line value: --hardware: ")
+
+
+def test_plan_of_several_gpu_types_counts_each() -> None:
+    good = str(FIX / "configs" / "good.yaml")
+    result = runner.invoke(app, ["plan", good, "--hardware", "H100,cpu", "--limit-per-definition", "1"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[0] == "sweep 'fixture' on 2 targets: H100, CPU"
+    assert "H100: 3 tasks\n  definitions: 2\n    vec_add  2 tasks\n" in result.stdout
+    assert "CPU: 2 tasks\n" in result.stdout
+    # Left out once each, though both plans leave the orphan out.
+    assert "left out: 2 (--verbose lists them)\n" in result.stdout
+    assert result.stdout.endswith("total: 5 tasks (H100 3, CPU 2)\n")
+    rows = json.loads(
+        runner.invoke(
+            app, ["plan", good, "--hardware", "H100,cpu", "--limit-per-definition", "1", "--json"]
+        ).stdout
+    )
+    assert [r["hardware"] for r in rows] == ["H100"] * 3 + ["CPU"] * 2
+    assert len({r["task_id"] for r in rows}) == 5
+
+
+def test_plan_refuses_all_without_a_cluster() -> None:
+    result = runner.invoke(app, ["plan", str(FIX / "configs" / "good.yaml"), "--hardware", "all"])
+    assert result.exit_code == 1
+    assert result.stderr.startswith("error: hardware 'all' means every GPU type of the cluster")
+    assert "name the types instead (--hardware H100,H200" in result.stderr

@@ -63,3 +63,24 @@ def test_launch_json_parses(tmp_path: Path) -> None:
         "name": "op0",
         "reason": "no solution in the dataset",
     }
+
+
+def test_a_launch_on_several_targets_counts_each(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    from sweep.launch.driver import HardwareCounts
+
+    per = [HardwareCounts("H100", 5, 5, 0), HardwareCounts("H200", 5, 1, 4)]
+    result = replace(_result(tmp_path), hardware="H100, H200", per_hardware=per, ran=4)
+    text = render_launch(result)
+    assert "sweep 's' on H100, H200: 10 planned, 6 already stored (skipped), 4 ran" in text
+    assert "per hardware: H100 5 planned, 5 skipped, 0 ran; H200 5 planned, 1 skipped, 4 ran" in text
+    data = json.loads(launch_json(result))
+    assert data["hardware"] == "H100, H200"
+    assert data["per_hardware"] == [
+        {"hardware": "H100", "planned": 5, "skipped": 5, "ran": 0},
+        {"hardware": "H200", "planned": 5, "skipped": 1, "ran": 4},
+    ]
+    # One target: no per-hardware line.
+    one = replace(_result(tmp_path), per_hardware=[HardwareCounts("H100", 10, 6, 0)])
+    assert "per hardware" not in render_launch(one)

@@ -208,8 +208,7 @@ def test_hardware_auto_finds_the_tasks_of_stored_gpu_traces(
 ) -> None:
     """With ``hardware: auto`` the tasks are planned for the hardware the store's traces name
     (``NVIDIA_H100`` in a record is the plan's target ``H100``), so their ids are found."""
-    from sweep.cluster._failure_traces import failure_trace
-    from sweep.schema import Provenance, Status
+    from sweep.schema import Environment, Evaluation, Status, Trace
 
     config = tmp_path / "sweep.yaml"
     config.write_text(
@@ -217,8 +216,19 @@ def test_hardware_auto_finds_the_tasks_of_stored_gpu_traces(
     )
     cfg = load_config(config)
     task = build_plan(select(cfg, load_dataset(cfg.dataset)), "H100").tasks[0]
-    trace = failure_trace(task, Status.RUNTIME_ERROR, "stored on an H100", Provenance(run_id="r"))
-    assert trace.evaluation is not None and trace.evaluation.environment.hardware == "NVIDIA_H100"
+    evaluation = Evaluation(
+        status=Status.RUNTIME_ERROR,
+        environment=Environment(hardware="NVIDIA_H100", libs={}),
+        timestamp="2026-11-24T00:00:00+00:00",
+        log="stored on an H100",
+    )
+    trace = Trace(
+        definition=task.definition.name,
+        workload=task.workload,
+        solution=task.solution.name,
+        evaluation=evaluation,
+        provenance=task.provenance(),
+    )
     log = tmp_path / "traces.jsonl"
     log.write_text(trace.model_dump_json() + "\n")
     store = tmp_path / "out" / "sweep.duckdb"

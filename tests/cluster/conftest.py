@@ -1,8 +1,9 @@
 """Fixtures of the cluster tests: one two-node Ray cluster for the whole session.
 
 Node A has 4 logical GPUs labelled H100, node B 2 labelled H200 (``ray.cluster_utils``;
-no real GPU: the engine runs its CPU path). Starting it costs ~20 s on 2 cores, so every
-in-process cluster test shares it.
+no real GPU: the engine runs its CPU path). Each node also sets ``SWEEP_TEST_NODE_GPU`` to its
+label, for the backend that poses as that GPU (``labelled_backend.py``). Starting it costs
+~20 s on 2 cores, so every in-process cluster test shares it.
 """
 
 from __future__ import annotations
@@ -36,9 +37,15 @@ def two_nodes() -> Iterator[dict[str, str]]:
             "num_cpus": 1,
             "num_gpus": 4,
             "resources": {"accelerator_type:H100": 1},
+            "env_vars": {"SWEEP_TEST_NODE_GPU": "H100"},
         },
     )
-    cluster.add_node(num_cpus=1, num_gpus=2, resources={"accelerator_type:H200": 1})
+    cluster.add_node(
+        num_cpus=1,
+        num_gpus=2,
+        resources={"accelerator_type:H200": 1},
+        env_vars={"SWEEP_TEST_NODE_GPU": "H200"},
+    )
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
     cluster.wait_for_nodes()
     ids = {}

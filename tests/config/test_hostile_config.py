@@ -160,7 +160,10 @@ def test_values_pyyaml_cannot_build(tmp_path: Path, value: str, fragment: str) -
 
 def test_empty_hardware(tmp_path: Path) -> None:
     p = _write(tmp_path, "name: x\ndataset: .\nhardware: ''\n")
-    assert _error(p) == f"{p}:3: hardware: must name a target: 'auto', 'cpu' or a GPU type such as 'H100'"
+    assert _error(p) == (
+        f"{p}:3: hardware: must name a target: 'auto', 'all', 'cpu', a GPU type such as 'H100', or a list "
+        "of them"
+    )
 
 
 def test_typo_of_a_gpu_type(tmp_path: Path) -> None:

@@ -117,3 +117,27 @@ def test_summary_speedups_for_people() -> None:
     tally = Tally()
     tally.add(_trace("d", "slow", Status.PASSED, 4.1e-3))
     assert "0.0041x" in render_summary(tally.sorted_rows())
+
+
+def test_summary_of_several_targets_has_a_row_per_target() -> None:
+    tally = Tally()
+    tally.add(_trace("rmsnorm", "fast", Status.PASSED, 2.0), "H100")
+    tally.add(_trace("rmsnorm", "fast", Status.PASSED, 4.0), "H200")
+    tally.add(_trace("rmsnorm", "fast", Status.TIMEOUT), "H200")
+    assert tally.by_hardware == {"H100": 1, "H200": 2}
+    table = render_summary(tally.sorted_rows()).splitlines()
+    assert table[0].split() == [
+        "definition",
+        "solution",
+        "hardware",
+        "total",
+        "PASS",
+        "TIMEOUT",
+        "median_speedup",
+    ]
+    assert table[2].split() == ["rmsnorm", "fast", "H100", "1", "1", "0", "2x"]
+    assert table[3].split() == ["rmsnorm", "fast", "H200", "2", "1", "1", "4x"]
+    # One target: no hardware column (the summary line names it).
+    one = Tally()
+    one.add(_trace("rmsnorm", "fast", Status.PASSED, 2.0), "H100")
+    assert "hardware" not in render_summary(one.sorted_rows()).splitlines()[0]

@@ -1,0 +1,164 @@
+"""What a config selects from a dataset, every filter checked; no hardware chosen yet.
+
+:func:`select` checks each name, glob, op_type, tag, author, language, uuid, parameter space
+and tolerance key of the config against the dataset (one that matches nothing is an error
+with a "did you mean") and picks the definitions and solutions. A launcher runs it before it
+connects, so every plan error comes before anything slow starts; the tasks of the selection
+for a target are :func:`sweep.plan.expand.build_plan`'s.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sweep.config import SweepConfig, key_lines
+from sweep.errors import PlanError, did_you_mean, shown
+from sweep.plan.dataset import Dataset
+from sweep.plan.params import check_params
+from sweep.schema import Definition, Solution
+from sweep.schema.hardware import hardware_entries, hardware_problem
+
+__all__ = ["Selection", "select", "with_lines"]
+
+
+def _match_names(patterns: Sequence[str], names: Iterable[str]) -> set[str]:
+    names = list(names)
+    return {n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)}
+
+
+#: Problems of a config against a dataset, each with its place in the config.
+_Problems = list[tuple[tuple[str | int, ...], str]]
+_HEADING = "the config selects things the dataset does not have"
+
+
+def _check_used(
+    what: tuple[str, str], wanted: Sequence[str], available: Iterable[str], errors: _Problems
+) -> None:
+    """Every entry of a filter must match something in the dataset."""
+    pool = sorted(set(available))
+    for i, w in enumerate(wanted):
+        if not any(fnmatch.fnmatchcase(a, w) for a in pool):
+            hint = did_you_mean(w, pool)
+            errors.append(((*what, i), f"{'.'.join(what)}: {shown(w)} matches nothing in the dataset{hint}"))
+
+
+def _select_definitions(config: SweepConfig, ds: Dataset, errors: _Problems) -> list[Definition]:
+    sel = config.definitions
+    defs = ds.definitions
+    _check_used(("definitions", "names"), sel.names, defs, errors)
+    _check_used(("definitions", "op_types"), sel.op_types, (d.op_type for d in defs.values()), errors)
+    _check_used(("definitions", "tags"), sel.tags, (t for d in defs.values() for t in d.tags), errors)
+    chosen = _match_names(sel.names, defs) if sel.names else set(defs)
+    out = []
+    for name in sorted(chosen):
+        d = defs[name]
+        if sel.op_types and not any(fnmatch.fnmatchcase(d.op_type, p) for p in sel.op_types):
+            continue
+        if sel.tags and not all(any(fnmatch.fnmatchcase(t, p) for t in d.tags) for p in sel.tags):
+            continue
+        out.append(d)
+    return out
+
+
+def _select_solutions(config: SweepConfig, ds: Dataset, errors: _Problems) -> list[Solution]:
+    sel = config.solutions
+    sols = ds.solutions
+    _check_used(("solutions", "names"), sel.names, sols, errors)
+    _check_used(("solutions", "authors"), sel.authors, (s.author for s in sols.values()), errors)
+    languages = (s.spec.language.value for s in sols.values())
+    _check_used(("solutions", "languages"), sel.languages, languages, errors)
+    chosen = _match_names(sel.names, sols) if sel.names else set(sols)
+    out = []
+    for name in sorted(chosen):
+        s = sols[name]
+        if sel.authors and not any(fnmatch.fnmatchcase(s.author, p) for p in sel.authors):
+            continue
+        if sel.languages and s.spec.language.value not in sel.languages:
+            continue
+        out.append(s)
+    return out
+
+
+@dataclass(frozen=True)
+class Selection:
+    """What a config selects from a dataset, every filter checked; no hardware chosen yet."""
+
+    config: SweepConfig
+    dataset: Dataset
+    definitions: list[Definition]
+    solutions: list[Solution]
+    warnings: list[str] = field(default_factory=list)
+
+
+def _check_tolerances(config: SweepConfig, ds: Dataset, errors: _Problems) -> None:
+    """Every key of the tolerance maps must name something the dataset has: a key that
+    matches nothing would silently leave the default tolerance in force."""
+    ev = config.evaluation
+    op_types = sorted({d.op_type for d in ds.definitions.values()})
+    for key in ev.op_type_tolerance:
+        if key not in op_types:
+            hint = did_you_mean(key, op_types)
+            where = ("evaluation", "op_type_tolerance", key)
+            errors.append(
+                (where, f"evaluation.op_type_tolerance: {shown(key)} is no op_type of the dataset{hint}")
+            )
+    for key in ev.definition_tolerance:
+        if key not in ds.definitions:
+            hint = did_you_mean(key, ds.definitions)
+            where = ("evaluation", "definition_tolerance", key)
+            text = f"evaluation.definition_tolerance: {shown(key)} is no definition of the dataset{hint}"
+            errors.append((where, text))
+
+
+def select(config: SweepConfig, dataset: Dataset) -> Selection:
+    """Check every filter of the config against the dataset and pick what it selects.
+
+    Hardware plays no part: the selection is the same for every target.
+
+    Raises:
+        PlanError: A name, glob, op_type, tag, author, language, uuid or tolerance key in the config
+            matches nothing in the dataset (with "did you mean").
+    """
+    errors: _Problems = []
+    defs = _select_definitions(config, dataset, errors)
+    sols = _select_solutions(config, dataset, errors)
+    _check_tolerances(config, dataset, errors)
+    errors.extend(check_params(config, dataset, sols))
+    all_uuids = [w.uuid for wls in dataset.workloads.values() for w in wls]
+    known = set(all_uuids)
+    for i, u in enumerate(config.workloads.uuids):
+        if u not in known:
+            hint = did_you_mean(u, all_uuids)
+            errors.append(
+                (
+                    ("workloads", "uuids", i),
+                    f"workloads.uuids: {shown(u)} matches nothing in the dataset{hint}",
+                )
+            )
+    if errors:
+        raise PlanError(f"{_HEADING}:\n" + "\n".join(text for _, text in errors), errors)
+    # The config's own hardware, as written: a near miss was refused when it was loaded,
+    # unless declared new (--new-hardware), so here each is one more unknown name to warn about.
+    found = (hardware_problem(entry, new=True)[1] for entry in hardware_entries(config.hardware))
+    warnings = [w for w in found if w]
+    return Selection(config=config, dataset=dataset, definitions=defs, solutions=sols, warnings=warnings)
+
+
+def with_lines(err: PlanError, path: str | Path) -> PlanError:
+    """``err`` with each problem prefixed by ``file:line`` of the config it came from.
+
+    Args:
+        err: Raised by :func:`select` (its ``problems`` say where each one is).
+        path: The config file that was loaded.
+    """
+    if not err.problems:
+        return err
+    lines = key_lines(path, [loc for loc, _ in err.problems])
+    body = [
+        f"{path}:{line}: {text}" if line else f"{path}: {text}"
+        for line, (_, text) in zip(lines, err.problems)
+    ]
+    return PlanError(f"{_HEADING}:\n" + "\n".join(body), err.problems)

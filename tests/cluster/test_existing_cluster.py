@@ -83,6 +83,14 @@ def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Head]:
         "--dashboard-host=127.0.0.1",
         f"--dashboard-port={dash}",
         "--disable-usage-stats",
+        # Ports of its own for every agent: two heads on one host (another test session, a
+        # bench) would otherwise share the defaults, and the second head's job agent never
+        # registers ("No available agent to submit job").
+        f"--dashboard-agent-listen-port={_free_port()}",
+        f"--dashboard-agent-grpc-port={_free_port()}",
+        f"--runtime-env-agent-port={_free_port()}",
+        f"--metrics-export-port={_free_port()}",
+        f"--ray-client-server-port={_free_port()}",
     ]
     with open(log, "w") as out:
         # Its own process group: the teardown stops this head and nothing else (``ray stop``

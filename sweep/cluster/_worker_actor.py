@@ -1,22 +1,39 @@
 """The Ray actor that owns one GPU (or one CPU slot) and supervises its sandbox.
 
-Kept free of ray imports at module level: the driver wraps :class:`SweepWorker` with
-``ray.remote`` and per-pool options (``num_gpus=1`` plus the accelerator-type resource).
+Kept free of ray imports at module level: the driver makes the remote class with
+:func:`actor_class` and per-pool options (``num_gpus=1`` plus the accelerator-type resource).
 The actor is long-lived, so Ray's worker start, the zygote's ``import torch`` and the
 sandbox's CUDA initialisation are paid once per GPU, not once per evaluation.
+
+A *warm* worker (``warm`` given, see :mod:`sweep.cluster.warm`) is a named detached actor
+that outlives its launch: a :class:`~sweep.cluster._warm_keeper.WarmKeeper` holds its lease
+and what it was started from, its calls carry the lease's run id (a call of another run is
+refused: :class:`~sweep.cluster._lease.LeaseLost`), and a thread of its own stops it once
+it has been unleased for its idle timeout. Its control methods (claim, renew, release,
+describe) run in a concurrency group of their own, so they answer at once while a call
+evaluates; the calls that evaluate keep Ray's default group of one thread, in submission
+order (the driver loop counts on it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import threading
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
+from sweep.cluster._lease import Claim, Wanted, WarmState
+from sweep.cluster._warm_keeper import Place, WarmKeeper
 from sweep.cluster.sandbox import Done, Envelope, Sandbox, SandboxSpec, SandboxStats
 from sweep.schema import Provenance
 
-__all__ = ["SweepWorker", "WorkerInfo", "resolve_device_kind"]
+__all__ = ["CONTROL_GROUP", "SweepWorker", "WorkerInfo", "actor_class", "resolve_device_kind"]
+
+#: The concurrency group of a worker's control methods (one thread beside the evaluating one).
+CONTROL_GROUP = "control"
 
 
 @dataclass(frozen=True)
@@ -51,9 +68,10 @@ class SweepWorker:
     Args:
         spec: How to start sandboxes (``device_kind="auto"`` is resolved here).
         run_id: The sweep run, stamped on every trace.
+        warm: What the launch asked, for a warm worker (``None``: a worker of one launch).
     """
 
-    def __init__(self, spec: SandboxSpec, run_id: str) -> None:
+    def __init__(self, spec: SandboxSpec, run_id: str, warm: Wanted | None = None) -> None:
         import ray
 
         ctx = ray.get_runtime_context()
@@ -63,6 +81,13 @@ class SweepWorker:
         spec = replace(spec, device_kind=resolve_device_kind(spec.device_kind, gpu_ids))
         stamp = Provenance(run_id=run_id, node_id=self._node_id, gpu_id=self._gpu_id)
         self._sandbox = Sandbox(spec, stamp)
+        self._keeper: WarmKeeper | None = None
+        if warm is not None:
+            place = Place(
+                ctx.get_actor_name() or "", self._node_id, self._gpu_id, os.getpid(), socket.gethostname()
+            )
+            self._keeper = WarmKeeper(warm, spec.backend, place)
+            threading.Thread(target=self._watch_idle, name="sweep-idle-watch", daemon=True).start()
 
     def ready(self) -> WorkerInfo:
         """Start the sandbox; raises ``SandboxStartError`` when it cannot start."""
@@ -77,13 +102,31 @@ class SweepWorker:
             sandbox_start_s=self._sandbox.stats.start_seconds[-1],
         )
 
-    def evaluate_batch(self, envelopes: list[Envelope]) -> tuple[list[Done], float]:
+    def evaluate_batch(self, envelopes: list[Envelope], lease: str | None = None) -> tuple[list[Done], float]:
         """Evaluate tasks one after the other in the sandbox; one result each (a trace as
         JSON, and its stamp; see ``Sandbox.run_batch``), and the seconds that took (the
-        driver sizes its calls by it)."""
-        t0 = time.monotonic()
-        out = self._sandbox.run_batch(envelopes)
-        return out, time.monotonic() - t0
+        driver sizes its calls by it).
+
+        ``lease``: the run id of the caller, which must hold a warm worker's lease.
+
+        Raises:
+            LeaseLost: A warm worker leased to another run (nothing is evaluated).
+        """
+        keeper = self._keeper
+        if keeper is None:
+            t0 = time.monotonic()
+            out = self._sandbox.run_batch(envelopes)
+            return out, time.monotonic() - t0
+        keeper.begin(lease)  # raises unless ``lease`` holds it: one launch at a time
+        assert lease is not None
+        try:
+            if self._sandbox.stamp.run_id != lease:  # a new launch: its run id on the traces
+                self._sandbox.stamp = self._sandbox.stamp.model_copy(update={"run_id": lease})
+            t0 = time.monotonic()
+            out = self._sandbox.run_batch(envelopes)
+            return out, time.monotonic() - t0
+        finally:
+            keeper.end(lease, len(envelopes))
 
     def stats(self) -> SandboxStats:
         """The supervisor's counters (sandboxes started, timeouts, crashes)."""
@@ -92,3 +135,78 @@ class SweepWorker:
     def close(self) -> None:
         """Stop the sandbox and its zygote."""
         self._sandbox.close()
+
+    # -- a warm worker's control methods (their own concurrency group: see actor_class) ----
+
+    def _warm(self) -> WarmKeeper:
+        if self._keeper is None:
+            raise RuntimeError("not a warm worker: it has no lease")
+        return self._keeper
+
+    def claim(self, wanted: Wanted) -> Claim:
+        """Lease this warm worker to ``wanted.owner`` if it is free (see ``WarmKeeper.claim``)."""
+        return self._warm().claim(wanted)
+
+    def renew(self, owner: str) -> bool:
+        """Extend ``owner``'s lease; ``False`` when another run holds it now."""
+        return self._warm().renew(owner)
+
+    def release(self, owner: str) -> bool:
+        """End ``owner``'s lease; the worker stays warm until its idle timeout."""
+        return self._warm().release(owner)
+
+    def describe(self) -> WarmState:
+        """What ``sweep workers`` lists of this worker."""
+        return self._warm().describe()
+
+    def _watch_idle(self) -> None:
+        """Stop this actor once it has been unleased and idle for its idle timeout, so a
+        cluster is not held forever (a detached actor outlives every driver)."""
+        keeper = self._warm()
+        while True:
+            time.sleep(max(0.05, min(5.0, keeper.idle_timeout_s / 4)))
+            if keeper.should_exit():
+                break
+        with contextlib.suppress(Exception):  # going away regardless
+            self._sandbox.close()
+        import ray
+
+        try:
+            ray.kill(ray.get_runtime_context().current_actor)  # frees its name and its GPU
+        finally:
+            os._exit(0)  # only reached if Ray could not kill it
+
+
+def actor_class() -> Any:
+    """The Ray actor class of :class:`SweepWorker`: its control methods in a concurrency
+    group of one thread (:data:`CONTROL_GROUP`), the rest in Ray's default group of one
+    thread, run in submission order.
+
+    Made here rather than at import, so this module imports no Ray; the class keeps the
+    name ``SweepWorker`` (Ray's process titles, ``ray::SweepWorker.evaluate_batch``).
+    """
+    import ray
+
+    control = ray.method(concurrency_group=CONTROL_GROUP)
+    base = SweepWorker
+
+    class _Remote(base):  # type: ignore[valid-type,misc]
+        @control
+        def claim(self, wanted: Wanted) -> Claim:
+            return base.claim(self, wanted)
+
+        @control
+        def renew(self, owner: str) -> bool:
+            return base.renew(self, owner)
+
+        @control
+        def release(self, owner: str) -> bool:
+            return base.release(self, owner)
+
+        @control
+        def describe(self) -> WarmState:
+            return base.describe(self)
+
+    _Remote.__name__ = _Remote.__qualname__ = "SweepWorker"
+    make: Any = ray.remote  # its overloads do not list concurrency_groups
+    return make(concurrency_groups={CONTROL_GROUP: 1})(_Remote)

@@ -8,6 +8,10 @@ once for its target (``hardware: auto`` is decided by what the cluster has; an i
 ATen operator the installed torch lacks, or has no kernel of for the target's device, is left
 out with its reason: :func:`operator_check`), check the cluster has the target hardware (else
 fail at once, listing what it has), drop the tasks already stored (unless ``force``), then run.
+
+Against an existing cluster (an address) the workers are warm ones (``sweep.cluster.warm``):
+reused from an earlier launch when they match, and left running for the next, unless the
+config says ``ray.keep_workers: false`` (``--no-keep-workers``).
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from typing import TextIO
 from sweep.cluster.connect import ClusterInfo, Pool, RayConnection, auto_target, connect, pools_for
 from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
+from sweep.cluster.warm import WarmWorkers
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
 from sweep.launch.progress import Progress, SummaryRow, Tally
@@ -83,6 +88,10 @@ class LaunchResult:
     stats: SchedulerStats
     excluded: list[Exclusion]
     warnings: list[str] = field(default_factory=list)
+    #: The workers were warm ones, left running for the next launch.
+    kept_workers: bool = False
+    #: Stale warm workers this launch stopped and replaced, and why.
+    replaced: list[str] = field(default_factory=list)
 
 
 def new_run_id() -> str:
@@ -165,7 +174,8 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         if not todo:
             return _result(run_id, plan, skipped, Tally(), t0, None, SchedulerStats())
     flag = opts.overrides.address if opts.overrides is not None else None
-    conn: RayConnection = connect(config, resolve_address(flag, config))
+    address = resolve_address(flag, config)
+    conn: RayConnection = connect(config, address)
     try:
         if plan is None:
             plan = build_plan(selection, auto_target(conn.info), unavailable=operator_check)
@@ -175,10 +185,24 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         pools = pools_for(plan.hardware, conn.info, max_workers=len(todo))
         if conn.portable_paths:
             todo = _portable(todo, Path(os.getcwd()).resolve())
-        tally, stats = _run(run_id, plan, todo, dataset, pools, opts, skipped)
-        return _result(run_id, plan, skipped, tally, t0, conn.info, stats)
+        warm = _warm_workers(config, address, conn, run_id)
+        tally, stats = _run(run_id, plan, todo, dataset, pools, opts, skipped, warm)
+        result = _result(run_id, plan, skipped, tally, t0, conn.info, stats)
+        if warm is not None:
+            result.kept_workers, result.replaced = True, list(warm.replaced)
+        return result
     finally:
         conn.close()
+
+
+def _warm_workers(
+    config: SweepConfig, address: str | None, conn: RayConnection, run_id: str
+) -> WarmWorkers | None:
+    """Warm workers for a launch on an existing cluster (``ray.keep_workers``); ``None``
+    on an embedded Ray, which ends with the command."""
+    if not config.ray.keep_workers or not address or conn.info.embedded:
+        return None
+    return WarmWorkers(run_id, idle_timeout_s=config.ray.idle_timeout_s)
 
 
 def _run(
@@ -189,6 +213,7 @@ def _run(
     pools: list[Pool],
     opts: LaunchOptions,
     skipped: int,
+    warm: WarmWorkers | None,
 ) -> tuple[Tally, SchedulerStats]:
     from sweep.store import ResultsWriter, StoreContext
 
@@ -234,6 +259,7 @@ def _run(
                 on_traces=on_traces,
                 options=opts.scheduler,
                 on_tick=progress.tick if progress is not None else None,
+                workers=warm,
             )
         finally:
             if progress is not None:

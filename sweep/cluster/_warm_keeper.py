@@ -173,9 +173,9 @@ class WarmKeeper:
                 )
             self.busy_since = self._clock()
 
-    def end(self, owner: str, tasks: int) -> None:
-        """A call of ``owner`` ended after ``tasks`` evaluations."""
+    def end(self, tasks: int) -> None:
+        """The running call ended after ``tasks`` evaluations. The lease is not renewed: the
+        caller may have died meanwhile (its renewals, and its next call, say it lives)."""
         with self._lock:
             self.busy_since = None
             self.tasks += tasks
-            self.lease.renew(owner, self._lease_s)

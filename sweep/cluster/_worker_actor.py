@@ -126,7 +126,7 @@ class SweepWorker:
             out = self._sandbox.run_batch(envelopes)
             return out, time.monotonic() - t0
         finally:
-            keeper.end(lease, len(envelopes))
+            keeper.end(len(envelopes))
 
     def stats(self) -> SandboxStats:
         """The supervisor's counters (sandboxes started, timeouts, crashes)."""

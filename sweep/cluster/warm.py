@@ -275,14 +275,19 @@ class WarmWorkers:
         kill_worker(handle.actor)
 
     def finish(self, workers: Sequence[tuple[Any, bool]]) -> None:
-        """Release the live workers (they stay warm); stop a reused one that never became
-        ready (it should have been at once)."""
+        """Release the live workers (they stay warm); stop a reused one that is not ready
+        within :data:`ANSWER_S` (it was before: something is wrong with it). A new one
+        still starting is released: it becomes ready for the next launch."""
         import ray
 
         self._done.set()
+        unready = {id(h): h.ready.remote() for h, ready in workers if h.reused and not ready}
+        if unready:  # the loop may end before it hears from a worker it did not need
+            ray.wait(list(unready.values()), num_returns=len(unready), timeout=ANSWER_S)
         refs = []
-        for handle, ready in workers:
-            if handle.reused and not ready:
+        for handle, _ in workers:
+            ref = unready.get(id(handle))
+            if ref is not None and answer(ref, timeout=0) is None:
                 kill_worker(handle.actor)
             else:
                 refs.append(handle.actor.release.remote(self._run_id))

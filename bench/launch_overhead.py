@@ -230,6 +230,11 @@ class RunningRay:
             f"--num-gpus={1 if device == 'cuda' else 0}",
             "--include-dashboard=false",
             "--disable-usage-stats",
+            # Ports of their own: a second head on this machine (another bench, a test's) would
+            # otherwise fight over the fixed defaults (the job agent's 52365, the client's 10001).
+            f"--dashboard-port={_free_port()}",
+            f"--dashboard-agent-listen-port={_free_port()}",
+            f"--ray-client-server-port={_free_port()}",
         ]
         home.mkdir(parents=True, exist_ok=True)
         self._log = home / "ray-start.log"

@@ -132,6 +132,12 @@ def launch_json(result: LaunchResult, state: dict[str, tuple[int, int]] | None =
         if state is None
         else {status: {"tasks": n, "this_run": k} for status, (n, k) in state.items()},
         "wall_s": result.wall_s,
+        "workers": {
+            "started": result.stats.workers_started,
+            "reused": result.stats.workers_reused,
+            "kept": result.kept_workers,
+            "replaced": result.replaced,
+        },
         "left_out": [{"kind": x.kind, "name": x.name, "reason": x.reason} for x in result.excluded],
         "warnings": result.warnings,
         "results_dir": result.results_dir,

@@ -38,7 +38,7 @@ import json
 import secrets
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from sweep.cluster._fingerprint import code_digest, launch_key
@@ -236,8 +236,8 @@ class WarmWorkers:
                 if claim.stale:
                     self._replace(f.actor, claim)
                 else:  # its description was out of date: it can serve after all
-                    self._found.append(Found(f.actor, claim.state))
                     answer(f.actor.release.remote(self._run_id))
+                    self._found.append(Found(f.actor, replace(claim.state, owner=None, lease_left_s=None)))
 
     def _replace(self, actor: Any, claim: Claim) -> None:
         """Stop a stale worker this launch has claimed (nobody else can take it meanwhile)."""

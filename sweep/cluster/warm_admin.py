@@ -17,7 +17,7 @@ from typing import Any
 from sweep.cluster._fingerprint import code_digest
 from sweep.cluster._lease import Claim, Wanted, WarmState
 from sweep.cluster.warm import NAMESPACE, answer, kill_worker, survey
-from sweep.errors import ClusterError
+from sweep.errors import ClusterError, shown
 
 __all__ = ["StopResult", "WarmWorker", "attached", "stop_warm_workers", "warm_workers"]
 
@@ -108,14 +108,20 @@ def _unreachable(address: str) -> str | None:
 @contextlib.contextmanager
 def attached(address: str | None) -> Iterator[None]:
     """Connected to the Ray cluster at ``address`` for the duration (a Ray this process has
-    initialised already is used as it is).
+    initialised already is used as it is, when ``address`` is its own or ``None``).
 
     Raises:
         ClusterError: No address, or the cluster cannot be reached.
     """
     import ray
 
-    if ray.is_initialized():
+    if ray.is_initialized():  # a test, a notebook: its connection, if it is to that cluster
+        current = ray.get_runtime_context().gcs_address
+        if address and address != current:
+            raise ClusterError(
+                f"this process is connected to the Ray cluster at {current}, not {shown(address)}: "
+                "ask from a process of its own (the sweep command)"
+            )
         yield
         return
     if not address:
@@ -126,14 +132,14 @@ def attached(address: str | None) -> Iterator[None]:
     problem = _unreachable(address)
     if problem is not None:
         raise ClusterError(
-            f"cannot connect to the Ray cluster at {address!r}: {problem}. Check the address "
+            f"cannot connect to the Ray cluster at {shown(address)}: {problem}. Check the address "
             "(--address or RAY_ADDRESS) and that the cluster runs (ray status)."
         )
     try:
         ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.WARNING)
     except (ConnectionError, RuntimeError, ValueError) as e:
         raise ClusterError(
-            f"cannot connect to the Ray cluster at {address!r}: {e}. Check the address (--address or RAY_ADDRESS)."
+            f"cannot connect to the Ray cluster at {shown(address)}: {e}. Check the address (--address or RAY_ADDRESS)."
         ) from None
     try:
         yield

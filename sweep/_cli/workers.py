@@ -49,9 +49,12 @@ def render_workers(workers: list[WarmWorker]) -> str:
 
     if not workers:
         return "no warm workers on this cluster"
-    rows = []
+    rows: list[list[object]] = []
     for w in workers:
         s = w.state
+        if s is None:
+            rows.append([w.name, "-", "-", "-", "-", "no answer (starting, or hung)", "-", "-", "-"])
+            continue
         if s.owner is not None:
             use = f"leased by run {s.owner}" + (
                 f", busy {_duration(s.busy_s)}" if s.busy_s is not None else ""
@@ -66,7 +69,7 @@ def render_workers(workers: list[WarmWorker]) -> str:
             match = "this checkout" if w.same_code else f"other code ({s.code})"
         rows.append(
             [
-                s.name,
+                w.name,
                 f"{s.hostname} ({s.node_id[:8]})",
                 s.gpu_id or "-",
                 s.pid,
@@ -80,14 +83,21 @@ def render_workers(workers: list[WarmWorker]) -> str:
     cols = ["worker", "node", "gpu", "pid", "started", "use", "launches", "tasks", "code"]
     table = format_table(cols, rows, width=80)
     stale = sum(w.stale for w in workers)
-    leased = sum(w.state.owner is not None for w in workers)
-    return f"{table}\n{len(workers)} warm worker(s): {leased} leased, {stale} stale for this checkout"
+    leased = sum(w.state is not None and w.state.owner is not None for w in workers)
+    silent = sum(w.state is None for w in workers)
+    return f"{table}\n{len(workers)} warm worker(s): {leased} leased, {stale} stale for this checkout" + (
+        f", {silent} not answering" if silent else ""
+    )
 
 
 def render_stop(result: StopResult) -> str:
     """What ``sweep workers stop`` did."""
-    lines = [f"stopped {s.name} ({s.hostname}, GPU {s.gpu_id or '-'})" for s in result.stopped]
-    lines += [f"left {s.name} running: {why} (--force stops it too)" for s, why in result.left]
+
+    def where(w: WarmWorker) -> str:
+        return "" if w.state is None else f" ({w.state.hostname}, GPU {w.state.gpu_id or '-'})"
+
+    lines = [f"stopped {w.name}{where(w)}" for w in result.stopped]
+    lines += [f"left {w.name} running: {why} (--force stops it too)" for w, why in result.left]
     lines.append(f"{len(result.stopped)} stopped, {len(result.left)} left running")
     return "\n".join(lines)
 

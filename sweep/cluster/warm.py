@@ -54,6 +54,7 @@ __all__ = [
     "NAMESPACE",
     "RENEW_S",
     "Found",
+    "WarmState",
     "WarmWorkers",
     "answer",
     "kill_worker",
@@ -98,30 +99,33 @@ def kill_worker(actor: Any) -> None:
 
 @dataclass(frozen=True)
 class Found:
-    """A warm worker's actor handle and its description."""
+    """A warm worker: its name, actor handle and description (``None``: it did not answer in
+    time: still being placed or starting, or hung)."""
 
+    name: str
     actor: Any
-    state: WarmState
+    state: WarmState | None
 
 
-def survey(timeout: float = ANSWER_S) -> list[Found]:
-    """Every warm worker of the connected cluster that answers within ``timeout``."""
+def survey(timeout: float | None = None) -> list[Found]:
+    """Every warm worker of the connected cluster, asked to describe itself within ``timeout``
+    seconds (:data:`ANSWER_S` by default)."""
     import ray
 
     actors = []
-    for name in ray.util.list_named_actors(all_namespaces=True):
-        if name["namespace"] != NAMESPACE or not name["name"].startswith(_NAME_PREFIX):
+    for entry in ray.util.list_named_actors(all_namespaces=True):
+        name = entry["name"]
+        if entry["namespace"] != NAMESPACE or not name.startswith(_NAME_PREFIX):
             continue
         with contextlib.suppress(Exception):  # gone between the listing and now
-            actors.append(ray.get_actor(name["name"], namespace=NAMESPACE))
-    refs: list[Any] = [a.describe.remote() for a in actors]
+            actors.append((name, ray.get_actor(name, namespace=NAMESPACE)))
+    refs: list[Any] = [a.describe.remote() for _, a in actors]
     if refs:
-        ray.wait(refs, num_returns=len(refs), timeout=timeout)
+        ray.wait(refs, num_returns=len(refs), timeout=ANSWER_S if timeout is None else timeout)
     out = []
-    for actor, ref in zip(actors, refs, strict=True):
+    for (name, actor), ref in zip(actors, refs, strict=True):
         state = answer(ref, timeout=0)
-        if isinstance(state, WarmState):
-            out.append(Found(actor, state))
+        out.append(Found(name, actor, state if isinstance(state, WarmState) else None))
     return out
 
 
@@ -199,13 +203,13 @@ class WarmWorkers:
         """A matching idle warm worker of ``pool``, else a new one (named, detached)."""
         wanted = self.wanted(pool, spec)
         if self._found is None:
-            self._found = survey()
+            self._found = [f for f in survey() if f.state is not None]
         if wanted.pool not in self._pruned:
             self._pruned.add(wanted.pool)
             self._prune(wanted)
         for f in list(self._found):
             s = f.state
-            if s.pool != wanted.pool or s.owner is not None or s.busy_s is not None:
+            if s is None or s.pool != wanted.pool or s.owner is not None or s.busy_s is not None:
                 continue
             self._found.remove(f)
             claim = answer(f.actor.claim.remote(wanted))
@@ -226,7 +230,7 @@ class WarmWorkers:
         assert self._found is not None
         for f in list(self._found):
             s = f.state
-            if s.pool != wanted.pool or s.owner is not None or s.busy_s is not None:
+            if s is None or s.pool != wanted.pool or s.owner is not None or s.busy_s is not None:
                 continue
             if s.key == wanted.key and s.code == wanted.code and not s.changed:
                 continue
@@ -237,7 +241,9 @@ class WarmWorkers:
                     self._replace(f.actor, claim)
                 else:  # its description was out of date: it can serve after all
                     answer(f.actor.release.remote(self._run_id))
-                    self._found.append(Found(f.actor, replace(claim.state, owner=None, lease_left_s=None)))
+                    self._found.append(
+                        Found(f.name, f.actor, replace(claim.state, owner=None, lease_left_s=None))
+                    )
 
     def _replace(self, actor: Any, claim: Claim) -> None:
         """Stop a stale worker this launch has claimed (nobody else can take it meanwhile)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from sweep._cli.workers import render_stop, render_workers
-from sweep.cluster._lease import WarmState
+from sweep.cluster.warm import WarmState
 from sweep.cluster.warm_admin import StopResult, WarmWorker
 
 STATE = WarmState(
@@ -32,10 +32,11 @@ STATE = WarmState(
 
 def test_each_state_in_words() -> None:
     rows = [
-        WarmWorker(STATE, same_code=True),
-        WarmWorker(replace(STATE, name="sweep-worker-bbbb", owner="run-9", idle_s=None, busy_s=200.0), True),
-        WarmWorker(replace(STATE, name="sweep-worker-cccc", code="beef"), same_code=False),
-        WarmWorker(replace(STATE, name="sweep-worker-dddd", changed=("torch 2.4.0 -> 2.5.0",)), True),
+        WarmWorker("sweep-worker-aaaa", STATE, same_code=True),
+        WarmWorker("sweep-worker-bbbb", replace(STATE, owner="run-9", idle_s=None, busy_s=200.0), True),
+        WarmWorker("sweep-worker-cccc", replace(STATE, code="beef"), same_code=False),
+        WarmWorker("sweep-worker-dddd", replace(STATE, changed=("torch 2.4.0 -> 2.5.0",)), True),
+        WarmWorker("sweep-worker-eeee", None, same_code=False),
     ]
     text = render_workers(rows)
     lines = {ln.split()[0]: ln for ln in text.splitlines() if ln.startswith("sweep-worker-")}
@@ -46,16 +47,19 @@ def test_each_state_in_words() -> None:
     assert "leased by run run-9, busy 3 min" in lines["sweep-worker-bbbb"]
     assert lines["sweep-worker-cccc"].endswith("other code (beef)")
     assert lines["sweep-worker-dddd"].endswith("stale: torch 2.4.0 -> 2.5.0")
-    assert text.endswith("4 warm worker(s): 1 leased, 2 stale for this checkout")
+    assert "no answer (starting, or hung)" in lines["sweep-worker-eeee"]
+    assert text.endswith("5 warm worker(s): 1 leased, 2 stale for this checkout, 1 not answering")
     assert render_workers([]) == "no warm workers on this cluster"
 
 
 def test_stop_result_in_words() -> None:
     result = StopResult(
-        stopped=[STATE], left=[(replace(STATE, name="sweep-worker-bbbb"), "leased by run run-9")]
+        stopped=[WarmWorker("sweep-worker-aaaa", STATE, True), WarmWorker("sweep-worker-ffff", None, False)],
+        left=[(WarmWorker("sweep-worker-bbbb", STATE, True), "leased by run run-9")],
     )
     assert render_stop(result).splitlines() == [
         "stopped sweep-worker-aaaa (gpu-7, GPU 3)",
+        "stopped sweep-worker-ffff",
         "left sweep-worker-bbbb running: leased by run run-9 (--force stops it too)",
-        "1 stopped, 1 left running",
+        "2 stopped, 1 left running",
     ]

@@ -18,7 +18,7 @@ from sweep.cli import app
 from sweep.cluster.connect import ClusterInfo, Pool, _nodes, pools_for
 from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerStats, run_tasks
-from sweep.cluster.warm import NAMESPACE, WarmWorkers, survey
+from sweep.cluster.warm import NAMESPACE, WarmState, WarmWorkers, survey
 from sweep.cluster.warm_admin import stop_warm_workers
 from sweep.config import ConfigOverrides
 from sweep.launch.driver import LaunchOptions, launch
@@ -53,6 +53,13 @@ def no_warm_workers(two_nodes: dict[str, str]) -> Iterator[None]:
     clear()
 
 
+def _states() -> list[WarmState]:
+    """Every warm worker's description (each must answer)."""
+    found = survey()
+    assert all(f.state is not None for f in found), found
+    return [f.state for f in found if f.state is not None]
+
+
 def _pools(target: str, n: int) -> list[Pool]:
     return pools_for(target, ClusterInfo(None, False, _nodes()), max_workers=n)
 
@@ -74,13 +81,13 @@ def test_a_second_run_reuses_the_workers_their_sandboxes_and_stamps_its_run_id()
     pools = _pools("H100", 2)
     first, traces1 = _run(tasks, pools, "run-1", WarmWorkers("run-1", idle_timeout_s=600))
     assert (first.workers_started, first.workers_reused, len(traces1)) == (2, 0, 8)
-    states = [f.state for f in survey()]
+    states = _states()
     assert len(states) == 2
     assert all(s.owner is None and s.idle_s is not None and s.launches == 1 for s in states), states
     second, traces2 = _run(tasks, pools, "run-2", WarmWorkers("run-2", idle_timeout_s=600))
     assert (second.workers_started, second.workers_reused, len(traces2)) == (2, 2, 8)
     assert {t.evaluation.status.value for t in traces2} == {"PASSED"}
-    after = [f.state for f in survey()]
+    after = _states()
     assert sorted(s.pid for s in after) == sorted(s.pid for s in states)  # the same actors
     assert [s.launches for s in after] == [2, 2]
     # sandbox processes of the first run evaluated the second, its traces stamped with its run id
@@ -120,7 +127,7 @@ def test_stale_idle_workers_of_the_pool_are_stopped_and_replaced() -> None:
     tasks = toy_tasks(["ok"], n_workloads=2, hardware="H200")
     pools = _pools("H200", 2)
     _run(tasks, pools, "run-1", WarmWorkers("run-1", idle_timeout_s=600))
-    old = {f.state.name for f in survey()}
+    old = {s.name for s in _states()}
     assert len(old) == 2
     other_spec = SandboxSpec(backend=FAKE_BACKEND, preload=("json",))  # another sandbox spec
     source = WarmWorkers("run-2", idle_timeout_s=600)
@@ -128,7 +135,7 @@ def test_stale_idle_workers_of_the_pool_are_stopped_and_replaced() -> None:
     assert (stats.workers_started, stats.workers_reused, len(traces)) == (2, 0, 2)
     assert len(source.replaced) == 2
     assert all("another sandbox spec or runtime environment" in r for r in source.replaced), source.replaced
-    new = {f.state.name for f in survey()}
+    new = {s.name for s in _states()}
     assert len(new) == 2 and not new & old
 
 
@@ -150,9 +157,9 @@ def test_a_worker_killed_mid_run_is_replaced_and_never_kept() -> None:
     assert lost[0].evaluation.status.value == "RUNTIME_ERROR" and "was lost 3 time(s)" in (
         lost[0].evaluation.log or ""
     )
-    kept = survey()
+    kept = _states()
     assert len(kept) == stats.workers_started - stats.workers_died  # the survivors only
-    assert all(f.state.owner is None for f in kept)
+    assert all(s.owner is None for s in kept)
 
 
 def test_sweep_workers_lists_and_stops_them() -> None:
@@ -210,3 +217,33 @@ def test_launch_with_an_address_keeps_its_workers_unless_told_not_to(tmp_path: P
     third = launch(cfg, fresh)
     assert not third.kept_workers and third.stats.workers_reused == 0 and third.ran == 2
     assert not _names() & before and not _names(), "a launch with keep_workers off left workers"
+
+
+def test_a_worker_that_does_not_answer_is_listed_and_stopped_only_by_force(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import ray
+
+    import sweep.cluster.warm
+
+    monkeypatch.setattr(sweep.cluster.warm, "ANSWER_S", 2.0)
+
+    @ray.remote(num_cpus=0)
+    class Mute:  # a worker whose control methods hang
+        def describe(self) -> None:
+            time.sleep(3600)
+
+    mute = Mute.options(name="sweep-worker-mute", namespace=NAMESPACE, lifetime="detached").remote()
+    assert mute is not None
+    listed = runner.invoke(app, ["workers"])
+    assert listed.exit_code == 0, listed.output
+    assert "sweep-worker-mute" in listed.stdout and "no answer (starting, or hung)" in listed.stdout
+    assert "1 not answering" in listed.stdout
+    left = runner.invoke(app, ["workers", "stop", "--all"])
+    assert (
+        "left sweep-worker-mute running: no answer within" in left.stdout
+        and "0 stopped, 1 left" in left.stdout
+    )
+    assert runner.invoke(app, ["workers", "stop", "--stale"]).stdout.strip() == "0 stopped, 0 left running"
+    forced = runner.invoke(app, ["workers", "stop", "--all", "--force"])
+    assert "stopped sweep-worker-mute" in forced.stdout and "1 stopped, 0 left running" in forced.stdout

@@ -59,10 +59,16 @@ print(json.dumps({"start_s": r.wall_s - s.steady_s, "first_ready_s": s.first_rea
 """
 
 _STOP = """
-import os, ray
+import os, time, ray
+from sweep.cluster.warm import survey
 from sweep.cluster.warm_admin import attached, stop_warm_workers
 with attached(os.environ["BENCH_ADDRESS"]):
     stop_warm_workers(stale_only=False, force=True)
+    # until Ray has them dead and their slots free: the next launch must not wait for them
+    deadline = time.monotonic() + 120
+    while (survey() or ray.available_resources().get("CPU", 0) < ray.cluster_resources().get("CPU", 0)) \
+            and time.monotonic() < deadline:
+        time.sleep(0.2)
 """
 
 _OVERLAP = """

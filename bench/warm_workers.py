@@ -62,12 +62,14 @@ _STOP = """
 import os, time, ray
 from sweep.cluster.warm import survey
 from sweep.cluster.warm_admin import attached, stop_warm_workers
+def busy():
+    free, total = ray.available_resources(), ray.cluster_resources()
+    return any(free.get(k, 0) < total.get(k, 0) for k in ("CPU", "GPU"))
 with attached(os.environ["BENCH_ADDRESS"]):
     stop_warm_workers(stale_only=False, force=True)
     # until Ray has them dead and their slots free: the next launch must not wait for them
     deadline = time.monotonic() + 120
-    while (survey() or ray.available_resources().get("CPU", 0) < ray.cluster_resources().get("CPU", 0)) \
-            and time.monotonic() < deadline:
+    while (survey() or busy()) and time.monotonic() < deadline:
         time.sleep(0.2)
 """
 

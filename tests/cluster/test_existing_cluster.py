@@ -202,8 +202,12 @@ def test_launch_as_a_ray_job_with_a_working_dir(head: Head, tmp_path: Path) -> N
     _check(results, 2)
 
 
-# Notes the sandbox process that ran each evaluation (warm workers keep theirs).
+# Notes the sandbox process that imported (built) the solution, and each that ran an
+# evaluation: warm workers keep their sandboxes, and what those built.
 _PID = """import os
+
+with open({imports!r}, "a") as f:
+    f.write(f"{{os.getpid()}}\\n")
 
 
 def run(x):
@@ -214,8 +218,8 @@ def run(x):
 
 
 def test_a_second_launch_reuses_the_warm_workers_of_the_first(head: Head, tmp_path: Path) -> None:
-    pids = tmp_path / "pids.txt"
-    data = write_dataset(tmp_path / "data", {"ok": _PID.format(path=str(pids))}, 4)
+    pids, imports = tmp_path / "pids.txt", tmp_path / "imports.txt"
+    data = write_dataset(tmp_path / "data", {"ok": _PID.format(path=str(pids), imports=str(imports))}, 4)
     cfg = write_config(tmp_path / "h100.yaml", [data], tmp_path / "results", hardware="H100")
     outside = tmp_path / "elsewhere"
     outside.mkdir()
@@ -226,13 +230,18 @@ def test_a_second_launch_reuses_the_warm_workers_of_the_first(head: Head, tmp_pa
     # (the earlier tests' workers, started by other drivers' runtime environments, are replaced)
     assert "warm workers: 0 reused, 2 started; left running for the next launch" in first.stdout, first.stdout
     before = set(pids.read_text().split())
+    assert before <= set(imports.read_text().split())  # each sandbox that ran it built it
     pids.unlink()
+    imports.unlink()
     # a new driver process: the workers outlived the first one, with their sandboxes
     second = _run(launch, outside)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "4 ran (PASSED 4)" in second.stdout and "warm workers: 2 reused, 0 started" in second.stdout
     assert "replaced a stale warm worker" not in second.stdout
-    assert set(pids.read_text().split()) & before, "no sandbox of the first launch ran the second"
+    again = set(pids.read_text().split()) & before
+    assert again, "no sandbox of the first launch ran the second"
+    rebuilt = set(imports.read_text().split()) if imports.exists() else set()
+    assert not again & rebuilt, "a sandbox kept from the first launch built the solution again"
 
     listed = _run([*sweep, "workers", "--address", head.address], outside)
     assert listed.returncode == 0, listed.stdout + listed.stderr

@@ -36,7 +36,9 @@ is set to the first one): the "one GPU" comparison of the issue.
 ``--attached`` adds a fourth path, ``attached``: the same ``sweep launch`` against a Ray
 that is already running on this machine (``ray start --head`` once, before the rounds, with
 the same one worker slot), as a user who runs many sweeps keeps one: the command connects
-instead of starting and stopping Ray, and ships ``sweep`` to the workers (runtime_env).
+instead of starting and stopping Ray, and ships ``sweep`` to the workers (runtime_env). Its
+workers end with each launch (``keep_workers`` off), as before warm workers existed, so its
+figures stay comparable with the earlier logs; ``bench/warm_workers.py`` measures reuse.
 
 ``--concurrent`` (cuda, two GPUs of one model) runs the loop and the launch at the same time,
 each on a GPU of its own, swapping the GPUs every round: each pair then shares the host's
@@ -105,10 +107,14 @@ print(json.dumps({"steady_s": s.steady_s, "calls": s.calls}))
 """
 
 _LAUNCH = """
-import json, sys, time
+import json, os, sys, time
 t0 = time.monotonic()
+from sweep.config import ConfigOverrides
 from sweep.launch.driver import LaunchOptions, launch
-r = launch(sys.argv[1], LaunchOptions(quiet=True))
+# The attached path keeps its meaning: each launch starts and ends its own worker
+# (bench/warm_workers.py measures launches that reuse warm workers).
+keep = None if os.environ.get("BENCH_NO_KEEP") != "1" else False
+r = launch(sys.argv[1], LaunchOptions(quiet=True, overrides=ConfigOverrides(keep_workers=keep)))
 t1 = time.monotonic()
 s = r.stats
 print(json.dumps({"total_s": t1 - t0, "loop_s": s.loop_s, "first_ready_s": s.first_ready_s,
@@ -230,6 +236,11 @@ class RunningRay:
             f"--num-gpus={1 if device == 'cuda' else 0}",
             "--include-dashboard=false",
             "--disable-usage-stats",
+            # Ports of their own: a second head on this machine (another bench, a test's) would
+            # otherwise fight over the fixed defaults (the job agent's 52365, the client's 10001).
+            f"--dashboard-port={_free_port()}",
+            f"--dashboard-agent-listen-port={_free_port()}",
+            f"--ray-client-server-port={_free_port()}",
         ]
         home.mkdir(parents=True, exist_ok=True)
         self._log = home / "ray-start.log"
@@ -371,7 +382,11 @@ def _round(
             if (path == "sched" and args.no_scheduler) or (path == "attached" and head is None):
                 continue
             code = {"loop": _LOOP, "sched": _SCHED, "launch": _LAUNCH, "attached": _LAUNCH}[path]
-            extra = {"RAY_ADDRESS": head.address} if path == "attached" and head is not None else {}
+            extra = (
+                {"RAY_ADDRESS": head.address, "BENCH_NO_KEEP": "1"}
+                if path == "attached" and head is not None
+                else {}
+            )
             row[path], row[path + "_wall"] = run_snippet(code, cfg, {**env, **extra})
             if path == "launch":
                 row["timeline"] = sandbox_timeline(Path(str(row[path]["results_dir"])))

@@ -50,6 +50,7 @@ COMMAND_ORDER: tuple[str, ...] = (
     "export",
     "export-tuning",
     "calibrate",
+    "workers",
     "schema",
     "import-backendbench",
     "import-backendbench-kernels",

@@ -11,6 +11,7 @@ from sweep._cli.app import app
 from sweep._cli.dataset import VerboseOpt, render_left_out
 from sweep._cli.options import (
     HardwareOpt,
+    KeepWorkersOpt,
     LimitOpt,
     NameOpt,
     NewHardwareOpt,
@@ -102,6 +103,12 @@ def render_launch(
             f"{st.steady_s:.1f} s of evaluations on {len(st.workers)} worker(s) "
             f"({per * 1000:.1f} ms per evaluation per worker)"
         )
+        if result.kept_workers:
+            lines.append(
+                f"warm workers: {st.workers_reused} reused, {st.workers_started - st.workers_reused} "
+                "started; left running for the next launch ('sweep workers' lists and stops them)"
+            )
+        lines.extend(f"replaced a stale warm worker {r}" for r in result.replaced)
         if result.stats.retried or result.stats.lost or result.stats.workers_died:
             lines.append(
                 f"workers lost: {result.stats.workers_died}; tasks re-run elsewhere: "
@@ -147,6 +154,12 @@ def launch_json(result: LaunchResult, state: dict[str, tuple[int, int]] | None =
         if state is None
         else {status: {"tasks": n, "this_run": k} for status, (n, k) in state.items()},
         "wall_s": result.wall_s,
+        "workers": {
+            "started": result.stats.workers_started,
+            "reused": result.stats.workers_reused,
+            "kept": result.kept_workers,
+            "replaced": result.replaced,
+        },
         "left_out": [{"kind": x.kind, "name": x.name, "reason": x.reason} for x in result.excluded],
         "warnings": result.warnings,
         "results_dir": result.results_dir,
@@ -181,12 +194,15 @@ def launch(
     store: StoreOpt = None,
     seed: SeedOpt = None,
     limit_per_definition: LimitOpt = None,
+    keep_workers: KeepWorkersOpt = None,
 ) -> None:
     """Run every task of a sweep config not yet stored; one trace per task, stored as it arrives.
 
     Each GPU gets one long-lived worker that evaluates task after task in a sandbox
     process; a kernel that crashes or hangs gets a RUNTIME_ERROR or TIMEOUT trace and the
-    sweep goes on. Exit code 0 when the sweep ran, whatever the kernels did.
+    sweep goes on. Exit code 0 when the sweep ran, whatever the kernels did. On an existing
+    cluster (--address) the workers stay warm after the launch and the next launch reuses
+    them ('sweep workers' lists and stops them).
 
     On a cluster of several GPU types, --hardware H100,H200 (or all: every type it has) runs
     each task once per type, each on nodes of that type.
@@ -209,6 +225,7 @@ def launch(
         store=store,
         seed=seed,
         limit_per_definition=limit_per_definition,
+        keep_workers=keep_workers,
     )
     options = LaunchOptions(overrides=overrides, force=force, quiet=quiet)
     try:

@@ -19,6 +19,7 @@ from sweep.errors import ConfigError
 __all__ = [
     "AddressOpt",
     "HardwareOpt",
+    "KeepWorkersOpt",
     "LimitOpt",
     "NameOpt",
     "NewHardwareOpt",
@@ -51,6 +52,15 @@ NewHardwareOpt = Annotated[
         help="The hardware named is a new GPU type on purpose, not a typo of a known one (H10 vs H100).",
     ),
 ]
+KeepWorkersOpt = Annotated[
+    bool | None,
+    typer.Option(
+        "--keep-workers/--no-keep-workers",
+        help="On an existing cluster, leave the GPU workers running for the next launch, which "
+        "reuses them when its code and setup match (overrides 'ray.keep_workers'; default: keep).",
+        show_default=False,
+    ),
+]
 SeedOpt = Annotated[int | None, typer.Option("--seed", help="Input seed (overrides 'evaluation.seed').")]
 LimitOpt = Annotated[
     int | None,
@@ -73,6 +83,7 @@ def make_overrides(
     trials: int | None = None,
     limit_per_definition: int | None = None,
     new_hardware: bool = False,
+    keep_workers: bool | None = None,
 ) -> ConfigOverrides:
     """The overrides given on the command line (unset flags stay ``None``).
 
@@ -90,6 +101,7 @@ def make_overrides(
             trials=trials,
             limit_per_definition=limit_per_definition,
             new_hardware=True if new_hardware else None,
+            keep_workers=keep_workers,
         )
     except pydantic.ValidationError as e:
         bad = "; ".join(

@@ -6,6 +6,10 @@
   a lost worker replaced, every task ending with exactly one trace.
 - :mod:`sweep.cluster.sandbox`: the supervisor of the process that evaluates (forked from a
   zygote that imported torch once), with deadlines, crash reports and failure traces.
+- :mod:`sweep.cluster.workers`: where the loop gets workers (new actors per launch), and
+  :mod:`sweep.cluster.warm`: warm workers of an existing cluster, reused by the next launch
+  when their code and setup match (lease, fingerprint, idle timeout); listed and stopped
+  by :mod:`sweep.cluster.warm_admin` (``sweep workers``).
 - :mod:`sweep.cluster.profile_tools`: a profiling tool (ncu, compute-sanitizer) over one
   process, in its own process group, killed at its deadline.
 

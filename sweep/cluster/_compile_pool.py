@@ -39,10 +39,49 @@ from sweep.cluster._sandbox_spec import SandboxSpec, SandboxStartError
 from sweep.cluster.sandbox import Sandbox
 from sweep.schema import Provenance
 
-__all__ = ["COMPILE_BACKEND", "CompilePool", "PoolStats"]
+__all__ = ["COMPILE_BACKEND", "CompilePool", "PoolStats", "compile_workers_for", "run_with_pool"]
 
 #: The backend module the pool's sandboxes run (compile, run nothing).
 COMPILE_BACKEND = "sweep.engine.compile_ahead"
+#: Most compile processes one GPU worker starts under ``compile_workers: auto``.
+MAX_AUTO_COMPILE_WORKERS = 8
+
+
+def compile_workers_for(requested: int, device_kind: str, cpus: int, gpus_on_node: int) -> int:
+    """How many compile processes a worker starts: ``requested`` when it is 0 or more; for
+    ``auto`` (-1) on a GPU, the node's CPUs per GPU less the one the worker uses, at most
+    :data:`MAX_AUTO_COMPILE_WORKERS`; none on CPU (Triton is interpreted there: nothing to
+    compile)."""
+    if requested >= 0:
+        return requested
+    if device_kind != "cuda":
+        return 0
+    per_gpu = cpus // max(1, gpus_on_node)
+    return max(0, min(MAX_AUTO_COMPILE_WORKERS, per_gpu - 1))
+
+
+def run_with_pool(
+    pool: CompilePool | None, sandbox: Sandbox, envelopes: list[Envelope], ahead: list[Envelope] | None
+) -> list[Done]:
+    """Run ``envelopes`` in ``sandbox``, one result each, in order. With a pool, they and then
+    ``ahead`` (the worker's next tasks) go to the pool first; a task the pool found cannot
+    compile gets the pool's COMPILE_ERROR trace and is not run in the sandbox."""
+    if pool is None:
+        return sandbox.run_batch(envelopes)
+    pool.submit([e for e in envelopes if e.compiled] + [e for e in ahead or [] if e.compiled])
+    out: list[Done] = []
+    run: list[Envelope] = []  # consecutive tasks to run in the sandbox, sent together (pipelined)
+    for env in envelopes:
+        if pool.pending(env):
+            out.extend(sandbox.run_batch(run) if run else [])
+            run = []
+            failed = pool.outcome(env)
+            if failed is not None:
+                out.append(failed)
+                continue
+        run.append(env)
+    out.extend(sandbox.run_batch(run) if run else [])
+    return out
 
 
 @dataclass

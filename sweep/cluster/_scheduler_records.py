@@ -46,6 +46,7 @@ class SchedulerStats:
     requeued: int = 0
     lost: int = 0
     workers_started: int = 0
+    workers_reused: int = 0
     workers_died: int = 0
     workers: list[WorkerInfo] = field(default_factory=list)
     first_ready_s: float | None = None

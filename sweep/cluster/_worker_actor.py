@@ -1,26 +1,40 @@
 """The Ray actor that owns one GPU (or one CPU slot) and supervises its sandbox.
 
-Kept free of ray imports at module level: the driver wraps :class:`SweepWorker` with
-``ray.remote`` and per-pool options (``num_gpus=1`` plus the accelerator-type resource).
+Kept free of ray imports at module level: the driver makes the remote class with
+:func:`actor_class` and per-pool options (``num_gpus=1`` plus the accelerator-type resource).
 The actor is long-lived, so Ray's worker start, the zygote's ``import torch`` and the
 sandbox's CUDA initialisation are paid once per GPU, not once per evaluation.
+
+A *warm* worker (``warm`` given, see :mod:`sweep.cluster.warm`) is a named detached actor
+that outlives its launch: a :class:`~sweep.cluster._warm_keeper.WarmKeeper` holds its lease
+and what it was started from, its calls carry the lease's run id (a call of another run is
+refused: :class:`~sweep.cluster._lease.LeaseLost`), and a thread of its own stops it once
+it has been unleased for its idle timeout. Its control methods (claim, renew, release,
+describe) run in a concurrency group of their own, so they answer at once while a call
+evaluates; the calls that evaluate keep Ray's default group of one thread, in submission
+order (the driver loop counts on it).
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
+import threading
 import time
 from dataclasses import dataclass, replace
+from typing import Any
 
-from sweep.cluster._compile_pool import CompilePool, PoolStats
+from sweep.cluster._compile_pool import CompilePool, PoolStats, compile_workers_for, run_with_pool
+from sweep.cluster._lease import Claim, Wanted, WarmState
+from sweep.cluster._warm_keeper import Place, WarmKeeper
 from sweep.cluster.sandbox import Done, Envelope, Sandbox, SandboxSpec, SandboxStats
 from sweep.schema import Provenance
 
-__all__ = ["SweepWorker", "WorkerInfo", "compile_workers_for", "resolve_device_kind"]
+__all__ = ["CONTROL_GROUP", "SweepWorker", "WorkerInfo", "actor_class", "resolve_device_kind"]
 
-#: Most compile processes one GPU worker starts under ``compile_workers: auto``.
-MAX_AUTO_COMPILE_WORKERS = 8
+#: The concurrency group of a worker's control methods (one thread beside the evaluating one).
+CONTROL_GROUP = "control"
 
 
 @dataclass(frozen=True)
@@ -50,35 +64,16 @@ def resolve_device_kind(requested: str, gpu_ids: list[str]) -> str:
     return "cpu"
 
 
-def compile_workers_for(requested: int, device_kind: str, cpus: int, gpus_on_node: int) -> int:
-    """How many compile processes a worker starts: ``requested`` when it is 0 or more; for
-    ``auto`` (-1) on a GPU, the node's CPUs per GPU less the one the worker uses, at most
-    :data:`MAX_AUTO_COMPILE_WORKERS`; none on CPU (Triton is interpreted there: nothing to
-    compile)."""
-    if requested >= 0:
-        return requested
-    if device_kind != "cuda":
-        return 0
-    per_gpu = cpus // max(1, gpus_on_node)
-    return max(0, min(MAX_AUTO_COMPILE_WORKERS, per_gpu - 1))
-
-
-def _gpus_on_node(ray: object, node_id: str) -> int:
-    for node in ray.nodes():  # type: ignore[attr-defined]
-        if node.get("NodeID") == node_id:
-            return int(node.get("Resources", {}).get("GPU", 0))
-    return 1
-
-
 class SweepWorker:
     """One GPU's evaluator: a supervisor around a sandbox process (see ``sandbox``).
 
     Args:
         spec: How to start sandboxes (``device_kind="auto"`` is resolved here).
         run_id: The sweep run, stamped on every trace.
+        warm: What the launch asked, for a warm worker (``None``: a worker of one launch).
     """
 
-    def __init__(self, spec: SandboxSpec, run_id: str) -> None:
+    def __init__(self, spec: SandboxSpec, run_id: str, warm: Wanted | None = None) -> None:
         import ray
 
         ctx = ray.get_runtime_context()
@@ -95,6 +90,13 @@ class SweepWorker:
             _gpus_on_node(ray, self._node_id) if spec.compile_workers < 0 else 1,
         )
         self._pool = CompilePool(spec, size, stamp) if size > 0 else None
+        self._keeper: WarmKeeper | None = None
+        if warm is not None:
+            place = Place(
+                ctx.get_actor_name() or "", self._node_id, self._gpu_id, os.getpid(), socket.gethostname()
+            )
+            self._keeper = WarmKeeper(warm, spec.backend, place)
+            threading.Thread(target=self._watch_idle, name="sweep-idle-watch", daemon=True).start()
 
     def ready(self) -> WorkerInfo:
         """Start the sandbox; raises ``SandboxStartError`` when it cannot start."""
@@ -113,33 +115,34 @@ class SweepWorker:
         )
 
     def evaluate_batch(
-        self, envelopes: list[Envelope], ahead: list[Envelope] | None = None
+        self, envelopes: list[Envelope], lease: str | None = None, ahead: list[Envelope] | None = None
     ) -> tuple[list[Done], float]:
         """Evaluate tasks one after the other in the sandbox; one result each (a trace as
         JSON, and its stamp; see ``Sandbox.run_batch``), and the seconds that took (the
         driver sizes its calls by it).
 
-        With a compile pool, ``envelopes`` and then ``ahead`` (the tasks of this worker's
-        next calls) go to the pool first; a task the pool found cannot compile gets the
-        pool's COMPILE_ERROR trace and is not run here."""
-        t0 = time.monotonic()
-        pool = self._pool
-        if pool is None:
-            return self._sandbox.run_batch(envelopes), time.monotonic() - t0
-        pool.submit([e for e in envelopes if e.compiled] + [e for e in ahead or [] if e.compiled])
-        out: list[Done] = []
-        run: list[Envelope] = []  # consecutive tasks to run here, sent together (pipelined)
-        for env in envelopes:
-            if pool.pending(env):
-                out.extend(self._sandbox.run_batch(run) if run else [])
-                run = []
-                failed = pool.outcome(env)
-                if failed is not None:
-                    out.append(failed)
-                    continue
-            run.append(env)
-        out.extend(self._sandbox.run_batch(run) if run else [])
-        return out, time.monotonic() - t0
+        ``lease``: the run id of the caller, which must hold a warm worker's lease.
+        ``ahead``: the tasks of this worker's next calls; with a compile pool, they and
+        ``envelopes`` are compiled there first (``_compile_pool.run_with_pool``).
+
+        Raises:
+            LeaseLost: A warm worker leased to another run (nothing is evaluated).
+        """
+        keeper = self._keeper
+        if keeper is None:
+            t0 = time.monotonic()
+            out = run_with_pool(self._pool, self._sandbox, envelopes, ahead)
+            return out, time.monotonic() - t0
+        keeper.begin(lease)  # raises unless ``lease`` holds it: one launch at a time
+        assert lease is not None
+        try:
+            if self._sandbox.stamp.run_id != lease:  # a new launch: its run id on the traces
+                self._sandbox.stamp = self._sandbox.stamp.model_copy(update={"run_id": lease})
+            t0 = time.monotonic()
+            out = run_with_pool(self._pool, self._sandbox, envelopes, ahead)
+            return out, time.monotonic() - t0
+        finally:
+            keeper.end(len(envelopes))
 
     def pool_stats(self) -> PoolStats | None:
         """The compile pool's counters (``None`` without a pool)."""
@@ -150,7 +153,89 @@ class SweepWorker:
         return self._sandbox.stats
 
     def close(self) -> None:
-        """Stop the sandbox and its zygote, and the compile pool."""
+        """Stop the sandbox and its zygote."""
         self._sandbox.close()
         if self._pool is not None:
             self._pool.close()
+
+    # -- a warm worker's control methods (their own concurrency group: see actor_class) ----
+
+    def _warm(self) -> WarmKeeper:
+        if self._keeper is None:
+            raise RuntimeError("not a warm worker: it has no lease")
+        return self._keeper
+
+    def claim(self, wanted: Wanted) -> Claim:
+        """Lease this warm worker to ``wanted.owner`` if it is free (see ``WarmKeeper.claim``)."""
+        return self._warm().claim(wanted)
+
+    def renew(self, owner: str) -> bool:
+        """Extend ``owner``'s lease; ``False`` when another run holds it now."""
+        return self._warm().renew(owner)
+
+    def release(self, owner: str) -> bool:
+        """End ``owner``'s lease; the worker stays warm until its idle timeout."""
+        return self._warm().release(owner)
+
+    def describe(self) -> WarmState:
+        """What ``sweep workers`` lists of this worker."""
+        return self._warm().describe()
+
+    def _watch_idle(self) -> None:
+        """Stop this actor once it has been unleased and idle for its idle timeout, so a
+        cluster is not held forever (a detached actor outlives every driver)."""
+        keeper = self._warm()
+        while True:
+            time.sleep(max(0.05, min(5.0, keeper.idle_timeout_s / 4)))
+            if keeper.should_exit():
+                break
+        with contextlib.suppress(Exception):  # going away regardless
+            self.close()
+        import ray
+
+        try:
+            ray.kill(ray.get_runtime_context().current_actor)  # frees its name and its GPU
+        finally:
+            os._exit(0)  # only reached if Ray could not kill it
+
+
+def _gpus_on_node(ray: Any, node_id: str) -> int:
+    for node in ray.nodes():
+        if node.get("NodeID") == node_id:
+            return int(node.get("Resources", {}).get("GPU", 0))
+    return 1
+
+
+def actor_class() -> Any:
+    """The Ray actor class of :class:`SweepWorker`: its control methods in a concurrency
+    group of one thread (:data:`CONTROL_GROUP`), the rest in Ray's default group of one
+    thread, run in submission order.
+
+    Made here rather than at import, so this module imports no Ray; the class keeps the
+    name ``SweepWorker`` (Ray's process titles, ``ray::SweepWorker.evaluate_batch``).
+    """
+    import ray
+
+    control = ray.method(concurrency_group=CONTROL_GROUP)
+    base = SweepWorker
+
+    class _Remote(base):  # type: ignore[valid-type,misc]
+        @control
+        def claim(self, wanted: Wanted) -> Claim:
+            return base.claim(self, wanted)
+
+        @control
+        def renew(self, owner: str) -> bool:
+            return base.renew(self, owner)
+
+        @control
+        def release(self, owner: str) -> bool:
+            return base.release(self, owner)
+
+        @control
+        def describe(self) -> WarmState:
+            return base.describe(self)
+
+    _Remote.__name__ = _Remote.__qualname__ = "SweepWorker"
+    make: Any = ray.remote  # its overloads do not list concurrency_groups
+    return make(concurrency_groups={CONTROL_GROUP: 1})(_Remote)

@@ -26,6 +26,11 @@ worker is unknown, so they all go back "solo", one per call, without counting on
 workers are replaced: at once when they died running a task (each task can cost at most
 ``max_attempts`` workers), while a replacement budget lasts otherwise. If no worker can run the remaining
 tasks for ``stall_timeout_s``, the loop raises :class:`~sweep.errors.ClusterError`.
+
+Workers come from a :class:`~sweep.cluster.workers.WorkerSource`: new actors killed at the
+end (the default), or warm workers of an existing cluster, reused and kept
+(:mod:`sweep.cluster.warm`). The loop treats both alike; a dead worker goes back to its
+source's ``stop``, never to be reused.
 """
 
 from __future__ import annotations
@@ -39,9 +44,10 @@ from typing import Any
 
 from sweep.cluster._failure_traces import failure_trace, now_iso
 from sweep.cluster._scheduler_records import SchedulerOptions, SchedulerStats
-from sweep.cluster._worker_actor import SweepWorker, WorkerInfo
+from sweep.cluster._worker_actor import WorkerInfo
 from sweep.cluster.connect import Pool
 from sweep.cluster.sandbox import SandboxSpec, TaskPacker
+from sweep.cluster.workers import FreshWorkers, WorkerSource
 from sweep.errors import ClusterError
 from sweep.schema import Provenance, Status, Trace
 from sweep.schema.task import Task
@@ -87,6 +93,7 @@ class _Loop:
         options: SchedulerOptions,
         on_worker: Callable[[WorkerInfo], None] | None,
         on_tick: Callable[[], None] | None = None,
+        source: WorkerSource | None = None,
     ) -> None:
         import ray
 
@@ -98,7 +105,7 @@ class _Loop:
         self.on_worker = on_worker
         self.opt = options
         self.stats = SchedulerStats()
-        self.actor_cls: Any = ray.remote(SweepWorker)
+        self.source: WorkerSource = source if source is not None else FreshWorkers(run_id)
         self.workers: list[_Worker] = []
         self.owner: dict[Any, _Worker] = {}
         self.pending: dict[str, deque[_Item]] = {}
@@ -118,11 +125,12 @@ class _Loop:
         spec = self.spec
         if spec.device_kind == "auto" and pool.device_kind != "auto":
             spec = replace(spec, device_kind=pool.device_kind)
-        handle = self.actor_cls.options(**pool.options()).remote(spec, self.run_id)
-        w = _Worker(handle=handle, pool=pool, ready_ref=handle.ready.remote())
+        started = self.source.start(pool, spec)
+        w = _Worker(handle=started.handle, pool=pool, ready_ref=started.handle.ready.remote())
         self.owner[w.ready_ref] = w
         self.workers.append(w)
         self.stats.workers_started += 1
+        self.stats.workers_reused += started.reused
 
     def _retire(self, w: _Worker, why: str) -> None:
         """Mark ``w`` dead, requeue its tasks, and start a replacement if the budget allows."""
@@ -131,7 +139,7 @@ class _Loop:
         w.dead = True
         self.stats.workers_died += 1
         with contextlib.suppress(Exception):  # it may be gone already
-            self.ray.kill(w.handle)
+            self.source.stop(w.handle)
         # An actor runs its calls in submission order: the oldest in flight was running, the
         # others were only queued behind it and are not to blame (no attempt counted).
         calls = list(w.inflight.items())
@@ -207,7 +215,7 @@ class _Loop:
                     break
                 envs = [self.packer.pack(i.task, i.attempt) for i in items]
                 if w.lookahead:
-                    ref = w.handle.evaluate_batch.remote(envs, self._reserve(w, queue))
+                    ref = w.handle.evaluate_batch.remote(envs, ahead=self._reserve(w, queue))
                 else:
                     ref = w.handle.evaluate_batch.remote(envs)
                 w.inflight[ref] = items
@@ -330,10 +338,8 @@ class _Loop:
         return self.stats
 
     def _shutdown(self) -> None:
-        for w in self.workers:
-            if not w.dead:
-                with contextlib.suppress(Exception):
-                    self.ray.kill(w.handle)
+        with contextlib.suppress(Exception):  # never hide why the loop ended
+            self.source.finish([(w.handle, w.info is not None) for w in self.workers if not w.dead])
 
 
 def _short_error(e: BaseException) -> str:
@@ -354,6 +360,7 @@ def run_tasks(
     options: SchedulerOptions | None = None,
     on_worker: Callable[[WorkerInfo], None] | None = None,
     on_tick: Callable[[], None] | None = None,
+    workers: WorkerSource | None = None,
 ) -> SchedulerStats:
     """Run ``tasks`` on workers of ``pools`` (Ray must be initialised); one trace per task.
 
@@ -368,6 +375,7 @@ def run_tasks(
         options: Loop knobs.
         on_worker: Called when a worker becomes ready.
         on_tick: Called at least every half second (progress output while nothing finishes).
+        workers: Where workers come from and go (new actors, killed at the end, by default).
 
     Raises:
         ClusterError: No worker can run the remaining tasks.
@@ -381,5 +389,5 @@ def run_tasks(
                 f"task {t.task_id} targets {t.hardware}, which no worker pool serves "
                 f"(pools: {', '.join(sorted(served)) or 'none'})"
             )
-    loop = _Loop(pools, spec, run_id, on_traces, options or SchedulerOptions(), on_worker, on_tick)
+    loop = _Loop(pools, spec, run_id, on_traces, options or SchedulerOptions(), on_worker, on_tick, workers)
     return loop.run(tasks)

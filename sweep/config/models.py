@@ -24,7 +24,7 @@ import hashlib
 import json
 import os
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue, StrictBool, field_validator
 
@@ -128,7 +128,12 @@ class WorkloadSelect(StrictModel):
 
 
 class RaySettings(StrictModel):
-    """Where to run: ``address`` of an existing cluster, or none for an embedded local Ray."""
+    """Where to run: ``address`` of an existing cluster, or none for an embedded local Ray.
+
+    On an existing cluster the GPU workers outlive the launch (``keep_workers``): the next
+    launch reuses them when its code and setup match theirs, and an unused one stops itself
+    after ``idle_timeout_s`` (``sweep workers`` lists and stops them).
+    """
 
     address: str | None = None
     runtime_env: dict[str, JsonValue] = Field(default_factory=dict)
@@ -140,6 +145,12 @@ class RaySettings(StrictModel):
             "processes beside each GPU worker that compile the tasks it runs next (0: none; "
             "auto: the node's CPUs per GPU less one, at most 8, and none on CPU)"
         ),
+    )
+    keep_workers: bool = Field(
+        default=True, description="existing cluster only: workers outlive the launch, reused by the next"
+    )
+    idle_timeout_s: float = Field(
+        default=600.0, gt=0, le=7 * 86400, description="a kept worker unused this long stops itself"
     )
 
 
@@ -247,10 +258,13 @@ class SweepConfig(StrictModel):
         return hardware_choice(self.hardware)
 
     def config_hash(self) -> str:
-        """Stable hash of the whole config (but ``profile``: profiling changes no result)."""
-        text = json.dumps(
-            self.model_dump(mode="json", exclude={"profile"}), sort_keys=True, separators=(",", ":")
-        )
+        """Stable hash of the whole config (but ``profile``, whether workers are kept and how
+        many processes compile ahead: they change no result)."""
+        skip: dict[str, Any] = {
+            "profile": True,
+            "ray": {"keep_workers": True, "idle_timeout_s": True, "compile_workers": True},
+        }
+        text = json.dumps(self.model_dump(mode="json", exclude=skip), sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -271,6 +285,7 @@ class ConfigOverrides(StrictModel):
     limit_per_definition: int | None = Field(default=None, ge=1, le=INT64_MAX)
     #: The hardware named (by the flag or the YAML) is a new GPU type, not a typo of a known one.
     new_hardware: bool | None = None
+    keep_workers: bool | None = Field(default=None, description="ray.keep_workers")
 
     @field_validator("results_dir", "store")
     @classmethod
@@ -334,6 +349,8 @@ def apply_overrides(config: SweepConfig, overrides: ConfigOverrides | None) -> S
         data["hardware"] = o.hardware
     if o.address is not None:
         data.setdefault("ray", {})["address"] = o.address
+    if o.keep_workers is not None:
+        data.setdefault("ray", {})["keep_workers"] = o.keep_workers
     if o.results_dir is not None:
         data.setdefault("output", {})["results_dir"] = o.results_dir
     if o.store is not None:

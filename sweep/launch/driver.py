@@ -11,6 +11,10 @@ tasks already stored (unless ``force``; task ids include the target, so each tar
 on its own), check the cluster has every target that has tasks left (else fail at once,
 naming each missing type and what the cluster has: nothing runs), then run the tasks of
 every target in one loop, each on workers of its own type.
+
+Against an existing cluster (an address) the workers are warm ones (``sweep.cluster.warm``):
+reused from an earlier launch when they match, and left running for the next, unless the
+config says ``ray.keep_workers: false`` (``--no-keep-workers``).
 """
 
 from __future__ import annotations
@@ -36,6 +40,7 @@ from sweep.cluster.connect import (
 )
 from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
+from sweep.cluster.warm import WarmWorkers
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
 from sweep.launch.progress import Progress, SummaryRow, Tally
@@ -116,6 +121,10 @@ class LaunchResult:
     excluded: list[Exclusion]
     warnings: list[str] = field(default_factory=list)
     per_hardware: list[HardwareCounts] = field(default_factory=list)
+    #: The workers were warm ones, left running for the next launch.
+    kept_workers: bool = False
+    #: Stale warm workers this launch stopped and replaced, and why.
+    replaced: list[str] = field(default_factory=list)
 
 
 def new_run_id() -> str:
@@ -209,7 +218,8 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         if not todo:
             return _result(run_id, plans, todo, Tally(), t0, None, SchedulerStats())
     flag = opts.overrides.address if opts.overrides is not None else None
-    conn: RayConnection = connect(config, resolve_address(flag, config))
+    address = resolve_address(flag, config)
+    conn: RayConnection = connect(config, address)
     try:
         if not plans:
             targets = [auto_target(conn.info)] if choice.mode == "auto" else gpu_targets(conn.info)
@@ -224,10 +234,24 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         pools = pools_for_targets(work, conn.info)
         if conn.portable_paths:
             todo = _portable(todo, Path(os.getcwd()).resolve())
-        tally, stats = _run(run_id, plans, todo, dataset, pools, opts)
-        return _result(run_id, plans, todo, tally, t0, conn.info, stats)
+        warm = _warm_workers(config, address, conn, run_id)
+        tally, stats = _run(run_id, plans, todo, dataset, pools, opts, warm)
+        result = _result(run_id, plans, todo, tally, t0, conn.info, stats)
+        if warm is not None:
+            result.kept_workers, result.replaced = True, list(warm.replaced)
+        return result
     finally:
         conn.close()
+
+
+def _warm_workers(
+    config: SweepConfig, address: str | None, conn: RayConnection, run_id: str
+) -> WarmWorkers | None:
+    """Warm workers for a launch on an existing cluster (``ray.keep_workers``); ``None``
+    on an embedded Ray, which ends with the command."""
+    if not config.ray.keep_workers or not address or conn.info.embedded:
+        return None
+    return WarmWorkers(run_id, idle_timeout_s=config.ray.idle_timeout_s)
 
 
 def _run(
@@ -237,6 +261,7 @@ def _run(
     dataset: Dataset,
     pools: list[Pool],
     opts: LaunchOptions,
+    warm: WarmWorkers | None,
 ) -> tuple[Tally, SchedulerStats]:
     from sweep.store import ResultsWriter, StoreContext
 
@@ -303,6 +328,7 @@ def _run(
                 on_traces=on_traces,
                 options=opts.scheduler,
                 on_tick=progress.tick if progress is not None else None,
+                workers=warm,
             )
         finally:
             if progress is not None:

@@ -257,3 +257,24 @@ def test_import_any_trace_text(tmp_path: Path, text: list[str]) -> None:
     _clean(result)
     if result.exit_code != 0:
         assert not out.exists(), "a refused import writes nothing"
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["workers", "stop"], "say which workers to stop: --all or --stale"),
+        (["workers", "stop", "--all", "--stale"], "say which workers to stop: --all or --stale"),
+        (["workers", "--address", "127.0.0.1:1"], "127.0.0.1:1"),
+        (["workers", "stop", "--stale", "--address", "host:notaport"], "host:notaport"),
+        (["workers", "--address", "x" * 5000], "xxxxxxxx"),
+        (["workers", "--bogus"], "no such option: --bogus"),
+        (["workers", "start"], "no such command 'start'"),
+    ],
+)
+def test_workers_refuses_cleanly(args: list[str], message: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Usage errors and unreachable addresses (refused at once, not after Ray's minutes of
+    retries); a process already connected elsewhere refuses another address as cleanly."""
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    result = runner.invoke(app, args)
+    _clean(result)
+    assert result.exit_code == 1 and message in result.stderr, result.output

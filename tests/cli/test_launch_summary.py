@@ -84,3 +84,18 @@ def test_a_launch_on_several_targets_counts_each(tmp_path: Path) -> None:
     # One target: no per-hardware line.
     one = replace(_result(tmp_path), per_hardware=[HardwareCounts("H100", 10, 6, 0)])
     assert "per hardware" not in render_launch(one)
+
+
+def test_warm_workers_in_the_summary_and_json(tmp_path: Path) -> None:
+    result = _result(tmp_path, skipped=0)
+    result.ran, result.statuses = 4, Counter({"PASSED": 4})
+    result.stats = SchedulerStats(workers_started=3, workers_reused=2, loop_s=1.0, first_ready_s=0.1)
+    result.kept_workers = True
+    result.replaced = ["sweep-worker-ab (gpu-1 GPU 0): its code (a) is not the launching checkout's (b)"]
+    text = render_launch(result)
+    assert "warm workers: 2 reused, 1 started; left running for the next launch" in text
+    assert "replaced a stale warm worker sweep-worker-ab (gpu-1 GPU 0): its code (a)" in text
+    data = json.loads(launch_json(result))
+    assert data["workers"] == {"started": 3, "reused": 2, "kept": True, "replaced": result.replaced}
+    result.kept_workers = False
+    assert "warm workers" not in render_launch(result)

@@ -12,10 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from sweep.cluster._compile_pool import CompilePool
+from sweep.cluster._compile_pool import CompilePool, compile_workers_for
 from sweep.cluster._packing import Envelope
 from sweep.cluster._sandbox_spec import SandboxSpec
-from sweep.cluster._worker_actor import compile_workers_for
 from sweep.launch.driver import LaunchOptions, launch
 from sweep.schema import EvalSettings, Provenance, Solution, Timeouts
 from sweep.schema.task import Task

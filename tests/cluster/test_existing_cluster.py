@@ -208,3 +208,58 @@ def test_launch_as_a_ray_job_with_a_working_dir(head: Head, tmp_path: Path) -> N
     assert proc.returncode == 0, out
     assert "succeeded" in out and "2 ran" in out, out
     _check(results, 2)
+
+
+# Notes the sandbox process that imported (built) the solution, and each that ran an
+# evaluation: warm workers keep their sandboxes, and what those built.
+_PID = """import os
+
+with open({imports!r}, "a") as f:
+    f.write(f"{{os.getpid()}}\\n")
+
+
+def run(x):
+    with open({path!r}, "a") as f:
+        f.write(f"{{os.getpid()}}\\n")
+    return x + 1
+"""
+
+
+def test_a_second_launch_reuses_the_warm_workers_of_the_first(head: Head, tmp_path: Path) -> None:
+    pids, imports = tmp_path / "pids.txt", tmp_path / "imports.txt"
+    data = write_dataset(tmp_path / "data", {"ok": _PID.format(path=str(pids), imports=str(imports))}, 4)
+    cfg = write_config(tmp_path / "h100.yaml", [data], tmp_path / "results", hardware="H100")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    sweep = [sys.executable, "-m", "sweep.cli"]
+    launch = [*sweep, "launch", str(cfg), "--address", head.address, "--force"]
+    first = _run(launch, outside)
+    assert first.returncode == 0, first.stdout + first.stderr
+    # (the earlier tests' workers, started by other drivers' runtime environments, are replaced)
+    assert "warm workers: 0 reused, 2 started; left running for the next launch" in first.stdout, first.stdout
+    before = set(pids.read_text().split())
+    assert before <= set(imports.read_text().split())  # each sandbox that ran it built it
+    pids.unlink()
+    imports.unlink()
+    # a new driver process: the workers outlived the first one, with their sandboxes
+    second = _run(launch, outside)
+    assert second.returncode == 0, second.stdout + second.stderr
+    assert "4 ran (PASSED 4)" in second.stdout and "warm workers: 2 reused, 0 started" in second.stdout
+    assert "replaced a stale warm worker" not in second.stdout
+    again = set(pids.read_text().split()) & before
+    assert again, "no sandbox of the first launch ran the second"
+    rebuilt = set(imports.read_text().split()) if imports.exists() else set()
+    assert not again & rebuilt, "a sandbox kept from the first launch built the solution again"
+
+    listed = _run([*sweep, "workers", "--address", head.address], outside)
+    assert listed.returncode == 0, listed.stdout + listed.stderr
+    rows = [ln for ln in listed.stdout.splitlines() if ln.startswith("sweep-worker-")]
+    assert len(rows) == 2 and all(ln.endswith("this checkout") for ln in rows), listed.stdout
+    stopped = _run([*sweep, "workers", "stop", "--all", "--address", head.address], outside)
+    assert stopped.returncode == 0 and "2 stopped, 0 left running" in stopped.stdout, stopped.stdout
+    assert "no warm workers" in _run([*sweep, "workers", "--address", head.address], outside).stdout
+
+    unkept = _run([*launch, "--no-keep-workers"], outside)
+    assert unkept.returncode == 0 and "4 ran" in unkept.stdout, unkept.stdout + unkept.stderr
+    assert "warm workers:" not in unkept.stdout
+    assert "no warm workers" in _run([*sweep, "workers", "--address", head.address], outside).stdout

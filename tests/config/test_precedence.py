@@ -101,3 +101,25 @@ def test_store_default_has_one_home() -> None:
     assert DEFAULT_STORE_PATH == Path("results") / "sweep.duckdb" == default_store_path()
     assert OutputSettings().store_path() == str(DEFAULT_STORE_PATH)
     assert OutputSettings(results_dir="/r").store_path() == str(default_store_path("/r"))
+
+
+def test_keep_workers_flag_beats_yaml_and_neither_changes_the_hash(tmp_path: Path) -> None:
+    p = tmp_path / "sweep.yaml"
+    p.write_text("name: x\ndataset: .\nray: {keep_workers: false, idle_timeout_s: 30}\n")
+    cfg = load_config(p)
+    assert (cfg.ray.keep_workers, cfg.ray.idle_timeout_s) == (False, 30.0)
+    assert load_config(p, make_overrides(keep_workers=True)).ray.keep_workers is True
+    assert load_config(p, make_overrides()).ray.keep_workers is False  # no flag: the YAML's
+    # whether workers outlive the launch changes no result: the hash is the default config's
+    plain = tmp_path / "plain.yaml"
+    plain.write_text("name: x\ndataset: .\n")  # the same config but for its ray section
+    assert cfg.config_hash() == load_config(plain).config_hash()
+    assert SweepConfig(name="x", dataset=["."]).ray.keep_workers is True
+
+
+@pytest.mark.parametrize("bad", ["0", "-5", "nope", "1e9", "[1]"])
+def test_a_bad_idle_timeout_is_refused_with_its_place(tmp_path: Path, bad: str) -> None:
+    p = tmp_path / "sweep.yaml"
+    p.write_text(f"name: x\ndataset: .\nray:\n  idle_timeout_s: {bad}\n")
+    with pytest.raises(ConfigError, match=r"sweep\.yaml:4.*idle_timeout_s"):
+        load_config(p)

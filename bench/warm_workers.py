@@ -50,8 +50,18 @@ t0 = time.monotonic()
 from sweep.config import ConfigOverrides
 from sweep.launch.driver import LaunchOptions, launch
 keep = os.environ["BENCH_KEEP"] == "1"
-r = launch(sys.argv[1], LaunchOptions(quiet=True, force=True,
-           overrides=ConfigOverrides(address=os.environ["BENCH_ADDRESS"], keep_workers=keep)))
+opts = LaunchOptions(quiet=True, force=True,
+                     overrides=ConfigOverrides(address=os.environ["BENCH_ADDRESS"], keep_workers=keep))
+prof_out = os.environ.get("BENCH_PROFILE_OUT")
+if prof_out:  # where a launch's time goes (--profile: the last warm second launch)
+    import cProfile, io, pstats
+    prof = cProfile.Profile()
+    r = prof.runcall(launch, sys.argv[1], opts)
+    text = io.StringIO()
+    pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(40)
+    open(prof_out, "w").write(text.getvalue())
+else:
+    r = launch(sys.argv[1], opts)
 s = r.stats
 print(json.dumps({"start_s": r.wall_s - s.steady_s, "first_ready_s": s.first_ready_s, "wall_s": r.wall_s,
                   "reused": s.workers_reused, "started": s.workers_started, "kept": r.kept_workers,
@@ -137,8 +147,11 @@ def _launch_rounds(args: argparse.Namespace, tmp: Path, env: dict[str, str], tar
                 pair = []
                 for _ in range(2):
                     shutil.rmtree(tmp / "results", ignore_errors=True)
+                    extra = {}
+                    if args.profile and mode == "warm" and len(pair) == 1 and i == args.rounds - 1:
+                        extra["BENCH_PROFILE_OUT"] = str(tmp / "second-launch.prof.txt")
                     got, wall = _python(
-                        _LAUNCH, [str(cfg)], {**base, "BENCH_KEEP": "1" if mode == "warm" else "0"}
+                        _LAUNCH, [str(cfg)], {**base, "BENCH_KEEP": "1" if mode == "warm" else "0", **extra}
                     )
                     got["process_wall_s"] = wall
                     pair.append(got)
@@ -153,6 +166,9 @@ def _launch_rounds(args: argparse.Namespace, tmp: Path, env: dict[str, str], tar
         _python(_STOP, [], base)
     finally:
         head.close()
+    prof = tmp / "second-launch.prof.txt"
+    if prof.exists():
+        print(f"cProfile of the last warm second launch:\n{prof.read_text()}", file=sys.stderr)
 
     import ray
     import torch
@@ -246,6 +262,7 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--overlap", action="store_true", help="measure ray.init overlapped with a zygote start")
+    ap.add_argument("--profile", action="store_true", help="cProfile the last warm second launch")
     args = ap.parse_args()
     if args.overlap:
         _overlap_rounds(args)

@@ -14,10 +14,14 @@ timing statistics), then, each in a fresh process (so its peak memory is its own
   check; nothing may be added).
 
 Peak memory is the process's maximum resident set; with workers, the largest worker's is
-shown beside it. Then the query latencies (median and fastest of ``--repeat``, each through
+shown beside it. CPU µs/trace counts every thread and worker process of the ingest (user and
+system time): on a shared machine it moves less with the load than the seconds do.
+
+Then the query latencies (median and fastest of ``--repeat``, each through
 :func:`sweep.store.query`, so including the read session: open read-only, read what the logs
 hold beyond the file, create the views): the README's cross-hardware queries, on the store
-``ingest`` made.
+``ingest`` made, and the same queries over the view as main defined it (schema 5: partitioned
+and joined on four strings and an expression), inlined as a CTE of the same session.
 
 Usage: ``.venv/bin/python bench/store_ingest.py [--sizes 100000 1000000] [--repeat 5]``
 """
@@ -49,6 +53,32 @@ QUERIES = {
 FROM cross_hardware GROUP BY ALL""",
     "one definition's pairs": "SELECT * FROM cross_hardware WHERE definition = 'def_7' ORDER BY solution, workload_uuid",
 }
+
+
+#: ``cross_hardware`` as main defined it (schema 5), for the same queries in the same session.
+MAIN_CROSS_HARDWARE = """WITH per_hw AS (
+    SELECT * FROM traces
+    QUALIFY row_number() OVER (
+        PARTITION BY definition, coalesce(solution_hash, 'name:' || solution), coalesce(solution_params, ''),
+        workload_uuid, hardware ORDER BY timestamp DESC, trace_key DESC) = 1
+)
+SELECT a.definition, a.op_type, a.solution, coalesce(a.solution_hash, b.solution_hash) AS solution_hash,
+       a.workload_uuid, a.axes,
+       a.hardware AS hardware_a, b.hardware AS hardware_b,
+       a.status AS status_a, b.status AS status_b,
+       a.latency_ms AS latency_ms_a, b.latency_ms AS latency_ms_b,
+       b.latency_ms / nullif(a.latency_ms, 0) AS latency_ratio,
+       a.speedup_factor AS speedup_a, b.speedup_factor AS speedup_b,
+       b.speedup_factor / nullif(a.speedup_factor, 0) AS speedup_ratio,
+       a.settings_hash AS settings_hash_a, b.settings_hash AS settings_hash_b,
+       a.trace_key AS trace_key_a, b.trace_key AS trace_key_b
+FROM per_hw a
+JOIN per_hw b
+  ON a.definition = b.definition
+ AND coalesce(a.solution_hash, 'name:' || a.solution) = coalesce(b.solution_hash, 'name:' || b.solution)
+ AND coalesce(a.solution_params, '') = coalesce(b.solution_params, '')
+ AND a.workload_uuid = b.workload_uuid
+ AND a.hardware < b.hardware"""
 
 
 def _template() -> dict[str, object]:
@@ -149,6 +179,7 @@ def write_logs(results: Path, n: int) -> int:
 def _child(mode: str, results: Path, store: Path) -> None:
     """Run one ingest here and print what it took as JSON (the parent reads the last line)."""
     logs = sorted((results / "traces").rglob("*.jsonl"))
+    before = _cpu()
     start = time.perf_counter()
     if mode == "baseline":
         sys.path.insert(0, str(Path(__file__).parent))
@@ -164,9 +195,11 @@ def _child(mode: str, results: Path, store: Path) -> None:
         rep = ingest([results / "traces"], store, workers=workers)
         added, present = rep.traces_added, rep.traces_present
     seconds = time.perf_counter() - start
+    cpu = _cpu() - before
     kb = 1024 if sys.platform != "darwin" else 1
     out = {
         "seconds": seconds,
+        "cpu_seconds": cpu,
         "added": added,
         "present": present,
         "workers": workers,
@@ -174,6 +207,12 @@ def _child(mode: str, results: Path, store: Path) -> None:
         "worker_peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * kb / 1e6,
     }
     print(json.dumps(out), flush=True)
+
+
+def _cpu() -> float:
+    """CPU seconds of this process (all its threads) and of its children that have ended."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _measure(mode: str, results: Path, store: Path) -> dict[str, float]:
@@ -275,33 +314,44 @@ def main() -> None:
                         f"{m['seconds']:.1f}",
                         _rate(n, m["seconds"]),
                         _ratio(base["seconds"], m["seconds"]),
+                        f"{m['cpu_seconds'] / n * 1e6:.0f}",
                         f"{m['peak_mb']:.0f} MB{workers}",
                         note,
                     )
                 )
             for label, sql in QUERIES.items():
                 med, fastest, nrows = query_latency(results / "sweep.duckdb", sql, args.repeat)
-                qrows.append((f"{n:,}", label, f"{med * 1000:.0f}", f"{fastest * 1000:.0f}", f"{nrows:,}"))
+                # The same query over main's view: a CTE of that name shadows the view.
+                old_sql = f"WITH cross_hardware AS ({MAIN_CROSS_HARDWARE})\n{sql}"
+                old_med, _, old_rows = query_latency(results / "sweep.duckdb", old_sql, args.repeat)
+                if old_rows != nrows:
+                    raise SystemExit(f"{label}: {nrows} rows, main's view gives {old_rows}")
+                qrows.append(
+                    (
+                        f"{n:,}",
+                        label,
+                        f"{med * 1000:.0f}",
+                        f"{fastest * 1000:.0f}",
+                        f"{old_med * 1000:.0f}",
+                        _ratio(old_med, med),
+                        f"{nrows:,}",
+                    )
+                )
             print(f"[{n:,}] done", flush=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
     load = os.getloadavg()
     print(f"\nload average at end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}\n")
-    print(_table(("traces", "method", "seconds", "traces/s", "vs baseline", "peak memory", "note"), rows))
-    print()
     print(
         _table(
-            (
-                "traces",
-                f"query (through sweep.store.query, {args.repeat} runs)",
-                "median ms",
-                "fastest ms",
-                "rows",
-            ),
-            qrows,
+            ("traces", "method", "seconds", "traces/s", "vs baseline", "CPU µs/trace", "peak memory", "note"),
+            rows,
         )
     )
+    print()
+    header = ("traces", f"query (sweep.store.query, {args.repeat} runs)", "median ms", "fastest ms")
+    print(_table((*header, "main's view: median ms", "vs main", "rows"), qrows))
 
 
 if __name__ == "__main__":

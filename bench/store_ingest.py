@@ -19,9 +19,10 @@ system time): on a shared machine it moves less with the load than the seconds d
 
 Then the query latencies (median and fastest of ``--repeat``, each through
 :func:`sweep.store.query`, so including the read session: open read-only, read what the logs
-hold beyond the file, create the views): the README's cross-hardware queries, on the store
-``ingest`` made, and the same queries over the view as main defined it (schema 5: partitioned
-and joined on four strings and an expression), inlined as a CTE of the same session.
+hold beyond the file, create the views; CPU: the median over all DuckDB's threads): the
+README's cross-hardware queries, on the store ``ingest`` made, and the same queries over the
+view as main defined it (schema 5: partitioned and joined on four strings and an
+expression), inlined as a CTE of the same session.
 
 Usage: ``.venv/bin/python bench/store_ingest.py [--sizes 100000 1000000] [--repeat 5]``
 """
@@ -228,18 +229,20 @@ def _measure(mode: str, results: Path, store: Path) -> dict[str, float]:
     return result
 
 
-def query_latency(store: Path, sql: str, repeat: int) -> tuple[float, float, int]:
-    """(median, fastest, rows) of ``repeat`` runs through :func:`sweep.store.query`."""
+def query_latency(store: Path, sql: str, repeat: int) -> tuple[float, float, float, int]:
+    """(median seconds, fastest seconds, median CPU seconds of all threads, rows) of
+    ``repeat`` runs through :func:`sweep.store.query`."""
     from sweep.store import query
 
-    times = []
+    times, cpu = [], []
     n = 0
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         res = query(store, sql)
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
         n = len(res.rows)
-    return statistics.median(times), min(times), n
+    return statistics.median(times), min(times), statistics.median(cpu), n
 
 
 def _rate(n: float, seconds: float) -> str:
@@ -320,10 +323,10 @@ def main() -> None:
                     )
                 )
             for label, sql in QUERIES.items():
-                med, fastest, nrows = query_latency(results / "sweep.duckdb", sql, args.repeat)
+                med, fastest, cpu, nrows = query_latency(results / "sweep.duckdb", sql, args.repeat)
                 # The same query over main's view: a CTE of that name shadows the view.
                 old_sql = f"WITH cross_hardware AS ({MAIN_CROSS_HARDWARE})\n{sql}"
-                old_med, _, old_rows = query_latency(results / "sweep.duckdb", old_sql, args.repeat)
+                old_med, _, old_cpu, old_rows = query_latency(results / "sweep.duckdb", old_sql, args.repeat)
                 if old_rows != nrows:
                     raise SystemExit(f"{label}: {nrows} rows, main's view gives {old_rows}")
                 qrows.append(
@@ -332,7 +335,9 @@ def main() -> None:
                         label,
                         f"{med * 1000:.0f}",
                         f"{fastest * 1000:.0f}",
+                        f"{cpu * 1000:.0f}",
                         f"{old_med * 1000:.0f}",
+                        f"{old_cpu * 1000:.0f}",
                         _ratio(old_med, med),
                         f"{nrows:,}",
                     )
@@ -350,8 +355,8 @@ def main() -> None:
         )
     )
     print()
-    header = ("traces", f"query (sweep.store.query, {args.repeat} runs)", "median ms", "fastest ms")
-    print(_table((*header, "main's view: median ms", "vs main", "rows"), qrows))
+    header = ("traces", f"query (sweep.store.query, {args.repeat} runs)", "median ms", "fastest ms", "CPU ms")
+    print(_table((*header, "main's view: median ms", "main's: CPU ms", "vs main", "rows"), qrows))
 
 
 if __name__ == "__main__":

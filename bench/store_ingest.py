@@ -1,44 +1,90 @@
-"""Results store speed: ingest rate and cross-hardware query latency at 100k and 1M traces,
-against row-by-row inserts measured in the same run.
+"""Results store speed: ingest rate, peak memory and cross-hardware query latency at 100k and
+1M traces, against main's ingest (the baseline) measured in the same run.
 
 For each size it writes a results folder of synthetic JSONL logs shaped like a sweep's (50
 definitions x 4 solutions x many workloads, on two GPUs, 90% PASSED, with provenance and
-timing statistics) and times, in the same run:
+timing statistics), then, each in a fresh process (so its peak memory is its own):
 
-- ``ingest``: :func:`sweep.store.ingest` of the folder into a new store file (parse and
-  validate every line, build rows, batched Arrow inserts with the key anti-join), with the part
-  spent inside DuckDB inserts shown separately;
-- ``re-ingest``: the same folder again (every trace already stored: the idempotency check);
-- ``row-by-row``: the same rows inserted with ``executemany`` one row per statement, the way a
-  naive store would, on a sample of ``--rowwise-sample`` traces, extrapolated to the size (and
-  labelled as such);
-- query latency (median of ``--repeat``, each through :func:`sweep.store.query`, so including
-  the read session: attach read-only, views): a cross-hardware summary over all pairs, and one
-  definition's pairs.
+- ``baseline``: main's ingest of the folder into a new store (``bench/_store_ingest_baseline.py``:
+  one process, tuple rows, 20,000-row inserts);
+- ``ingest``: :func:`sweep.store.ingest` of the folder into a new store, with the number of
+  parsing processes it picks (one per usable CPU for logs this large), and again with
+  ``workers=1`` (this process parses: the cost of one core);
+- ``re-ingest``: the same folder into the store again (every trace present: the idempotency
+  check; nothing may be added).
 
-Usage: ``.venv/bin/python bench/store_ingest.py [--sizes 100000 1000000] [--rowwise-sample 2000]``
+Peak memory is the process's maximum resident set; with workers, the largest worker's is
+shown beside it. CPU µs/trace counts every thread and worker process of the ingest (user and
+system time): on a shared machine it moves less with the load than the seconds do.
+
+Then the query latencies (median and fastest of ``--repeat``, each through
+:func:`sweep.store.query`, so including the read session: open read-only, read what the logs
+hold beyond the file, create the views; CPU: the median over all DuckDB's threads): the
+README's cross-hardware queries, on the store ``ingest`` made, and the same queries over the
+view as main defined it (schema 5: partitioned and joined on four strings and an
+expression), inlined as a CTE of the same session.
+
+Usage: ``.venv/bin/python bench/store_ingest.py [--sizes 100000 1000000] [--repeat 5]``
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import platform
+import resource
 import shutil
 import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
-
-from sweep.schema import Trace
-from sweep.store import TABLES, RowBatch, Store, column_names, ingest, query
 
 DEFINITIONS = 50
 SOLUTIONS = 4
 HARDWARE = ("NVIDIA_H100", "NVIDIA_H200")
 
+#: The cross-hardware queries of the README's store section, and the summary the issue times.
+QUERIES = {
+    "README: pairs with latency_ratio > 1.2": "SELECT * FROM cross_hardware WHERE latency_ratio > 1.2",
+    "summary per hardware pair (geomean ratio)": """SELECT hardware_a, hardware_b, count(*) AS pairs,
+       exp(avg(ln(latency_ratio)) FILTER (WHERE status_a = 'PASSED' AND status_b = 'PASSED')) AS ratio
+FROM cross_hardware GROUP BY ALL""",
+    "one definition's pairs": "SELECT * FROM cross_hardware WHERE definition = 'def_7' ORDER BY solution, workload_uuid",
+}
+
+
+#: ``cross_hardware`` as main defined it (schema 5), for the same queries in the same session.
+MAIN_CROSS_HARDWARE = """WITH per_hw AS (
+    SELECT * FROM traces
+    QUALIFY row_number() OVER (
+        PARTITION BY definition, coalesce(solution_hash, 'name:' || solution), coalesce(solution_params, ''),
+        workload_uuid, hardware ORDER BY timestamp DESC, trace_key DESC) = 1
+)
+SELECT a.definition, a.op_type, a.solution, coalesce(a.solution_hash, b.solution_hash) AS solution_hash,
+       a.workload_uuid, a.axes,
+       a.hardware AS hardware_a, b.hardware AS hardware_b,
+       a.status AS status_a, b.status AS status_b,
+       a.latency_ms AS latency_ms_a, b.latency_ms AS latency_ms_b,
+       b.latency_ms / nullif(a.latency_ms, 0) AS latency_ratio,
+       a.speedup_factor AS speedup_a, b.speedup_factor AS speedup_b,
+       b.speedup_factor / nullif(a.speedup_factor, 0) AS speedup_ratio,
+       a.settings_hash AS settings_hash_a, b.settings_hash AS settings_hash_b,
+       a.trace_key AS trace_key_a, b.trace_key AS trace_key_b
+FROM per_hw a
+JOIN per_hw b
+  ON a.definition = b.definition
+ AND coalesce(a.solution_hash, 'name:' || a.solution) = coalesce(b.solution_hash, 'name:' || b.solution)
+ AND coalesce(a.solution_params, '') = coalesce(b.solution_params, '')
+ AND a.workload_uuid = b.workload_uuid
+ AND a.hardware < b.hardware"""
+
 
 def _template() -> dict[str, object]:
+    from sweep.schema import Trace
+
     t = Trace.model_validate(
         {
             "definition": "d",
@@ -83,7 +129,7 @@ def _template() -> dict[str, object]:
 
 def write_logs(results: Path, n: int) -> int:
     """Write ``n`` traces as JSONL logs (one file per definition); returns bytes written."""
-    base = _template()
+    base = json.dumps(_template())
     per_def = n // DEFINITIONS
     size = 0
     for d in range(DEFINITIONS):
@@ -95,11 +141,13 @@ def write_logs(results: Path, n: int) -> int:
             hw = HARDWARE[i % 2]
             s = (i // 2) % SOLUTIONS
             w = i // (2 * SOLUTIONS)
-            obj = json.loads(json.dumps(base))
+            obj = json.loads(base)
             obj["definition"] = f"def_{d}"
             obj["solution"] = f"def_{d}_sol_{s}"
             obj["workload"]["uuid"] = f"def_{d}-wl-{w}"
-            obj["workload"]["axes"]["batch"] = w
+            # An axis is a dimension size, 1 or more: the store refuses 0 (the first workload
+            # of each definition used to be refused, so fewer traces were stored than written).
+            obj["workload"]["axes"]["batch"] = w + 1
             ev = obj["evaluation"]
             ev["environment"]["hardware"] = hw
             ev["timestamp"] = f"2026-01-{1 + w % 28:02d}T{w % 24:02d}:{i % 60:02d}:{s:02d}+00:00"
@@ -126,88 +174,110 @@ def write_logs(results: Path, n: int) -> int:
     return size
 
 
-def rowwise_rate(results: Path, sample: int, workdir: Path) -> float:
-    """Traces per second inserting the same rows one statement per row (executemany)."""
-    batch = RowBatch()
-    taken = 0
-    for log in sorted((results / "traces").rglob("*.jsonl")):
-        with log.open() as f:
-            for line in f:
-                batch.add_trace(Trace.model_validate_json(line), source=str(log))
-                taken += 1
-                if taken >= sample:
-                    break
-        if taken >= sample:
-            break
-    table = batch.arrow("traces")
-    types = dict(TABLES["traces"])
-    cols = column_names("traces")
-    maps = {i for i, c in enumerate(cols) if types[c].startswith("MAP")}
-    # Python has no MAP literal: maps travel as JSON text and are cast in SQL.
-    rows = [
-        tuple(json.dumps(dict(v)) if i in maps and v is not None else v for i, v in enumerate(r.values()))
-        for r in table.to_pylist()
-    ]
-    store = Store(workdir / "rowwise.duckdb")
-    marks = [f"CAST(CAST(? AS JSON) AS {types[c]})" if i in maps else "?" for i, c in enumerate(cols)]
-    sql = f"INSERT INTO traces VALUES ({', '.join(marks)})"
-    with store.writing() as con:
-        start = time.perf_counter()
-        con.executemany(sql, rows)
-        elapsed = time.perf_counter() - start
-    return len(rows) / elapsed
+# ---- one measurement, in a process of its own ---------------------------------------------
 
 
-def timed_ingest(results: Path, store: Path) -> tuple[float, float, int]:
-    """(total seconds, seconds inside DuckDB inserts, traces added)."""
-    spent = [0.0]
-    orig = Store.add
+def _child(mode: str, results: Path, store: Path) -> None:
+    """Run one ingest here and print what it took as JSON (the parent reads the last line)."""
+    logs = sorted((results / "traces").rglob("*.jsonl"))
+    before = _cpu()
+    start = time.perf_counter()
+    if mode == "baseline":
+        sys.path.insert(0, str(Path(__file__).parent))
+        from _store_ingest_baseline import baseline_ingest
 
-    def add(self: Store, *a: object, **k: object) -> object:
-        t = time.perf_counter()
-        try:
-            return orig(self, *a, **k)  # type: ignore[arg-type]
-        finally:
-            spent[0] += time.perf_counter() - t
+        added, present, workers = baseline_ingest(logs, store), 0, 1
+    else:
+        from sweep.store import ingest
+        from sweep.store._ingest_pool import auto_workers
+        from sweep.store._jsonl_chunks import CHUNK_BYTES
 
-    Store.add = add  # type: ignore[assignment,method-assign]
-    try:
-        start = time.perf_counter()
-        rep = ingest([results], store)
-        total = time.perf_counter() - start
-    finally:
-        Store.add = orig  # type: ignore[method-assign]
-    return total, spent[0], rep.traces_added
+        workers = 1 if mode == "ingest-1" else auto_workers(sum(p.stat().st_size for p in logs), CHUNK_BYTES)
+        rep = ingest([results / "traces"], store, workers=workers)
+        added, present = rep.traces_added, rep.traces_present
+    seconds = time.perf_counter() - start
+    cpu = _cpu() - before
+    kb = 1024 if sys.platform != "darwin" else 1
+    out = {
+        "seconds": seconds,
+        "cpu_seconds": cpu,
+        "added": added,
+        "present": present,
+        "workers": workers,
+        "peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * kb / 1e6,
+        "worker_peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * kb / 1e6,
+    }
+    print(json.dumps(out), flush=True)
 
 
-def query_latency(store: Path, sql: str, repeat: int) -> tuple[float, int]:
-    times = []
+def _cpu() -> float:
+    """CPU seconds of this process (all its threads) and of its children that have ended."""
+    me, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return me.ru_utime + me.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def _measure(mode: str, results: Path, store: Path) -> dict[str, float]:
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", mode, str(results), str(store)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise SystemExit(f"{mode} failed:\n{proc.stdout}\n{proc.stderr}")
+    result: dict[str, float] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
+
+
+def query_latency(store: Path, sql: str, repeat: int) -> tuple[float, float, float, int]:
+    """(median seconds, fastest seconds, median CPU seconds of all threads, rows) of
+    ``repeat`` runs through :func:`sweep.store.query`."""
+    from sweep.store import query
+
+    times, cpu = [], []
     n = 0
     for _ in range(repeat):
-        start = time.perf_counter()
+        start, start_cpu = time.perf_counter(), time.process_time()
         res = query(store, sql)
         times.append(time.perf_counter() - start)
+        cpu.append(time.process_time() - start_cpu)
         n = len(res.rows)
-    return statistics.median(times), n
+    return statistics.median(times), min(times), statistics.median(cpu), n
 
 
-CROSS_ALL = """SELECT hardware_a, hardware_b, count(*) AS pairs,
-       exp(avg(ln(latency_ratio)) FILTER (WHERE status_a = 'PASSED' AND status_b = 'PASSED')) AS ratio
-FROM cross_hardware GROUP BY ALL"""
-CROSS_ONE = "SELECT * FROM cross_hardware WHERE definition = 'def_7' ORDER BY solution, workload_uuid"
+def _rate(n: float, seconds: float) -> str:
+    return f"{n / seconds:,.0f}" if seconds > 0 else "-"
+
+
+def _ratio(a: float, b: float) -> str:
+    return f"{a / b:.2f}x" if b > 0 else "-"
+
+
+def _table(header: tuple[str, ...], body: list[tuple[str, ...]]) -> str:
+    widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
+    out = [
+        "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
+    out += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in body]
+    return "\n".join(out)
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
-    ap.add_argument("--rowwise-sample", type=int, default=2000)
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--child", nargs=3, metavar=("MODE", "RESULTS", "STORE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.child:
+        _child(args.child[0], Path(args.child[1]), Path(args.child[2]))
+        return
 
+    load = os.getloadavg()
     print(
         f"machine: {platform.node()} {platform.machine()}, python {platform.python_version()}, "
-        f"{__import__('os').cpu_count()} cpus"
+        f"{os.cpu_count()} cpus; load average at start {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}"
     )
     rows: list[tuple[str, ...]] = []
     qrows: list[tuple[str, ...]] = []
@@ -220,71 +290,73 @@ def main() -> None:
             print(
                 f"[{n:,}] wrote {size / 1e6:.0f} MB of JSONL in {time.perf_counter() - t:.1f} s", flush=True
             )
-            total, in_db, added = timed_ingest(results, results / "sweep.duckdb")
-            assert added == n, (added, n)
-            print(f"[{n:,}] ingest {total:.1f} s", flush=True)
-            again, again_db, added_again = timed_ingest(results, results / "sweep.duckdb")
-            assert added_again == 0
-            rate = rowwise_rate(results, args.rowwise_sample, work)
-            rows.append(
-                (
-                    f"{n:,}",
-                    "ingest (batched Arrow)",
-                    f"{total:.1f}",
-                    f"{n / total:,.0f}",
-                    f"of which Store.add (Arrow build + DuckDB insert) {in_db:.1f} s ({n / in_db:,.0f}/s)",
-                )
-            )
-            rows.append(
-                (
-                    f"{n:,}",
-                    "re-ingest (all present)",
-                    f"{again:.1f}",
-                    f"{n / again:,.0f}",
-                    f"0 added; DuckDB {again_db:.1f} s",
-                )
-            )
-            rows.append(
-                (
-                    f"{n:,}",
-                    "row-by-row executemany",
-                    f"{n / rate:.1f}",
-                    f"{rate:,.0f}",
-                    f"extrapolated from {args.rowwise_sample:,} rows (insert only, no parsing)",
-                )
-            )
-            rows.append(
-                (
-                    f"{n:,}",
-                    "ratio insert part",
-                    "",
-                    f"{(n / in_db) / rate:,.0f}x",
-                    "Store.add rate / row-by-row insert rate",
-                )
-            )
-            for label, sql in (
-                ("cross_hardware summary (all pairs)", CROSS_ALL),
-                ("cross_hardware, one definition", CROSS_ONE),
+            base = _measure("baseline", results, work / "baseline.duckdb")
+            print(f"[{n:,}] baseline {base['seconds']:.1f} s", flush=True)
+            new = _measure("ingest", results, results / "sweep.duckdb")
+            print(f"[{n:,}] ingest {new['seconds']:.1f} s", flush=True)
+            one = _measure("ingest-1", results, work / "one.duckdb")
+            print(f"[{n:,}] ingest, workers=1 {one['seconds']:.1f} s", flush=True)
+            again = _measure("ingest", results, results / "sweep.duckdb")
+            print(f"[{n:,}] re-ingest {again['seconds']:.1f} s", flush=True)
+            for label, m in (("baseline", base), ("ingest", new), ("ingest-1", one)):
+                if m["added"] != n:
+                    raise SystemExit(f"{label} stored {m['added']:,} of {n:,} traces")
+            if again["added"] != 0 or again["present"] != n:
+                raise SystemExit(f"re-ingest added {again['added']:,}, found {again['present']:,} of {n:,}")
+            for method, m, note in (
+                ("baseline (main's ingest)", base, "one process, 20,000-row inserts"),
+                (f"ingest (auto: {new['workers']:.0f} parsing processes)", new, "chunks parsed by workers"),
+                ("ingest, workers=1", one, "parsed in the ingesting process"),
+                ("re-ingest (all present)", again, "0 added: idempotent"),
             ):
-                lat, nrows = query_latency(results / "sweep.duckdb", sql, args.repeat)
-                qrows.append((f"{n:,}", label, f"{lat * 1000:.0f}", str(nrows)))
+                workers = f", largest worker {m['worker_peak_mb']:.0f} MB" if m["workers"] > 1 else ""
+                rows.append(
+                    (
+                        f"{n:,}",
+                        method,
+                        f"{m['seconds']:.1f}",
+                        _rate(n, m["seconds"]),
+                        _ratio(base["seconds"], m["seconds"]),
+                        f"{m['cpu_seconds'] / n * 1e6:.0f}",
+                        f"{m['peak_mb']:.0f} MB{workers}",
+                        note,
+                    )
+                )
+            for label, sql in QUERIES.items():
+                med, fastest, cpu, nrows = query_latency(results / "sweep.duckdb", sql, args.repeat)
+                # The same query over main's view: a CTE of that name shadows the view.
+                old_sql = f"WITH cross_hardware AS ({MAIN_CROSS_HARDWARE})\n{sql}"
+                old_med, _, old_cpu, old_rows = query_latency(results / "sweep.duckdb", old_sql, args.repeat)
+                if old_rows != nrows:
+                    raise SystemExit(f"{label}: {nrows} rows, main's view gives {old_rows}")
+                qrows.append(
+                    (
+                        f"{n:,}",
+                        label,
+                        f"{med * 1000:.0f}",
+                        f"{fastest * 1000:.0f}",
+                        f"{cpu * 1000:.0f}",
+                        f"{old_med * 1000:.0f}",
+                        f"{old_cpu * 1000:.0f}",
+                        _ratio(old_med, med),
+                        f"{nrows:,}",
+                    )
+                )
             print(f"[{n:,}] done", flush=True)
         finally:
             shutil.rmtree(work, ignore_errors=True)
 
-    def table(header: tuple[str, ...], body: list[tuple[str, ...]]) -> str:
-        widths = [max(len(r[i]) for r in [header, *body]) for i in range(len(header))]
-        out = [
-            "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |",
-            "|" + "|".join("-" * (w + 2) for w in widths) + "|",
-        ]
-        out += ["| " + " | ".join(c.ljust(w) for c, w in zip(r, widths)) + " |" for r in body]
-        return "\n".join(out)
-
+    load = os.getloadavg()
+    print(f"\nload average at end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}\n")
+    print(
+        _table(
+            ("traces", "method", "seconds", "traces/s", "vs baseline", "CPU µs/trace", "peak memory", "note"),
+            rows,
+        )
+    )
     print()
-    print(table(("traces", "method", "seconds", "traces/s", "note"), rows))
-    print()
-    print(table(("traces", f"query (median of {args.repeat})", "ms", "rows"), qrows))
+    header = ("traces", f"query (sweep.store.query, {args.repeat} runs)", "median ms", "fastest ms", "CPU ms")
+    print(_table((*header, "main's view: median ms", "main's: CPU ms", "vs main", "rows"), qrows))
 
 
 if __name__ == "__main__":

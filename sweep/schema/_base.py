@@ -36,4 +36,9 @@ class Record(BaseModel):
 
     def to_json(self) -> str:
         """The record as one compact JSON line (see :meth:`to_json_obj`)."""
-        return self.model_dump_json(exclude_unset=True)
+        return self.to_json_bytes().decode()
+
+    def to_json_bytes(self) -> bytes:
+        """:meth:`to_json` as the UTF-8 bytes the serializer makes (no decode and re-encode:
+        the store hashes and keeps these bytes)."""
+        return self.__pydantic_serializer__.to_json(self, exclude_unset=True)

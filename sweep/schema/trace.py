@@ -49,12 +49,12 @@ def check_time(value: str) -> datetime:
         ValueError: Not ISO 8601, or outside ``EARLIEST_TIME``..``LATEST_TIME``; the message
             shows the value (clipped by ``errors.shown``) and how a valid one looks.
     """
-    quoted = shown(value)
+    # Quoted only when refused: this runs for every trace read.
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         raise ValueError(
-            f"must be an ISO 8601 timestamp such as 2025-06-01T12:00:00Z, got {quoted}"
+            f"must be an ISO 8601 timestamp such as 2025-06-01T12:00:00Z, got {shown(value)}"
         ) from None
     if parsed.tzinfo is None:
         parsed = parsed.replace(tzinfo=timezone.utc)
@@ -65,7 +65,7 @@ def check_time(value: str) -> datetime:
     if ts is None or not EARLIEST_TIME <= ts < LATEST_TIME:
         raise ValueError(
             f"must be a time between {EARLIEST_TIME:%Y-%m-%d} and {LATEST_TIME:%Y-%m-%d} UTC "
-            f"(write the real time of the run, e.g. 2025-06-01T12:00:00Z), got {quoted}"
+            f"(write the real time of the run, e.g. 2025-06-01T12:00:00Z), got {shown(value)}"
         )
     return ts
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from sweep.errors import StoreError
 from sweep.store._connection import count
-from sweep.store._schema import SCHEMA_VERSION
+from sweep.store._schema import DERIVED_COLUMNS, SCHEMA_VERSION
 from sweep.store._store import Store
 from sweep.store._trace_files import EXPORT_FORMAT
 
@@ -95,9 +95,11 @@ def export_parquet(store_path: Path, folder: Path, *, results_dir: Path | None =
             ]
             rows["traces"] = count(con, "SELECT count(*) FROM traces")
             if rows["traces"]:
+                # Derived columns stay home: an ingest computes them again.
+                derived = ", ".join(f'"{c}"' for c in DERIVED_COLUMNS["traces"])
                 con.execute(
-                    f"COPY (SELECT * FROM traces ORDER BY timestamp, trace_key) TO {_q(folder / 'traces')} "
-                    "(FORMAT parquet, PARTITION_BY (hardware))"
+                    f"COPY (SELECT * EXCLUDE ({derived}) FROM traces ORDER BY timestamp, trace_key) TO "
+                    f"{_q(folder / 'traces')} (FORMAT parquet, PARTITION_BY (hardware))"
                 )
             else:
                 (folder / "traces").mkdir()

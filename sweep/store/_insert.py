@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sweep.store._connection import count
-from sweep.store._schema import column_names
+from sweep.store._schema import column_names, pair_key_sql
 
 if TYPE_CHECKING:
     import duckdb
@@ -56,7 +56,8 @@ _FILLED = {
 
 def new_traces_sql(batch: str, *, traces: str, definitions: str, solutions: str) -> str:
     """A SELECT of the batch's traces that are not stored yet, with the columns the batch
-    leaves empty filled from the definitions and solutions tables.
+    leaves empty filled from the definitions and solutions tables, and the derived columns
+    (``pair_key``) computed from the filled ones.
 
     Args:
         batch: Relation holding the new rows (the ``traces`` columns).
@@ -65,10 +66,15 @@ def new_traces_sql(batch: str, *, traces: str, definitions: str, solutions: str)
         solutions: The solutions table.
     """
     cols = []
+    filled = {c: f'coalesce(b."{c}", {alias}.{src})' for c, (alias, src) in _FILLED.items()}
     for c in column_names("traces"):
-        if c in _FILLED:
-            alias, src = _FILLED[c]
-            cols.append(f'coalesce(b."{c}", {alias}.{src}) AS "{c}"')
+        if c in filled:
+            cols.append(f'{filled[c]} AS "{c}"')
+        elif c == "pair_key":
+            key = pair_key_sql(
+                "b.definition", filled["solution_hash"], "b.solution", "b.solution_params", "b.workload_uuid"
+            )
+            cols.append(f'{key} AS "{c}"')
         else:
             cols.append(f'b."{c}"')
     return f"""SELECT {", ".join(cols)}
@@ -183,8 +189,13 @@ def _backfill(con: duckdb.DuckDBPyConnection) -> None:
     """Fill op_type, tags, author, language and hash of stored traces that lacked them."""
     con.execute("""UPDATE traces SET op_type = d.op_type, tags = d.tags
 FROM definitions d WHERE traces.op_type IS NULL AND traces.definition = d.name""")
-    con.execute("""UPDATE traces SET author = s.author, language = s.language,
-    solution_hash = coalesce(traces.solution_hash, s.solution_hash)
+    # The pair key is made of the solution hash: it changes with it.
+    new_hash = "coalesce(traces.solution_hash, s.solution_hash)"
+    key = pair_key_sql(
+        "traces.definition", new_hash, "traces.solution", "traces.solution_params", "traces.workload_uuid"
+    )
+    con.execute(f"""UPDATE traces SET author = s.author, language = s.language,
+    solution_hash = {new_hash}, pair_key = {key}
 FROM (SELECT definition, name, max(solution_hash) AS solution_hash,
              arg_max(author, solution_hash) AS author, arg_max(language, solution_hash) AS language
       FROM solutions GROUP BY definition, name) s

@@ -7,7 +7,8 @@ record (op_type, tags, author, language, solution hash, sweep, run id, config an
 hashes). Version 2 to 3 adds columns at the end of ``traces`` and fills them from the records
 in SQL (no row leaves DuckDB), and adds the ``calibrations`` table. Version 3 to 4 adds the
 ``profiles`` and ``sanitizer_findings`` tables. Version 4 to 5 adds ``solution_params``,
-filled from the records that have one (canonical JSON, as the row builder).
+filled from the records that have one (canonical JSON, as the row builder). Version 5 to 6
+adds ``pair_key``, computed from the columns (as every insert computes it).
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from sweep.store._schema import (
     SCHEMA_VERSION,
     V3_TRACE_COLUMNS,
     V5_TRACE_COLUMNS,
+    V6_TRACE_COLUMNS,
     create_tables_sql,
+    pair_key_sql,
     views_hash,
     views_sql,
 )
@@ -139,12 +142,21 @@ def _v4_to_v5(con: duckdb.DuckDBPyConnection) -> None:
         )
 
 
+def _v5_to_v6(con: duckdb.DuckDBPyConnection) -> None:
+    """Adds ``traces.pair_key`` (what ``cross_hardware`` joins on), computed from the columns."""
+    for column, duck_type in V6_TRACE_COLUMNS:
+        con.execute(f'ALTER TABLE traces ADD COLUMN IF NOT EXISTS "{column}" {duck_type}')
+    key = pair_key_sql("definition", "solution_hash", "solution", "solution_params", "workload_uuid")
+    con.execute(f"UPDATE traces SET pair_key = {key}")
+
+
 #: ``from version -> step`` to the next version.
 _STEPS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     1: _v1_to_v2,
     2: _v2_to_v3,
     3: _v3_to_v4,
     4: _v4_to_v5,
+    5: _v5_to_v6,
 }
 
 

@@ -1,7 +1,9 @@
 """Records to rows: one builder, used by the writer, ingest, the JSONL fallback and migrations.
 
-Rows are gathered column by column and leave as Arrow tables, so inserting 50,000 traces is
-one DuckDB statement, not 50,000.
+Rows are gathered as tuples and leave as Arrow tables, so inserting 50,000 traces is one
+DuckDB statement, not 50,000. Rows built elsewhere (a worker process parsing part of a log,
+:mod:`sweep.store._jsonl_chunks`) join a batch as Arrow tables (:meth:`RowBatch.add_arrow`),
+deduplicated against it by the same keys, in the order they came.
 """
 
 from __future__ import annotations
@@ -29,13 +31,15 @@ __all__ = ["Known", "RowBatch", "parse_timestamp", "trace_key"]
 _EMPTY = StoreContext()
 
 
-def trace_key(record: str) -> str:
+def trace_key(record: str | bytes) -> str:
     """The deterministic key of a trace: a hash of its serialized record.
 
-    ``record`` is ``Trace.to_json()``, which is stable under a read and write, so a trace
-    written by the sweep and the same line read back from its JSONL log get the same key.
+    ``record`` is ``Trace.to_json()`` (or its UTF-8 bytes, ``Trace.to_json_bytes()``), which
+    is stable under a read and write, so a trace written by the sweep and the same line read
+    back from its JSONL log get the same key.
     """
-    return hashlib.sha256(record.encode()).hexdigest()[:32]
+    data = record.encode() if isinstance(record, str) else record
+    return hashlib.sha256(data).hexdigest()[:32]
 
 
 def parse_timestamp(text: str | None) -> datetime | None:
@@ -84,25 +88,31 @@ def _hardware(raw: str) -> str:
 
 
 class RowBatch:
-    """Rows for every table, deduplicated by key within the batch."""
+    """Rows for every table, deduplicated by key within the batch.
 
-    def __init__(self) -> None:
+    Args:
+        now: The ingest time of the batch's traces (default: when the batch was made).
+    """
+
+    def __init__(self, now: datetime | None = None) -> None:
         # One tuple per row, in the table's column order; transposed once in :meth:`arrow`.
-        self._rows: dict[str, list[tuple[object, ...]]] = {
-            t: [] for t in ("traces", "definitions", "solutions", "workloads")
-        }
+        self._rows: dict[str, list[tuple[object, ...]]] = {t: [] for t in _TABLES}
+        # Rows already in Arrow form (:meth:`add_arrow`, and rows frozen before them), in order.
+        self._parts: dict[str, list[pa.Table]] = {t: [] for t in _TABLES}
+        self._part_rows: dict[str, int] = dict.fromkeys(_TABLES, 0)
         self._trace_keys: set[str] = set()
         self._workload_keys: set[tuple[str, str]] = set()
         self._definition_keys: set[str] = set()
         self._solution_keys: set[tuple[str, str]] = set()
+        self._now = now or datetime.now(timezone.utc)
         self.duplicates = 0
 
     def __len__(self) -> int:
-        return sum(len(r) for r in self._rows.values())
+        return sum(self.count(t) for t in _TABLES)
 
     def count(self, table: str) -> int:
         """Rows gathered for ``table``."""
-        return len(self._rows[table])
+        return len(self._rows[table]) + self._part_rows[table]
 
     def add_trace(
         self,
@@ -122,7 +132,7 @@ class RowBatch:
             context: Fills op_type, tags, author, language and solution hash.
             source: Where the trace came from (a file, or ``writer:<run id>``).
             known: Values for columns the record and context leave empty.
-            now: The ingest time (default: now).
+            now: The ingest time (default: the batch's).
 
         Returns:
             The trace key, or ``None`` for a workload-only record or a key already in the batch.
@@ -136,8 +146,10 @@ class RowBatch:
         ev = trace.evaluation
         if ev is None:
             return None
-        record = record if record is not None else trace.to_json()
-        key = trace_key(record)
+        # Bytes from here on: hashed as they are, and turned into the Arrow column without a
+        # round trip through Python str (the record is most of a row's bytes).
+        data = record.encode() if record is not None else trace.to_json_bytes()
+        key = trace_key(data)
         if key in self._trace_keys:
             self.duplicates += 1
             return None
@@ -149,7 +161,7 @@ class RowBatch:
         corr, perf, env, clocks = ev.correctness, ev.performance, ev.environment, ev.clocks
         timing, ref_timing = ev.timing, ev.reference_timing
         extra = corr.extra if corr is not None else None
-        # Keep in the order of _schema._TRACES (checked by _check_order at import).
+        # Keep in the order of _schema._TRACES (arrow() checks the count).
         self._rows["traces"].append(
             (
                 key,
@@ -157,7 +169,7 @@ class RowBatch:
                 trace.solution,
                 trace.workload.uuid,
                 list(trace.workload.axes.items()),
-                ev.status.value,
+                ev.status._value_,  # the enum's value, without Enum.value's descriptor
                 corr.max_absolute_error if corr else None,
                 corr.max_relative_error if corr else None,
                 json.dumps(extra) if extra is not None else None,
@@ -195,9 +207,9 @@ class RowBatch:
                 prov.attempt if prov else None,
                 parse_timestamp(prov.started_at) if prov else None,
                 parse_timestamp(prov.finished_at) if prov else None,
-                record,
+                data,
                 known.source or source,
-                now or datetime.now(timezone.utc),
+                now or self._now,
                 # Schema version 3 (_schema.V3_TRACE_COLUMNS).
                 perf.work_flops if perf else None,
                 perf.work_bytes if perf else None,
@@ -285,29 +297,102 @@ class RowBatch:
             for w in wls:
                 self.add_workload(dname, w)
 
-    def arrow(self, table: str) -> pa.Table:
-        """The rows of ``table`` as an Arrow table with the store's column types."""
+    def add_arrow(self, table: str, rows: pa.Table, *, duplicates: int = 0) -> None:
+        """Add rows of ``traces`` or ``workloads`` built by another batch (:meth:`arrow`),
+        leaving out those whose key this batch holds already (counted in :attr:`duplicates`
+        for traces, as :meth:`add_trace` counts them).
+
+        Args:
+            table: ``"traces"`` or ``"workloads"``.
+            rows: The rows, with the table's Arrow schema.
+            duplicates: Repeats the other batch left out already, added to :attr:`duplicates`.
+
+        Raises:
+            ValueError: Another table, or rows of another schema.
+        """
         import pyarrow as pa
 
-        schema = arrow_schema(table)
+        if table not in ("traces", "workloads"):
+            raise ValueError(f"add_arrow: rows of {table!r}; only traces and workloads come built")
+        if rows.schema != arrow_schema(table):
+            raise ValueError(f"add_arrow: the rows of {table} do not have its Arrow schema")
+        self.duplicates += duplicates
+        if table == "traces":
+            keys: list[object] = rows.column("trace_key").to_pylist()
+            seen: set[object] = self._trace_keys  # type: ignore[assignment]
+        else:
+            keys = list(zip(rows.column("definition").to_pylist(), rows.column("uuid").to_pylist()))
+            seen = self._workload_keys  # type: ignore[assignment]
+        keep = [k not in seen and not seen.add(k) for k in keys]  # type: ignore[func-returns-value]
+        dropped = len(keep) - sum(keep)
+        if dropped:
+            rows = rows.filter(pa.array(keep, type=pa.bool_()))
+            if table == "traces":
+                self.duplicates += dropped
+        if not rows.num_rows:
+            return
+        self._freeze(table)  # rows built here before these stay before them
+        self._parts[table].append(rows)
+        self._part_rows[table] += rows.num_rows
+
+    def _freeze(self, table: str) -> None:
+        """Turn the rows built so far into an Arrow part, keeping their place in the order."""
         rows = self._rows[table]
-        if rows and len(rows[0]) != len(schema):
-            raise AssertionError(f"{table}: rows have {len(rows[0])} values for {len(schema)} columns")
-        columns = list(zip(*rows)) if rows else [() for _ in schema]
-        try:
-            arrays = [pa.array(col, type=f.type) for col, f in zip(columns, schema)]
-        except (OverflowError, pa.ArrowException, UnicodeError) as e:
-            # The checks of add_* keep such values out; this names the column if one slips by.
-            bad = next((f.name for col, f in zip(columns, schema) if not _converts(col, f.type)), "?")
-            raise ValidationError(f"{table}.{bad}: a value the store cannot hold ({e})") from None
-        return pa.Table.from_arrays(arrays, schema=schema)
+        if rows:
+            self._parts[table].append(_to_arrow(table, rows))
+            self._part_rows[table] += len(rows)
+            self._rows[table] = []
+
+    def arrow(self, table: str) -> pa.Table:
+        """The rows of ``table`` as an Arrow table with the store's column types, in the order
+        they were added."""
+        import pyarrow as pa
+
+        self._freeze(table)
+        parts = self._parts[table]
+        if not parts:
+            return _to_arrow(table, [])
+        if len(parts) > 1:
+            # One part again: later calls (and DuckDB's scan) read one chunked table.
+            self._parts[table] = [pa.concat_tables(parts)]
+        return self._parts[table][0]
 
 
-def _converts(values: tuple[object, ...], dtype: pa.DataType) -> bool:
+_TABLES = ("traces", "definitions", "solutions", "workloads")
+
+
+def _to_arrow(table: str, rows: list[tuple[object, ...]]) -> pa.Table:
+    """Row tuples of ``table`` as an Arrow table of its schema."""
+    import pyarrow as pa
+
+    schema = arrow_schema(table)
+    if rows and len(rows[0]) != len(schema):
+        raise AssertionError(f"{table}: rows have {len(rows[0])} values for {len(schema)} columns")
+    columns = list(zip(*rows)) if rows else [() for _ in schema]
+    try:
+        arrays = [_column(col, f) for col, f in zip(columns, schema)]
+    except (OverflowError, pa.ArrowException, UnicodeError) as e:
+        # The checks of add_* keep such values out; this names the column if one slips by.
+        bad = next((f.name for col, f in zip(columns, schema) if not _converts(col, f)), "?")
+        raise ValidationError(f"{table}.{bad}: a value the store cannot hold ({e})") from None
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _column(values: tuple[object, ...], f: pa.Field) -> pa.Array:
+    import pyarrow as pa
+
+    if values and isinstance(values[0], bytes):
+        # A trace's record, kept as the serializer's UTF-8 bytes: copied in as binary and
+        # checked as UTF-8 by the cast (Arrow's own check, much cheaper than str objects).
+        return pa.array(values, type=pa.binary()).cast(f.type)
+    return pa.array(values, type=f.type)
+
+
+def _converts(values: tuple[object, ...], f: pa.Field) -> bool:
     import pyarrow as pa
 
     try:
-        pa.array(values, type=dtype)
+        _column(values, f)
     except (OverflowError, pa.ArrowException, UnicodeError):
         return False
     return True

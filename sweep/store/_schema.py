@@ -1,4 +1,4 @@
-"""The store's tables, views and macros (schema version 5), as SQL and Arrow types.
+"""The store's tables, views and macros (schema version 6), as SQL and Arrow types.
 
 Every column of ``traces`` is derived from the trace record (``record`` keeps it whole) plus
 what the record alone does not say (op_type, tags, author, language, solution hash), which a
@@ -17,18 +17,21 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "DERIVED_COLUMNS",
     "MACROS",
     "NODE_TABLES",
     "SCHEMA_VERSION",
     "TABLES",
     "V3_TRACE_COLUMNS",
     "V5_TRACE_COLUMNS",
+    "V6_TRACE_COLUMNS",
     "VIEWS",
     "VIEW_DEPENDS",
     "VIEW_NAMES",
     "arrow_schema",
     "column_names",
     "create_tables_sql",
+    "pair_key_sql",
     "table_columns",
     "view_statements",
     "views_hash",
@@ -36,7 +39,7 @@ __all__ = [
 ]
 
 #: Bump when a table changes, and add a migration in ``_migrate.py``.
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 # (column, DuckDB type). Arrow types follow from the DuckDB type (see ``_ARROW``).
 _TRACES: list[tuple[str, str]] = [
@@ -123,6 +126,39 @@ _TRACES += V3_TRACE_COLUMNS
 #: (``Trace.solution_params``) as canonical JSON text (sorted keys), NULL for none.
 V5_TRACE_COLUMNS: list[tuple[str, str]] = [("solution_params", "VARCHAR")]
 _TRACES += V5_TRACE_COLUMNS
+
+#: Added in schema version 6, at the end: what pairs a trace with the same task on other
+#: hardware (``cross_hardware``), as one 128-bit number (:func:`pair_key_sql`), so the view
+#: partitions and joins on one fixed-width column instead of four strings and an expression.
+V6_TRACE_COLUMNS: list[tuple[str, str]] = [("pair_key", "UHUGEINT")]
+_TRACES += V6_TRACE_COLUMNS
+
+
+def pair_key_sql(
+    definition: str, solution_hash: str, solution: str, solution_params: str, workload_uuid: str
+) -> str:
+    """SQL for ``traces.pair_key`` from the SQL of the columns it is made of.
+
+    The MD5 (as a 128-bit number) of the JSON array of the definition, the solution's identity
+    (its content hash, else ``'name:'`` and its name), the parameter point (``''`` for none)
+    and the workload: JSON makes the text one-to-one with the four values (NULL included), and
+    128 bits make two keys alike only by chance, as ``trace_key``'s 128 bits of SHA-256 do.
+    """
+    return (
+        f"md5_number(json_array({definition}, coalesce({solution_hash}, 'name:' || {solution}), "
+        f"coalesce({solution_params}, ''), {workload_uuid})::VARCHAR)"
+    )
+
+
+#: Columns computed by the store from other columns when a row is inserted (SQL over the
+#: row's columns): never built in Python, so not in :func:`arrow_schema`, and not exported.
+DERIVED_COLUMNS: dict[str, dict[str, str]] = {
+    "traces": {
+        "pair_key": pair_key_sql(
+            "definition", "solution_hash", "solution", "solution_params", "workload_uuid"
+        )
+    }
+}
 
 _DEFINITIONS: list[tuple[str, str]] = [
     ("name", "VARCHAR"),
@@ -229,11 +265,22 @@ def table_columns() -> dict[str, list[str]]:
     return {t: column_names(t) for t in TABLES}
 
 
+# How a column is compressed when DuckDB's choice costs too much. A trace's record is most of
+# its row's bytes, and weighing dictionary and FSST compression for it made a bulk insert
+# about a third slower than zstd, which also stores it in about a third of the space.
+# (Only tables created since; a store made earlier keeps its columns as they are.)
+_COMPRESSION: dict[tuple[str, str], str] = {("traces", "record"): "zstd"}
+
+
 def create_tables_sql(*, prefix: str = "") -> list[str]:
     """``CREATE TABLE IF NOT EXISTS`` statements for every table."""
     out = []
     for table, cols in _ALL_TABLES.items():
-        body = ", ".join(f'"{c}" {t}' for c, t in cols)
+        body = ", ".join(
+            f'"{c}" {t}'
+            + (f" USING COMPRESSION {_COMPRESSION[table, c]}" if (table, c) in _COMPRESSION else "")
+            for c, t in cols
+        )
         out.append(f"CREATE TABLE IF NOT EXISTS {prefix}{table} ({body})")
     return out
 
@@ -300,7 +347,8 @@ def _arrow_type(duck: str) -> pa.DataType:
 
 
 def arrow_schema(table: str) -> pa.Schema:
-    """The Arrow schema that batches for ``table`` are built with."""
+    """The Arrow schema that batches for ``table`` are built with (no derived column)."""
     import pyarrow as pa
 
-    return pa.schema([(c, _arrow_type(t)) for c, t in _ALL_TABLES[table]])
+    derived = DERIVED_COLUMNS.get(table, {})
+    return pa.schema([(c, _arrow_type(t)) for c, t in _ALL_TABLES[table] if c not in derived])

@@ -41,12 +41,15 @@ QUALIFY row_number() OVER (
     (
         # Newest trace per hardware regardless of settings, so clusters whose settings differ
         # slightly still line up; the settings hashes are shown so a mismatch is visible.
+        # pair_key stands for (definition, solution hash or name, parameter point, workload):
+        # one 128-bit column to partition and join on (_schema.pair_key_sql) instead of four
+        # strings and an expression. definition, which the key implies, is kept beside it so
+        # a filter on it reaches the scan (through the window and, by the join, both sides).
+        # A trace with neither solution hash nor name pairs with none.
         "cross_hardware",
         f"""WITH per_hw AS (
     SELECT * FROM traces
-    QUALIFY row_number() OVER (
-        PARTITION BY definition, {_SOL_KEY}, coalesce(solution_params, ''), workload_uuid, hardware
-        {_NEWEST}) = 1
+    QUALIFY row_number() OVER (PARTITION BY definition, pair_key, hardware {_NEWEST}) = 1
 )
 SELECT a.definition, a.op_type, a.solution, coalesce(a.solution_hash, b.solution_hash) AS solution_hash,
        a.workload_uuid, a.axes,
@@ -59,12 +62,8 @@ SELECT a.definition, a.op_type, a.solution, coalesce(a.solution_hash, b.solution
        a.settings_hash AS settings_hash_a, b.settings_hash AS settings_hash_b,
        a.trace_key AS trace_key_a, b.trace_key AS trace_key_b
 FROM per_hw a
-JOIN per_hw b
-  ON a.definition = b.definition
- AND coalesce(a.solution_hash, 'name:' || a.solution) = coalesce(b.solution_hash, 'name:' || b.solution)
- AND coalesce(a.solution_params, '') = coalesce(b.solution_params, '')
- AND a.workload_uuid = b.workload_uuid
- AND a.hardware < b.hardware""",
+JOIN per_hw b ON a.definition = b.definition AND a.pair_key = b.pair_key AND a.hardware < b.hardware
+WHERE a.solution_hash IS NOT NULL OR a.solution IS NOT NULL""",
     ),
     (
         # Parameter sweeps: the fastest PASSED point per (definition, solution, workload,

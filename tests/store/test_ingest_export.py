@@ -16,7 +16,7 @@ from typer.testing import CliRunner
 
 from sweep.cli import app
 from sweep.errors import StoreError
-from sweep.store import RowBatch, Store, StoreContext, export_parquet, ingest
+from sweep.store import SCHEMA_VERSION, RowBatch, Store, StoreContext, export_parquet, ingest
 
 from .conftest import make_definition, make_solution, make_trace
 
@@ -115,7 +115,7 @@ def test_the_valid_export_ingests_whole(exp: Path, tmp_path: Path) -> None:
         ({"schema_version": 3.5}, "schema_version must be a whole number (got 3.5)"),
         ({"schema_version": True}, "schema_version must be a whole number (got True)"),
         ({"schema_version": None}, "schema_version must be a whole number (got None)"),
-        ({"schema_version": 1}, "schema_version must be from 2 to 5 (got 1)"),
+        ({"schema_version": 1}, f"schema_version must be from 2 to {SCHEMA_VERSION} (got 1)"),
         ({"rows": {"traces": "3"}}, "rows must map each table to a row count (got {'traces': '3'})"),
         ({"rows": [3]}, "rows must map each table to a row count (got [3])"),
         ({"format": "other"}, "format must be 'kernel-sweep-export' (got 'other')"),
@@ -140,7 +140,7 @@ def test_a_manifest_from_a_newer_version_says_upgrade(exp: Path, tmp_path: Path)
     _refused(
         exp,
         tmp_path / "s.duckdb",
-        f"{exp}: exported by a newer kernel-sweep (schema 99, this one reads up to 5); upgrade "
+        f"{exp}: exported by a newer kernel-sweep (schema 99, this one reads up to {SCHEMA_VERSION}); upgrade "
         "kernel-sweep to ingest it",
     )
 

@@ -1,0 +1,217 @@
+"""JSONL logs in chunks of whole lines, each parsed into Arrow rows on its own.
+
+Ingest reads a log as a sequence of :class:`Chunk` (a few MiB of whole lines, with the number
+of its first line) and a :class:`LogEnd` (how far the whole lines go, and the bytes after the
+last newline, if any). :func:`parse_chunk` is a pure function of one chunk: it checks every
+line exactly as a line read alone is checked (the schema's models, then
+:mod:`sweep.store._checks`, the same messages with ``file:line``) and returns the rows as
+Arrow tables. Nothing in it touches a store, so chunks can be parsed in worker processes
+(:mod:`sweep.store._ingest_pool`) while the one process that writes inserts them in order; a
+worker is told where a chunk lies in its file and reads it there.
+"""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import pydantic
+
+from sweep.errors import StoreError, ValidationError
+from sweep.schema import Trace
+from sweep.store._checks import describe_invalid
+from sweep.store._row_batch import RowBatch
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = [
+    "CHUNK_BYTES",
+    "Chunk",
+    "ChunkReadError",
+    "LineSink",
+    "LogEnd",
+    "ParsedChunk",
+    "parse_chunk",
+    "read_chunk",
+    "split_log",
+]
+
+#: Bytes of whole lines per chunk: thousands of traces, so the cost of handing a chunk to a
+#: worker and its rows back vanishes, while a few chunks in flight stay a few tens of MiB.
+CHUNK_BYTES = 4 << 20
+
+
+@dataclass(frozen=True)
+class Chunk:
+    """Consecutive whole lines of one log.
+
+    Attributes:
+        path: The log as the user named it (messages say ``<path>:<line>``).
+        source: The log's absolute path (the traces' ``source`` column).
+        first_line: Number of the chunk's first line (1-based).
+        offset: Where the chunk starts in the file.
+        size: Its length in bytes.
+        data: The lines, each ending with its newline; empty when the chunk is handed to a
+            worker process, which reads them from the file (:func:`read_chunk`).
+    """
+
+    path: str
+    source: str
+    first_line: int
+    offset: int
+    size: int
+    data: bytes = b""
+
+    def without_data(self) -> Chunk:
+        """The chunk as a worker gets it: where to read, not the bytes."""
+        return Chunk(self.path, self.source, self.first_line, self.offset, self.size)
+
+
+class ChunkReadError(StoreError):
+    """A log changed between reading its lines' boundaries and reading the lines."""
+
+
+def read_chunk(chunk: Chunk) -> bytes:
+    """The bytes of a chunk handed over without them, read from its file.
+
+    Raises:
+        ChunkReadError: The file no longer holds whole lines there (it was replaced or cut).
+    """
+    with open(chunk.source, "rb") as f:
+        if chunk.offset:
+            f.seek(chunk.offset - 1)
+            before = f.read(1)
+        else:
+            before = b"\n"
+        data = f.read(chunk.size)
+    if before != b"\n" or len(data) != chunk.size or not data.endswith(b"\n"):
+        raise ChunkReadError(
+            f"{chunk.path} changed while it was being ingested (bytes {chunk.offset} to "
+            f"{chunk.offset + chunk.size} are no longer whole lines); ingest it again"
+        )
+    return data
+
+
+@dataclass(frozen=True)
+class LogEnd:
+    """The end of one log, after its chunks.
+
+    Attributes:
+        path: The log as the user named it.
+        source: The log's absolute path.
+        end: Offset just past the last whole line.
+        lines: Whole lines read (the number of the last one).
+        torn: The bytes after the last newline: a line still being written, one cut short by
+            a kill, or a hand-written file's last line without its newline.
+    """
+
+    path: Path
+    source: str
+    end: int
+    lines: int
+    torn: bytes
+
+
+def split_log(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk | LogEnd]:
+    """The chunks of a log, then its :class:`LogEnd`; reads the file once, in blocks.
+
+    A line longer than ``chunk_bytes`` makes a chunk of its own (it is never cut).
+    """
+    source = str(path.resolve())
+    number, offset, carry = 1, 0, b""
+    with path.open("rb") as f:
+        while block := f.read(chunk_bytes):
+            data = carry + block if carry else block
+            cut = data.rfind(b"\n") + 1
+            if not cut:
+                carry = data
+                continue
+            whole, carry = data[:cut], data[cut:]
+            yield Chunk(str(path), source, number, offset, cut, whole)
+            number += whole.count(b"\n")
+            offset += cut
+    yield LogEnd(path, source, offset, number - 1, carry)
+
+
+@dataclass
+class LineSink:
+    """Checks lines one at a time into a batch, counting and describing what it refuses.
+
+    Attributes:
+        batch: Receives the traces and workloads.
+        traces_read: Evaluated traces accepted.
+        workload_records: Workload-only records accepted.
+        warnings: ``<where>: <what is wrong>, skipped``, one per refused line, in order.
+    """
+
+    batch: RowBatch
+    traces_read: int = 0
+    workload_records: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def line(self, where: str, data: bytes, source: str) -> None:
+        """Parse and add one line (``data`` as read, newline included: a JSON error at the
+        end of the line then reads the same as when the line was read alone)."""
+        try:
+            trace = Trace.model_validate_json(data)
+        except pydantic.ValidationError as e:
+            self.warnings.append(f"{where}: {describe_invalid(e, data)}, skipped")
+            return
+        try:
+            self.batch.add_trace(trace, source=source)
+        except ValidationError as e:
+            self.warnings.append(f"{where}: not a valid trace: {e}, skipped")
+            return
+        if trace.is_workload_only:
+            self.workload_records += 1
+        else:
+            self.traces_read += 1
+
+
+@dataclass(frozen=True)
+class ParsedChunk:
+    """What one chunk held: its rows and what was refused.
+
+    Attributes:
+        traces: Rows of ``traces`` (the store's Arrow schema), without repeats.
+        workloads: Rows of ``workloads``, without repeats.
+        duplicates: Traces left out because the chunk held the same trace before.
+        traces_read: Evaluated traces accepted (repeats included).
+        workload_records: Workload-only records accepted.
+        warnings: One per refused line, in order.
+    """
+
+    traces: pa.Table
+    workloads: pa.Table
+    duplicates: int
+    traces_read: int
+    workload_records: int
+    warnings: list[str]
+
+
+def parse_chunk(chunk: Chunk) -> ParsedChunk:
+    """Check every line of a chunk and build its rows (blank lines are skipped silently).
+
+    Raises:
+        ChunkReadError: The chunk came without its bytes and the file changed.
+    """
+    sink = LineSink(RowBatch())
+    number = chunk.first_line
+    data = chunk.data if chunk.data or not chunk.size else read_chunk(chunk)
+    for raw in io.BytesIO(data):  # splits after each b"\n", as reading the file does
+        if raw.strip():
+            sink.line(f"{chunk.path}:{number}", raw, chunk.source)
+        number += 1
+    batch = sink.batch
+    return ParsedChunk(
+        traces=batch.arrow("traces"),
+        workloads=batch.arrow("workloads"),
+        duplicates=batch.duplicates,
+        traces_read=sink.traces_read,
+        workload_records=sink.workload_records,
+        warnings=sink.warnings,
+    )

@@ -29,9 +29,10 @@ import time
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, cast
 
 from sweep.cluster._failure_traces import failure_trace, now_iso
+from sweep.cluster._ray_api import RayApi
 from sweep.cluster._worker_actor import SweepWorker, WorkerInfo
 from sweep.cluster.connect import Pool
 from sweep.cluster.sandbox import SandboxSpec, TaskPacker
@@ -39,7 +40,7 @@ from sweep.errors import ClusterError
 from sweep.schema import Provenance, Status, Trace
 from sweep.schema.task import Task
 
-__all__ = ["SchedulerOptions", "SchedulerStats", "run_tasks"]
+__all__ = ["RayApi", "SchedulerOptions", "SchedulerStats", "run_tasks"]
 
 _TICK_S = 0.5
 
@@ -122,18 +123,21 @@ class _Loop:
         options: SchedulerOptions,
         on_worker: Callable[[WorkerInfo], None] | None,
         on_tick: Callable[[], None] | None = None,
+        ray_api: RayApi | None = None,
     ) -> None:
-        import ray
+        if ray_api is None:
+            import ray
 
+            ray_api = cast(RayApi, ray)
         self.on_tick = on_tick
-        self.ray = ray
+        self.ray = ray_api
         self.spec = spec
         self.run_id = run_id
         self.on_traces = on_traces
         self.on_worker = on_worker
         self.opt = options
         self.stats = SchedulerStats()
-        self.actor_cls: Any = ray.remote(SweepWorker)
+        self.actor_cls: Any = ray_api.remote(SweepWorker)
         self.workers: list[_Worker] = []
         self.owner: dict[Any, _Worker] = {}
         self.pending: dict[str, deque[_Item]] = {}
@@ -356,6 +360,7 @@ def run_tasks(
     options: SchedulerOptions | None = None,
     on_worker: Callable[[WorkerInfo], None] | None = None,
     on_tick: Callable[[], None] | None = None,
+    ray_api: RayApi | None = None,
 ) -> SchedulerStats:
     """Run ``tasks`` on workers of ``pools`` (Ray must be initialised); one trace per task.
 
@@ -370,6 +375,7 @@ def run_tasks(
         options: Loop knobs.
         on_worker: Called when a worker becomes ready.
         on_tick: Called at least every half second (progress output while nothing finishes).
+        ray_api: The ``ray`` module (default), or a stand-in that simulates a cluster.
 
     Raises:
         ClusterError: No worker can run the remaining tasks.
@@ -383,5 +389,5 @@ def run_tasks(
                 f"task {t.task_id} targets {t.hardware}, which no worker pool serves "
                 f"(pools: {', '.join(sorted(served)) or 'none'})"
             )
-    loop = _Loop(pools, spec, run_id, on_traces, options or SchedulerOptions(), on_worker, on_tick)
+    loop = _Loop(pools, spec, run_id, on_traces, options or SchedulerOptions(), on_worker, on_tick, ray_api)
     return loop.run(tasks)

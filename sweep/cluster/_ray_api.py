@@ -4,9 +4,9 @@ driven through a million tasks on a virtual clock."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
-__all__ = ["RayApi"]
+__all__ = ["RayApi", "real_ray"]
 
 
 class RayApi(Protocol):
@@ -25,3 +25,10 @@ class RayApi(Protocol):
 
     def kill(self, actor: Any) -> None:
         """End an actor now."""
+
+
+def real_ray() -> RayApi:
+    """The ``ray`` module (imported here, when a loop starts: never at import time)."""
+    import ray
+
+    return cast(RayApi, ray)

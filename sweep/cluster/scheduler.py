@@ -2,14 +2,18 @@
 
 Each worker (one Ray actor per GPU) has at most ``depth`` calls in flight (2: one running,
 one queued, so a GPU never waits on the driver). Results come back in completion order
-(``ray.wait``), and the traces of each finished call go to ``on_traces`` at once, together
-(so the driver syncs its log once per call, not once per trace).
+(``ray.wait``); a turn of the loop takes every call that has finished, their traces go to
+``on_traces`` a few dozen at a time (one log sync per group), and it costs what changed in
+it, not the number of workers (``_slots``; ``bench/scheduler_sim.py`` drives 1,000).
+Each pool's queue starts with the longest tasks, where their durations are estimated (``_order``).
 
 A call carries one task, or a few when evaluations are short: the driver keeps a running
 estimate of an evaluation's duration per pool and packs calls of about ``batch_target_s`` of
 work (at most ``max_batch`` tasks). A Ray call costs a few milliseconds of CPU on the driver
 and the worker; for evaluations of ~10 ms that would be most of the work, so it is paid once
 per call, not once per task. Evaluations of more than ``batch_target_s`` go one per call.
+With many workers calls grow to come back at most ``max_calls_per_s`` a second in all: Ray's
+driver CPU per call (~0.2 ms measured) would be the limit (1,000 workers at 100 ms: 10 a call).
 
 Faults: a sandbox crash or hang is the supervisor's business and comes back as a trace. A
 worker that dies (its process killed, its node lost) fails its in-flight tasks with an actor
@@ -27,22 +31,27 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, cast
+from typing import Any
 
-from sweep.cluster._failure_traces import failure_trace, now_iso
-from sweep.cluster._ray_api import RayApi
+from sweep.cluster._failure_traces import lost_worker_trace, short_error
+from sweep.cluster._order import longest_first
+from sweep.cluster._ray_api import RayApi, real_ray
+from sweep.cluster._slots import Slots
 from sweep.cluster._worker_actor import SweepWorker, WorkerInfo
 from sweep.cluster.connect import Pool
 from sweep.cluster.sandbox import SandboxSpec, TaskPacker
 from sweep.errors import ClusterError
-from sweep.schema import Provenance, Status, Trace
+from sweep.schema import Trace
 from sweep.schema.task import Task
 
 __all__ = ["RayApi", "SchedulerOptions", "SchedulerStats", "run_tasks"]
 
 _TICK_S = 0.5
+#: Traces handed to ``on_traces`` together at most (and at each turn's end): one log sync for many,
+#: each alive a moment only (a turn's 1,000 held at once cost the collector ~30 us a trace).
+_DELIVER_AT = 32
 
 
 @dataclass(frozen=True)
@@ -56,6 +65,7 @@ class SchedulerOptions:
         replacements_per_worker: Dead-worker replacements allowed per initial worker.
         batch_target_s: Seconds of evaluations to pack into one call (short evaluations).
         max_batch: Most tasks in one call (1 disables batching).
+        max_calls_per_s: Most calls a second, all workers together (calls grow to stay under).
     """
 
     depth: int = 2
@@ -64,6 +74,7 @@ class SchedulerOptions:
     replacements_per_worker: int = 2
     batch_target_s: float = 0.25
     max_batch: int = 32
+    max_calls_per_s: float = 1000.0
 
 
 @dataclass
@@ -125,21 +136,19 @@ class _Loop:
         on_tick: Callable[[], None] | None = None,
         ray_api: RayApi | None = None,
     ) -> None:
-        if ray_api is None:
-            import ray
-
-            ray_api = cast(RayApi, ray)
         self.on_tick = on_tick
-        self.ray = ray_api
+        self.ray = ray_api if ray_api is not None else real_ray()
         self.spec = spec
         self.run_id = run_id
         self.on_traces = on_traces
         self.on_worker = on_worker
         self.opt = options
         self.stats = SchedulerStats()
-        self.actor_cls: Any = ray_api.remote(SweepWorker)
+        self.actor_cls: Any = self.ray.remote(SweepWorker)
         self.workers: list[_Worker] = []
         self.owner: dict[Any, _Worker] = {}
+        self.slots: Slots[_Worker] = Slots(options.depth)
+        self.out: list[Trace] = []  # traces of this turn, delivered together
         self.pending: dict[str, deque[_Item]] = {}
         self.packer = TaskPacker()
         self.per_eval_s: dict[str, float] = {}  # running estimate of one evaluation, per pool
@@ -161,6 +170,7 @@ class _Loop:
         w = _Worker(handle=handle, pool=pool, ready_ref=handle.ready.remote())
         self.owner[w.ready_ref] = w
         self.workers.append(w)
+        self.slots.started(w)
         self.stats.workers_started += 1
 
     def _retire(self, w: _Worker, why: str) -> None:
@@ -174,6 +184,7 @@ class _Loop:
         # An actor runs its calls in submission order: the oldest in flight was running, the
         # others were only queued behind it and are not to blame (no attempt counted).
         calls = list(w.inflight.items())
+        self.slots.retired(w, [ref for ref, _ in calls], was_ready=w.info is not None)
         w.inflight.clear()
         for ref, _ in calls:
             self.owner.pop(ref, None)
@@ -208,38 +219,32 @@ class _Loop:
             self.pending[w.pool.target].appendleft(_Item(task, attempt + 1, solo=True))
             return
         self.stats.lost += 1
-        info = w.info
-        stamp = Provenance(
-            run_id=self.run_id,
-            node_id=info.node_id if info else None,
-            gpu_id=info.gpu_id if info else None,
-            worker_pid=info.pid if info else None,
-            finished_at=now_iso(),
-            attempt=attempt,
-        )
-        log = (
-            f"the worker running this task was lost {attempt + 1} time(s) (its node died, or its "
-            f"process was killed); not retried again. Last error: {why}"
-        )
-        self._emit([failure_trace(task, Status.RUNTIME_ERROR, log, stamp)])
+        where = (w.info.node_id, w.info.gpu_id, w.info.pid) if w.info else (None, None, None)
+        self._emit([lost_worker_trace(task, why, self.run_id, attempt, *where)])
 
     def _emit(self, traces: Sequence[Trace]) -> None:
         self.stats.traces += len(traces)
         self.last_progress = time.monotonic()
-        self.on_traces(traces)
+        self.out.extend(traces)
+        if len(self.out) >= _DELIVER_AT:
+            self._deliver()
+
+    def _deliver(self) -> None:
+        """Hand the traces gathered to ``on_traces`` at once: one log sync for all of them."""
+        if self.out:
+            out, self.out = self.out, []
+            self.on_traces(out)
 
     # -- the loop -------------------------------------------------------------------------
 
     def _fill(self) -> None:
-        for w in self.workers:
-            if w.dead or w.info is None:
-                continue
-            queue = self.pending[w.pool.target]
-            while queue and len(w.inflight) < self.opt.depth:
-                items = self._take(queue, w.pool.target)
+        for target, queue in self.pending.items():
+            while queue and (w := self.slots.hungry_worker(target)) is not None:  # one call each
+                items = self._take(queue, target)
                 ref = w.handle.evaluate_batch.remote([self.packer.pack(i.task, i.attempt) for i in items])
                 w.inflight[ref] = items
                 self.owner[ref] = w
+                self.slots.submitted(w, ref)
                 self.stats.submitted += len(items)
                 self.stats.calls += 1
 
@@ -247,7 +252,8 @@ class _Loop:
         est = self.per_eval_s.get(target)
         if est is None or self.opt.max_batch <= 1:
             return 1  # nothing measured yet: one per call
-        return max(1, min(self.opt.max_batch, int(self.opt.batch_target_s / max(est, 1e-6))))
+        target_s = max(self.opt.batch_target_s, self.slots.live[target] / self.opt.max_calls_per_s)
+        return max(1, min(self.opt.max_batch, int(target_s / max(est, 1e-6))))
 
     def _take(self, queue: deque[_Item], target: str) -> list[_Item]:
         """The next call's tasks: one solo task, or up to the batch size of ordinary ones."""
@@ -256,7 +262,7 @@ class _Loop:
         if first.solo:
             return items
         # Leave work for the other workers: never take more than an equal share.
-        live = sum(1 for w in self.workers if not w.dead and w.pool.target == target) or 1
+        live = self.slots.live[target] or 1
         size = min(self._batch_size(target), max(1, (len(queue) + 1) // live))
         while queue and len(items) < size and not queue[0].solo:
             items.append(queue.popleft())
@@ -264,6 +270,7 @@ class _Loop:
 
     def _handle(self, ref: Any) -> None:
         w = self.owner.pop(ref, None)
+        self.slots.seen(ref)
         if w is None or w.dead:
             return
         ray = self.ray
@@ -272,10 +279,11 @@ class _Loop:
             try:
                 w.info = ray.get(ref)
             except Exception as e:  # noqa: BLE001 - a worker that cannot start is retired
-                self.start_errors.append(_short_error(e))
-                self._retire(w, _short_error(e))
+                self.start_errors.append(short_error(e))
+                self._retire(w, short_error(e))
                 return
             self.stats.workers.append(w.info)
+            self.slots.became_ready(w)
             if self.stats.first_ready_s is None:
                 self.stats.first_ready_s = time.monotonic() - self.t0
             self.last_progress = time.monotonic()
@@ -285,9 +293,10 @@ class _Loop:
         try:
             results, busy_s = ray.get(ref)
         except Exception as e:  # noqa: BLE001 - actor died, a bug, or a sandbox that cannot restart
-            self._retire(w, _short_error(e))  # requeues these tasks with the others in flight
+            self._retire(w, short_error(e))  # requeues these tasks with the others in flight
             return
         items = w.inflight.pop(ref)
+        self.slots.finished(w)
         if results:
             target, one = w.pool.target, busy_s / len(results)
             old = self.per_eval_s.get(target)
@@ -296,11 +305,9 @@ class _Loop:
 
     def _check_stall(self) -> None:
         for target, queue in self.pending.items():
-            if not queue:
+            if not queue or self.slots.ready[target]:
                 continue
-            live = [w for w in self.workers if not w.dead and w.pool.target == target]
-            if any(w.info is not None for w in live):
-                continue
+            live = self.slots.live[target]
             waited = time.monotonic() - self.last_progress
             if live and waited < self.opt.stall_timeout_s:
                 continue
@@ -315,24 +322,28 @@ class _Loop:
         for t in tasks:
             self.pending[t.hardware].append(_Item(t))
         try:
-            while any(self.pending.values()) or any(w.inflight for w in self.workers):
+            while any(self.pending.values()) or self.slots.calls:
                 self._fill()
-                refs = list(self.owner)
+                refs = list(self.slots.watch)
                 if not refs:
                     self._check_stall()
                     time.sleep(_TICK_S)
                     continue
                 done, _ = self.ray.wait(refs, num_returns=1, timeout=_TICK_S)
-                if done:
-                    done, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
+                if done:  # and what else finishes in a moment (``Slots.gather_s``)
+                    done, _ = self.ray.wait(refs, num_returns=len(refs), timeout=self.slots.gather_s())
                 for ref in done:
                     self._handle(ref)
+                self._deliver()
                 self._check_stall()
                 if self.on_tick is not None:
                     self.on_tick()
         finally:
             self.stats.loop_s = time.monotonic() - self.t0
-            self._shutdown()
+            try:
+                self._deliver()  # what a turn cut short by an error had collected
+            finally:
+                self._shutdown()
         return self.stats
 
     def _shutdown(self) -> None:
@@ -340,14 +351,6 @@ class _Loop:
             if not w.dead:
                 with contextlib.suppress(Exception):
                     self.ray.kill(w.handle)
-
-
-def _short_error(e: BaseException) -> str:
-    text = str(e).strip()
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    # Ray wraps a remote exception in its traceback; the last line says what happened.
-    head = f"{type(e).__name__}: " if not text.startswith(type(e).__name__) else ""
-    return head + ("\n".join(lines[-12:]) if lines else repr(e))
 
 
 def run_tasks(
@@ -361,6 +364,7 @@ def run_tasks(
     on_worker: Callable[[WorkerInfo], None] | None = None,
     on_tick: Callable[[], None] | None = None,
     ray_api: RayApi | None = None,
+    estimated_s: Mapping[str, float] | None = None,
 ) -> SchedulerStats:
     """Run ``tasks`` on workers of ``pools`` (Ray must be initialised); one trace per task.
 
@@ -370,12 +374,14 @@ def run_tasks(
         pools: Worker pools (see :func:`sweep.cluster.connect.pools_for`).
         spec: How workers start their sandboxes.
         run_id: Stamped on every trace.
-        on_traces: Called with the traces of each finished call as soon as they arrive, in
-            the order they ran (write them there; one call's traces come together).
+        on_traces: Called with the traces of the calls that finished since the last time, as
+            soon as the loop has them (write them there; one call's traces are together, in
+            the order they ran).
         options: Loop knobs.
         on_worker: Called when a worker becomes ready.
         on_tick: Called at least every half second (progress output while nothing finishes).
         ray_api: The ``ray`` module (default), or a stand-in that simulates a cluster.
+        estimated_s: Seconds each task is expected to take, by task id (``_order``).
 
     Raises:
         ClusterError: No worker can run the remaining tasks.
@@ -390,4 +396,4 @@ def run_tasks(
                 f"(pools: {', '.join(sorted(served)) or 'none'})"
             )
     loop = _Loop(pools, spec, run_id, on_traces, options or SchedulerOptions(), on_worker, on_tick, ray_api)
-    return loop.run(tasks)
+    return loop.run(longest_first(tasks, estimated_s or {}))

@@ -7,7 +7,8 @@ and check what the config selects (config and plan errors), connect to Ray (at t
 once for its target (``hardware: auto`` is decided by what the cluster has; an imported
 ATen operator the installed torch lacks, or has no kernel of for the target's device, is left
 out with its reason: :func:`operator_check`), check the cluster has the target hardware (else
-fail at once, listing what it has), drop the tasks already stored (unless ``force``), then run.
+fail at once, listing what it has), drop the tasks already stored (unless ``force``), then run,
+the longest tasks first where earlier runs in the store tell how long they take (``_estimates``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
+from sweep.launch._estimates import estimate_durations
 from sweep.launch.progress import Progress, SummaryRow, Tally
 from sweep.plan import Exclusion, Plan, build_plan, select, with_lines
 from sweep.plan.dataset import Dataset, load_dataset
@@ -203,10 +205,11 @@ def _run(
             f"worker(s)" + (f", {skipped} already stored (skipped; --force re-runs them)" if skipped else "")
         )
     todo = _with_ceilings(todo, Path(out.results_dir), plan.hardware, progress)
+    estimated = _estimated(todo, Path(out.results_dir), Path(out.store_path()), progress)
     spec = SandboxSpec(backend=opts.backend, device_kind="auto", preload=opts.preload)
     context = StoreContext.from_dataset(dataset)
-    # The traces of each finished call are in the JSONL log (one fsync per log file for the
-    # group) before the next call's are handled; DuckDB gets them in batches every
+    # The traces the scheduler hands over together are in the JSONL log (one fsync per log
+    # file for the group) before the next ones are handled; DuckDB gets them in batches every
     # STORE_FLUSH_S (readers merge the log tail meanwhile). Flushing every 0.25 s cost ~2 ms
     # of driver CPU per trace on a 2-core box, every 2 s ~0.85 ms.
     with ResultsWriter(
@@ -234,11 +237,23 @@ def _run(
                 on_traces=on_traces,
                 options=opts.scheduler,
                 on_tick=progress.tick if progress is not None else None,
+                estimated_s=estimated,
             )
         finally:
             if progress is not None:
                 progress.finish()
     return tally, stats
+
+
+def _estimated(todo: list[Task], results: Path, store: Path, progress: Progress | None) -> dict[str, float]:
+    """Seconds each task should take, from earlier runs in the store (``_estimates``): the
+    scheduler starts the longest first."""
+    from sweep.store import earlier_durations
+
+    estimated = estimate_durations(todo, earlier_durations(results, store, {t.definition.name for t in todo}))
+    if estimated and progress is not None:
+        progress.note(f"longest first: {len(estimated)} of {len(todo)} task(s) timed by earlier runs")
+    return estimated
 
 
 def _with_ceilings(todo: list[Task], results: Path, hardware: str, progress: Progress | None) -> list[Task]:

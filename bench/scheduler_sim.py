@@ -42,6 +42,7 @@ import math
 import os
 import platform
 import random
+import resource
 import shutil
 import statistics
 import subprocess
@@ -635,6 +636,7 @@ def main() -> None:
     if args.tail:
         print()
         print(tail_table(args))
+    print(f"\npeak memory of this process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1e6:.1f} GB")
 
 
 def tail_table(args: argparse.Namespace) -> str:

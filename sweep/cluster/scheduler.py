@@ -2,10 +2,9 @@
 
 Each worker (one Ray actor per GPU) has at most ``depth`` calls in flight (2: one running,
 one queued, so a GPU never waits on the driver). Results come back in completion order
-(``ray.wait``); a turn of the loop takes every call that has finished, their traces go to
-``on_traces`` a few dozen at a time (one log sync per group), and it costs what changed in
-it, not the number of workers (``_slots``; ``bench/scheduler_sim.py`` drives 1,000).
-Each pool's queue starts with the longest tasks, where their durations are estimated (``_order``).
+(``ray.wait``); a turn of the loop takes every call that has finished, hands their traces to
+``on_traces`` a few dozen at a time (one log sync per group), and costs what changed, not the
+number of workers (``_slots``). Queues start with the longest tasks, where estimated (``_order``).
 
 A call carries one task, or a few when evaluations are short: the driver keeps a running
 estimate of an evaluation's duration per pool and packs calls of about ``batch_target_s`` of
@@ -29,6 +28,7 @@ tasks for ``stall_timeout_s``, the loop raises :class:`~sweep.errors.ClusterErro
 from __future__ import annotations
 
 import contextlib
+import gc
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -49,8 +49,8 @@ from sweep.schema.task import Task
 __all__ = ["RayApi", "SchedulerOptions", "SchedulerStats", "run_tasks"]
 
 _TICK_S = 0.5
-#: Traces handed to ``on_traces`` together at most (and at each turn's end): one log sync for many,
-#: each alive a moment only (a turn's 1,000 held at once cost the collector ~30 us a trace).
+#: Traces handed over together at most (and at each turn's end): one log sync for many, each alive
+#: a moment only (a busy turn's 1,000 held at once cost the garbage collector ~20 us a trace).
 _DELIVER_AT = 32
 
 
@@ -229,8 +229,7 @@ class _Loop:
         if len(self.out) >= _DELIVER_AT:
             self._deliver()
 
-    def _deliver(self) -> None:
-        """Hand the traces gathered to ``on_traces`` at once: one log sync for all of them."""
+    def _deliver(self) -> None:  # the traces gathered, to ``on_traces`` at once (see _DELIVER_AT)
         if self.out:
             out, self.out = self.out, []
             self.on_traces(out)
@@ -321,6 +320,7 @@ class _Loop:
     def run(self, tasks: Sequence[Task]) -> SchedulerStats:
         for t in tasks:
             self.pending[t.hardware].append(_Item(t))
+        gc.freeze()  # the plan (a million tasks) lives all along: keep full collections off it
         try:
             while any(self.pending.values()) or self.slots.calls:
                 self._fill()
@@ -343,6 +343,7 @@ class _Loop:
             try:
                 self._deliver()  # what a turn cut short by an error had collected
             finally:
+                gc.unfreeze()
                 self._shutdown()
         return self.stats
 

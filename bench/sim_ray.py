@@ -138,7 +138,7 @@ class _Actor:
         if name == "ready":
             ref = _Ref(self, "ready", self.ready_at)
         else:
-            _spin(sim.call_cpu_s[0])
+            sim.spun_s += _spin(sim.call_cpu_s[0])
             envelopes: list[Envelope] = args[0]
             start = max(now + sim.rpc_s, self.free_at)
             work = sum(sim.tasks[e.task_id].duration_s for e in envelopes)
@@ -214,6 +214,7 @@ class SimRay:
         self.rng = random.Random(seed)
         self.actors: list[_Actor] = []
         self.sim_cpu_s = 0.0
+        self.spun_s = 0.0  # of it, real Ray's per-call cost burnt (``call_cpu_s``)
         self.waits = 0
         self.refs_waited = 0
         self.killed = 0
@@ -270,7 +271,7 @@ class SimRay:
                 )
             if ref in actor.pending:
                 actor.pending.remove(ref)
-            _spin(self.call_cpu_s[1])
+            self.spun_s += _spin(self.call_cpu_s[1])
             envelopes: list[Envelope] = ref.payload
             stamp = actor.stamp.model_copy(
                 update={"started_at": _iso(ref.start), "finished_at": _iso(ref.done_at), "attempt": 0}
@@ -311,12 +312,14 @@ class SimRay:
         return True
 
 
-def _spin(seconds: float) -> None:
-    """Burn ``seconds`` of this thread's CPU (Ray's driver-side work, as measured)."""
-    if seconds > 0:
-        end = time.thread_time() + seconds
-        while time.thread_time() < end:
-            pass
+def _spin(seconds: float) -> float:
+    """Burn ``seconds`` of this thread's CPU (Ray's driver-side work, as measured); how long it did."""
+    if seconds <= 0:
+        return 0.0
+    start = time.thread_time()
+    while time.thread_time() < start + seconds:
+        pass
+    return time.thread_time() - start
 
 
 _EPOCH = 1_800_000_000.0  # virtual second 0, as a Unix time (the traces need timestamps)

@@ -28,7 +28,6 @@ tasks for ``stall_timeout_s``, the loop raises :class:`~sweep.errors.ClusterErro
 from __future__ import annotations
 
 import contextlib
-import gc
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -320,7 +319,6 @@ class _Loop:
     def run(self, tasks: Sequence[Task]) -> SchedulerStats:
         for t in tasks:
             self.pending[t.hardware].append(_Item(t))
-        gc.freeze()  # the plan (a million tasks) lives all along: keep full collections off it
         try:
             while any(self.pending.values()) or self.slots.calls:
                 self._fill()
@@ -343,7 +341,6 @@ class _Loop:
             try:
                 self._deliver()  # what a turn cut short by an error had collected
             finally:
-                gc.unfreeze()
                 self._shutdown()
         return self.stats
 

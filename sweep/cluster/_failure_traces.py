@@ -14,7 +14,7 @@ from sweep.schema.hardware import record_name
 from sweep.schema.task import Task
 from sweep.schema.trace_log import clip_log
 
-__all__ = ["failure_trace", "now_iso", "stamp_trace"]
+__all__ = ["failure_trace", "lost_worker_trace", "now_iso", "short_error", "stamp_trace"]
 
 
 def now_iso(epoch: float | None = None) -> str:
@@ -87,3 +87,39 @@ def failure_trace(
         **({"solution_params": task.params} if task.params is not None else {}),
     )
     return stamp_trace(trace, task, stamp)
+
+
+def lost_worker_trace(
+    task: Task,
+    why: str,
+    run_id: str,
+    attempt: int,
+    node_id: str | None,
+    gpu_id: str | None,
+    worker_pid: int | None,
+) -> Trace:
+    """The RUNTIME_ERROR trace of a task given up after its worker was lost ``attempt + 1``
+    times (its node died, or its process was killed): ``why`` is the last error, the rest
+    where it last ran (``None`` when the worker never said)."""
+    stamp = Provenance(
+        run_id=run_id,
+        node_id=node_id,
+        gpu_id=gpu_id,
+        worker_pid=worker_pid,
+        finished_at=now_iso(),
+        attempt=attempt,
+    )
+    log = (
+        f"the worker running this task was lost {attempt + 1} time(s) (its node died, or its "
+        f"process was killed); not retried again. Last error: {why}"
+    )
+    return failure_trace(task, Status.RUNTIME_ERROR, log, stamp)
+
+
+def short_error(e: BaseException) -> str:
+    """What a failed Ray call says, in a few lines: the exception's type and its last 12 lines."""
+    text = str(e).strip()
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    # Ray wraps a remote exception in its traceback; the last line says what happened.
+    head = f"{type(e).__name__}: " if not text.startswith(type(e).__name__) else ""
+    return head + ("\n".join(lines[-12:]) if lines else repr(e))

@@ -4,8 +4,9 @@ It lives as long as it stays healthy, so the engine's cache (built solutions, re
 outputs) and the CUDA context are paid for once. Protocol over its socket (pickled tuples):
 
 - sandbox -> supervisor ``("ready", SandboxInfo)`` once set up.
-- supervisor -> sandbox ``("eval", task_blob, build_key, records_key, records, forget)``: the task pickled with its definition, solution, settings and ceilings by reference to
-  ``records_key``; ``records`` is their pickle when this process does not hold them yet
+- supervisor -> sandbox ``("eval", task_blob, build_key, records_key, records, forget)``: the
+  task's fields pickled without its definition, solution, settings and ceilings, which are
+  those of ``records_key``; ``records`` is their pickle when this process does not hold them yet
   (else ``None``), ``forget`` a records key it may drop (or ``None``).
 - sandbox -> supervisor ``("built",)`` after the build phase (when the backend has one),
   then ``("trace", trace_json, broken, started, finished)``, where ``broken`` is ``None``

@@ -20,6 +20,7 @@ class SchedulerOptions:
         replacements_per_worker: Dead-worker replacements allowed per initial worker.
         batch_target_s: Seconds of evaluations to pack into one call (short evaluations).
         max_batch: Most tasks in one call (1 disables batching).
+        max_calls_per_s: Most calls a second, all workers together (calls grow to stay under).
     """
 
     depth: int = 2
@@ -28,6 +29,7 @@ class SchedulerOptions:
     replacements_per_worker: int = 2
     batch_target_s: float = 0.25
     max_batch: int = 32
+    max_calls_per_s: float = 1000.0
 
 
 @dataclass

@@ -2,20 +2,17 @@
 
 Each worker (one Ray actor per GPU) has at most ``depth`` calls in flight (2: one running,
 one queued, so a GPU never waits on the driver). Results come back in completion order
-(``ray.wait``), and the traces of each finished call go to ``on_traces`` at once, together
-(so the driver syncs its log once per call, not once per trace).
+(``ray.wait``); a turn of the loop takes every call that has finished, hands their traces to
+``on_traces`` a few dozen at a time (one log sync per group), and costs what changed, not the
+number of workers (``_slots``). Queues start with the longest tasks, where estimated (``_order``).
 
 A call carries one task, or a few when evaluations are short: the driver keeps a running
 estimate of an evaluation's duration per pool and packs calls of about ``batch_target_s`` of
 work (at most ``max_batch`` tasks). A Ray call costs a few milliseconds of CPU on the driver
 and the worker; for evaluations of ~10 ms that would be most of the work, so it is paid once
 per call, not once per task. Evaluations of more than ``batch_target_s`` go one per call.
-
-Compile ahead: a worker with a compile pool (``WorkerInfo.compile_workers``, see
-``_compile_pool``) gets tasks reserved for its next calls (``ahead``, twice its pool's size),
-sent with each call so its pool compiles them while the GPU evaluates; it takes its next
-calls from them first. A worker with nothing left takes reserved tasks of another (from the
-end of its reservation), so the last minutes are not one worker's reservation.
+With many workers calls grow to come back at most ``max_calls_per_s`` a second in all: Ray's
+driver CPU per call (~0.2 ms measured) would be the limit (1,000 workers at 100 ms: 10 a call).
 
 Faults: a sandbox crash or hang is the supervisor's business and comes back as a trace. A
 worker that dies (its process killed, its node lost) fails its in-flight tasks with an actor
@@ -27,10 +24,11 @@ workers are replaced: at once when they died running a task (each task can cost 
 ``max_attempts`` workers), while a replacement budget lasts otherwise. If no worker can run the remaining
 tasks for ``stall_timeout_s``, the loop raises :class:`~sweep.errors.ClusterError`.
 
-Workers come from a :class:`~sweep.cluster.workers.WorkerSource`: new actors killed at the
-end (the default), or warm workers of an existing cluster, reused and kept
-(:mod:`sweep.cluster.warm`). The loop treats both alike; a dead worker goes back to its
-source's ``stop``, never to be reused.
+A worker with a compile pool (``_compile_pool``) gets tasks reserved for its next calls
+(``ahead``, twice its pool's size), sent with each call for its pool to compile while the GPU
+evaluates; a worker with nothing left takes the last reserved task of another. Workers come
+from a :class:`~sweep.cluster.workers.WorkerSource`: new actors killed at the end, or warm
+workers of an existing cluster (:mod:`sweep.cluster.warm`); a dead one goes to its ``stop``.
 """
 
 from __future__ import annotations
@@ -38,23 +36,29 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sweep.cluster._failure_traces import failure_trace, now_iso
+from sweep.cluster._failure_traces import lost_worker_trace, short_error
+from sweep.cluster._order import longest_first
+from sweep.cluster._ray_api import RayApi, real_ray
 from sweep.cluster._scheduler_records import SchedulerOptions, SchedulerStats
+from sweep.cluster._slots import Slots
 from sweep.cluster._worker_actor import WorkerInfo
 from sweep.cluster.connect import Pool
 from sweep.cluster.sandbox import SandboxSpec, TaskPacker
 from sweep.cluster.workers import FreshWorkers, WorkerSource
 from sweep.errors import ClusterError
-from sweep.schema import Provenance, Status, Trace
+from sweep.schema import Trace
 from sweep.schema.task import Task
 
-__all__ = ["SchedulerOptions", "SchedulerStats", "run_tasks"]
+__all__ = ["RayApi", "SchedulerOptions", "SchedulerStats", "run_tasks"]
 
 _TICK_S = 0.5
+#: Traces handed over together at most (and at each turn's end): one log sync for many, each alive
+#: a moment only (a busy turn's 1,000 held at once cost the garbage collector ~20 us a trace).
+_DELIVER_AT = 32
 
 
 @dataclass(eq=False)
@@ -69,8 +73,7 @@ class _Worker:
     ahead: deque[_Item] = field(default_factory=deque)  # reserved for its next calls
 
     @property
-    def lookahead(self) -> int:
-        """Tasks to keep reserved for this worker's compile pool (0 without one)."""
+    def lookahead(self) -> int:  # tasks kept reserved for its compile pool (0 without one)
         return 2 * self.info.compile_workers if self.info is not None else 0
 
 
@@ -93,21 +96,23 @@ class _Loop:
         options: SchedulerOptions,
         on_worker: Callable[[WorkerInfo], None] | None,
         on_tick: Callable[[], None] | None = None,
+        ray_api: RayApi | None = None,
         source: WorkerSource | None = None,
     ) -> None:
-        import ray
-
         self.on_tick = on_tick
-        self.ray = ray
+        self.ray = ray_api if ray_api is not None else real_ray()
         self.spec = spec
         self.run_id = run_id
         self.on_traces = on_traces
         self.on_worker = on_worker
         self.opt = options
         self.stats = SchedulerStats()
-        self.source: WorkerSource = source if source is not None else FreshWorkers(run_id)
+        self.source: WorkerSource = source if source is not None else FreshWorkers(run_id, ray_api)
+        self.reserved = 0  # tasks in the workers' ``ahead``, together
         self.workers: list[_Worker] = []
         self.owner: dict[Any, _Worker] = {}
+        self.slots: Slots[_Worker] = Slots(options.depth)
+        self.out: list[Trace] = []  # traces of this turn, delivered together
         self.pending: dict[str, deque[_Item]] = {}
         self.packer = TaskPacker()
         self.per_eval_s: dict[str, float] = {}  # running estimate of one evaluation, per pool
@@ -129,6 +134,7 @@ class _Loop:
         w = _Worker(handle=started.handle, pool=pool, ready_ref=started.handle.ready.remote())
         self.owner[w.ready_ref] = w
         self.workers.append(w)
+        self.slots.started(w)
         self.stats.workers_started += 1
         self.stats.workers_reused += started.reused
 
@@ -143,11 +149,13 @@ class _Loop:
         # An actor runs its calls in submission order: the oldest in flight was running, the
         # others were only queued behind it and are not to blame (no attempt counted).
         calls = list(w.inflight.items())
+        self.slots.retired(w, [ref for ref, _ in calls], was_ready=w.info is not None)
         w.inflight.clear()
         for ref, _ in calls:
             self.owner.pop(ref, None)
         queue = self.pending[w.pool.target]
         queue.extendleft(reversed(w.ahead))  # only reserved: back in front, no attempt counted
+        self.reserved -= len(w.ahead)
         w.ahead.clear()
         for i, (_, items) in reversed(list(enumerate(calls))):
             if i == 0 and len(items) == 1:
@@ -179,40 +187,35 @@ class _Loop:
             self.pending[w.pool.target].appendleft(_Item(task, attempt + 1, solo=True))
             return
         self.stats.lost += 1
-        info = w.info
-        stamp = Provenance(
-            run_id=self.run_id,
-            node_id=info.node_id if info else None,
-            gpu_id=info.gpu_id if info else None,
-            worker_pid=info.pid if info else None,
-            finished_at=now_iso(),
-            attempt=attempt,
-        )
-        log = (
-            f"the worker running this task was lost {attempt + 1} time(s) (its node died, or its "
-            f"process was killed); not retried again. Last error: {why}"
-        )
-        self._emit([failure_trace(task, Status.RUNTIME_ERROR, log, stamp)])
+        where = (w.info.node_id, w.info.gpu_id, w.info.pid) if w.info else (None, None, None)
+        self._emit([lost_worker_trace(task, why, self.run_id, attempt, *where)])
 
     def _emit(self, traces: Sequence[Trace]) -> None:
         self.stats.traces += len(traces)
         self.last_progress = time.monotonic()
-        self.on_traces(traces)
+        self.out.extend(traces)
+        if len(self.out) >= _DELIVER_AT:
+            self._deliver()
+
+    def _deliver(self) -> None:  # the traces gathered, to ``on_traces`` at once (see _DELIVER_AT)
+        if self.out:
+            out, self.out = self.out, []
+            self.on_traces(out)
 
     # -- the loop -------------------------------------------------------------------------
 
     def _fill(self) -> None:
-        for w in self.workers:
-            if w.dead or w.info is None:
-                continue
-            queue = self.pending[w.pool.target]
-            while len(w.inflight) < self.opt.depth:
+        for target, queue in self.pending.items():
+            idle: list[_Worker] = []  # hungry, but nothing is left for them this turn
+            while (queue or self.reserved) and (w := self.slots.hungry_worker(target)) is not None:
                 if w.ahead:
-                    items = self._take(w.ahead, w.pool.target)
+                    items = self._take(w.ahead, target)
+                    self.reserved -= len(items)
                 elif queue:
-                    items = self._take(queue, w.pool.target)
+                    items = self._take(queue, target)
                 elif not (items := self._steal(w)):
-                    break
+                    idle.append(w)
+                    continue
                 envs = [self.packer.pack(i.task, i.attempt) for i in items]
                 if w.lookahead:
                     ref = w.handle.evaluate_batch.remote(envs, ahead=self._reserve(w, queue))
@@ -220,32 +223,34 @@ class _Loop:
                     ref = w.handle.evaluate_batch.remote(envs)
                 w.inflight[ref] = items
                 self.owner[ref] = w
+                self.slots.submitted(w, ref)
                 self.stats.submitted += len(items)
                 self.stats.calls += 1
+            for w in idle:
+                self.slots.offer(w)
 
     def _reserve(self, w: _Worker, queue: deque[_Item]) -> list[Any]:
         """Top up ``w``'s reservation from the shared queue; the new ones, packed, for its pool."""
-        new: list[_Item] = []
-        while queue and len(w.ahead) < w.lookahead:
-            item = queue.popleft()
-            w.ahead.append(item)
-            new.append(item)
+        new = [queue.popleft() for _ in range(min(len(queue), w.lookahead - len(w.ahead)))]
+        w.ahead.extend(new)
+        self.reserved += len(new)
         return [self.packer.pack(i.task, i.attempt) for i in new]
 
     def _steal(self, w: _Worker) -> list[_Item]:
-        """One task reserved for another worker of ``w``'s pool (the last of the longest
-        reservation), for a worker that has nothing else to do."""
+        """For an idle ``w``: the last task of the longest reservation of its pool's others."""
         others = [o for o in self.workers if o is not w and not o.dead and o.pool.target == w.pool.target]
         victim = max(others, key=lambda o: len(o.ahead), default=None)
         if victim is None or not victim.ahead:
             return []
+        self.reserved -= 1
         return [victim.ahead.pop()]
 
     def _batch_size(self, target: str) -> int:
         est = self.per_eval_s.get(target)
         if est is None or self.opt.max_batch <= 1:
             return 1  # nothing measured yet: one per call
-        return max(1, min(self.opt.max_batch, int(self.opt.batch_target_s / max(est, 1e-6))))
+        target_s = max(self.opt.batch_target_s, self.slots.live[target] / self.opt.max_calls_per_s)
+        return max(1, min(self.opt.max_batch, int(target_s / max(est, 1e-6))))
 
     def _take(self, queue: deque[_Item], target: str) -> list[_Item]:
         """The next call's tasks: one solo task, or up to the batch size of ordinary ones."""
@@ -254,7 +259,7 @@ class _Loop:
         if first.solo:
             return items
         # Leave work for the other workers: never take more than an equal share.
-        live = sum(1 for w in self.workers if not w.dead and w.pool.target == target) or 1
+        live = self.slots.live[target] or 1
         size = min(self._batch_size(target), max(1, (len(queue) + 1) // live))
         while queue and len(items) < size and not queue[0].solo:
             items.append(queue.popleft())
@@ -262,6 +267,7 @@ class _Loop:
 
     def _handle(self, ref: Any) -> None:
         w = self.owner.pop(ref, None)
+        self.slots.seen(ref)
         if w is None or w.dead:
             return
         ray = self.ray
@@ -270,10 +276,11 @@ class _Loop:
             try:
                 w.info = ray.get(ref)
             except Exception as e:  # noqa: BLE001 - a worker that cannot start is retired
-                self.start_errors.append(_short_error(e))
-                self._retire(w, _short_error(e))
+                self.start_errors.append(short_error(e))
+                self._retire(w, short_error(e))
                 return
             self.stats.workers.append(w.info)
+            self.slots.became_ready(w)
             if self.stats.first_ready_s is None:
                 self.stats.first_ready_s = time.monotonic() - self.t0
             self.last_progress = time.monotonic()
@@ -283,9 +290,10 @@ class _Loop:
         try:
             results, busy_s = ray.get(ref)
         except Exception as e:  # noqa: BLE001 - actor died, a bug, or a sandbox that cannot restart
-            self._retire(w, _short_error(e))  # requeues these tasks with the others in flight
+            self._retire(w, short_error(e))  # requeues these tasks with the others in flight
             return
         items = w.inflight.pop(ref)
+        self.slots.finished(w)
         if results:
             target, one = w.pool.target, busy_s / len(results)
             old = self.per_eval_s.get(target)
@@ -294,11 +302,9 @@ class _Loop:
 
     def _check_stall(self) -> None:
         for target, queue in self.pending.items():
-            if not queue:
+            if not queue or self.slots.ready[target]:
                 continue
-            live = [w for w in self.workers if not w.dead and w.pool.target == target]
-            if any(w.info is not None for w in live):
-                continue
+            live = self.slots.live[target]
             waited = time.monotonic() - self.last_progress
             if live and waited < self.opt.stall_timeout_s:
                 continue
@@ -313,41 +319,33 @@ class _Loop:
         for t in tasks:
             self.pending[t.hardware].append(_Item(t))
         try:
-            while (
-                any(self.pending.values())
-                or any(w.inflight for w in self.workers)
-                or any(w.ahead for w in self.workers if not w.dead)
-            ):
+            while any(self.pending.values()) or self.slots.calls or self.reserved:
                 self._fill()
-                refs = list(self.owner)
+                refs = list(self.slots.watch)
                 if not refs:
                     self._check_stall()
                     time.sleep(_TICK_S)
                     continue
                 done, _ = self.ray.wait(refs, num_returns=1, timeout=_TICK_S)
-                if done:
-                    done, _ = self.ray.wait(refs, num_returns=len(refs), timeout=0)
+                if done:  # and what else finishes in a moment (``Slots.gather_s``)
+                    done, _ = self.ray.wait(refs, num_returns=len(refs), timeout=self.slots.gather_s())
                 for ref in done:
                     self._handle(ref)
+                self._deliver()
                 self._check_stall()
                 if self.on_tick is not None:
                     self.on_tick()
         finally:
             self.stats.loop_s = time.monotonic() - self.t0
-            self._shutdown()
+            try:
+                self._deliver()  # what a turn cut short by an error had collected
+            finally:
+                self._shutdown()
         return self.stats
 
     def _shutdown(self) -> None:
         with contextlib.suppress(Exception):  # never hide why the loop ended
             self.source.finish([(w.handle, w.info is not None) for w in self.workers if not w.dead])
-
-
-def _short_error(e: BaseException) -> str:
-    text = str(e).strip()
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    # Ray wraps a remote exception in its traceback; the last line says what happened.
-    head = f"{type(e).__name__}: " if not text.startswith(type(e).__name__) else ""
-    return head + ("\n".join(lines[-12:]) if lines else repr(e))
 
 
 def run_tasks(
@@ -360,6 +358,8 @@ def run_tasks(
     options: SchedulerOptions | None = None,
     on_worker: Callable[[WorkerInfo], None] | None = None,
     on_tick: Callable[[], None] | None = None,
+    ray_api: RayApi | None = None,
+    estimated_s: Mapping[str, float] | None = None,
     workers: WorkerSource | None = None,
 ) -> SchedulerStats:
     """Run ``tasks`` on workers of ``pools`` (Ray must be initialised); one trace per task.
@@ -370,11 +370,14 @@ def run_tasks(
         pools: Worker pools (see :func:`sweep.cluster.connect.pools_for`).
         spec: How workers start their sandboxes.
         run_id: Stamped on every trace.
-        on_traces: Called with the traces of each finished call as soon as they arrive, in
-            the order they ran (write them there; one call's traces come together).
+        on_traces: Called with the traces of the calls that finished since the last time, as
+            soon as the loop has them (write them there; one call's traces are together, in
+            the order they ran).
         options: Loop knobs.
         on_worker: Called when a worker becomes ready.
         on_tick: Called at least every half second (progress output while nothing finishes).
+        ray_api: The ``ray`` module (default), or a stand-in that simulates a cluster.
+        estimated_s: Seconds each task is expected to take, by task id (``_order``).
         workers: Where workers come from and go (new actors, killed at the end, by default).
 
     Raises:
@@ -389,5 +392,7 @@ def run_tasks(
                 f"task {t.task_id} targets {t.hardware}, which no worker pool serves "
                 f"(pools: {', '.join(sorted(served)) or 'none'})"
             )
-    loop = _Loop(pools, spec, run_id, on_traces, options or SchedulerOptions(), on_worker, on_tick, workers)
-    return loop.run(tasks)
+    loop = _Loop(
+        pools, spec, run_id, on_traces, options or SchedulerOptions(), on_worker, on_tick, ray_api, workers
+    )
+    return loop.run(longest_first(tasks, estimated_s or {}))

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from sweep.cluster._worker_actor import actor_class
+from sweep.cluster._worker_actor import SweepWorker, actor_class
 from sweep.cluster.connect import Pool
 from sweep.cluster.sandbox import SandboxSpec
 
@@ -57,14 +57,19 @@ class FreshWorkers:
 
     Args:
         run_id: Stamped on every trace.
+        ray_api: The ``ray`` module (default), or a stand-in that simulates a cluster.
     """
 
-    def __init__(self, run_id: str) -> None:
-        import ray
+    def __init__(self, run_id: str, ray_api: Any | None = None) -> None:
+        if ray_api is None:
+            import ray
 
-        self._ray = ray
+            self._ray: Any = ray
+            self._cls: Any = actor_class()
+        else:  # a stand-in that simulates a cluster (bench/scheduler_sim.py)
+            self._ray = ray_api
+            self._cls = ray_api.remote(SweepWorker)
         self._run_id = run_id
-        self._cls: Any = actor_class()
 
     def start(self, pool: Pool, spec: SandboxSpec) -> Started:
         """A new actor with ``pool``'s Ray options."""

@@ -10,7 +10,8 @@ of for the target's device, is left out with its reason: :func:`operator_check`)
 tasks already stored (unless ``force``; task ids include the target, so each target resumes
 on its own), check the cluster has every target that has tasks left (else fail at once,
 naming each missing type and what the cluster has: nothing runs), then run the tasks of
-every target in one loop, each on workers of its own type.
+every target in one loop, each on workers of its own type, the longest tasks first where
+earlier runs in the store tell how long they take (``_estimates``).
 
 Against an existing cluster (an address) the workers are warm ones (``sweep.cluster.warm``):
 reused from an earlier launch when they match, and left running for the next, unless the
@@ -43,6 +44,7 @@ from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
 from sweep.cluster.warm import WarmWorkers
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
+from sweep.launch._estimates import estimated_for
 from sweep.launch.progress import Progress, SummaryRow, Tally
 from sweep.plan import Exclusion, Plan, Selection, build_plan, combined_excluded, select, with_lines
 from sweep.plan.dataset import Dataset, load_dataset
@@ -297,9 +299,12 @@ def _run(
         preload=opts.preload,
         compile_workers=-1 if compile_workers == "auto" else compile_workers,
     )
+    estimated = estimated_for(
+        todo, Path(out.results_dir), Path(out.store_path()), progress.note if progress else None
+    )
     context = StoreContext.from_dataset(dataset)
-    # The traces of each finished call are in the JSONL log (one fsync per log file for the
-    # group) before the next call's are handled; DuckDB gets them in batches every
+    # The traces the scheduler hands over together are in the JSONL log (one fsync per log
+    # file for the group) before the next ones are handled; DuckDB gets them in batches every
     # STORE_FLUSH_S (readers merge the log tail meanwhile). Flushing every 0.25 s cost ~2 ms
     # of driver CPU per trace on a 2-core box, every 2 s ~0.85 ms.
     with ResultsWriter(
@@ -329,6 +334,7 @@ def _run(
                 options=opts.scheduler,
                 on_tick=progress.tick if progress is not None else None,
                 workers=warm,
+                estimated_s=estimated,
             )
         finally:
             if progress is not None:

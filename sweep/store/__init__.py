@@ -14,7 +14,8 @@ Layout under a results folder::
 Writing: :class:`ResultsWriter` (the sweep driver's logs and store), :func:`ingest` (files,
 folders, Parquet exports), :class:`Store` with :class:`RowBatch` (rows built in Python).
 Reading: :func:`query` (SQL), :meth:`Store.session`, :func:`export_parquet`, :func:`compare`
-(two runs, stores, hardware or solution versions, task by task, with verdicts). Calibrations:
+(two runs, stores, hardware or solution versions, task by task, with verdicts),
+:func:`earlier_durations` (how long earlier evaluations took: a launch runs the longest first). Calibrations:
 :func:`save_calibration`, :func:`load_calibrations`, :func:`calibration_for`. Showing answers
 and the report (text tables, JSON, CSV, HTML) is :mod:`sweep.store.render`, which reads
 through this package and is never imported by it.
@@ -25,6 +26,7 @@ No DuckDB or Arrow import happens at import time of this package.
 from sweep.store._calibration import calibration_for, load_calibrations, save_calibration
 from sweep.store._compare import VERDICTS, CompareSummary, Comparison, SideInfo, TaskComparison, compare
 from sweep.store._connection import StoreLockedError
+from sweep.store._durations import EarlierRun, earlier_durations
 from sweep.store._export import ExportReport, export_parquet
 from sweep.store._ingest import IngestReport, ingest
 from sweep.store._insert import AddCounts
@@ -57,6 +59,7 @@ __all__ = [
     "AddCounts",
     "CompareSummary",
     "Comparison",
+    "EarlierRun",
     "ExportReport",
     "IngestReport",
     "KernelProfile",
@@ -77,6 +80,7 @@ __all__ = [
     "column_names",
     "compare",
     "completed_task_ids",
+    "earlier_durations",
     "export_parquet",
     "ingest",
     "load_calibrations",

@@ -1,5 +1,5 @@
 """Estimated durations of a launch's tasks from earlier runs: the rules of ``_estimates`` and
-a store with earlier traces through the driver's ``_estimated``."""
+a store with earlier traces through ``estimated_for``."""
 
 from __future__ import annotations
 
@@ -11,8 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweep.launch._estimates import estimate_durations, workload_size
-from sweep.launch.driver import _estimated
+from sweep.launch._estimates import estimate_durations, estimated_for, workload_size
 from sweep.launch.progress import Progress
 from sweep.schema import Definition, EvalSettings, Solution, Trace, Workload
 from sweep.schema.task import Task
@@ -130,6 +129,6 @@ def test_the_launch_reads_the_estimates_from_the_store(tmp_path: Path) -> None:
         w.write_many(traces)
     todo = [_task("a", 64), _task("b", 16), _task("x", 16, definition="fresh")]
     out = io.StringIO()
-    est = _estimated(todo, results, results / "sweep.duckdb", Progress(3, out, interval_s=0.0))
+    est = estimated_for(todo, results, results / "sweep.duckdb", Progress(3, out, interval_s=0.0).note)
     assert est == {todo[0].task_id: pytest.approx(5.0), todo[1].task_id: pytest.approx(1.0)}
     assert "longest first: 2 of 3 task(s) timed by earlier runs" in out.getvalue()

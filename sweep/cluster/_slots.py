@@ -21,8 +21,8 @@ every reference in flight (``depth`` per worker). Here:
 - once a call is back, a turn gathers what else finishes for a moment (``gather_s``), in
   proportion to the references waited on: a wait costs ~0.2-0.5 us per reference in Ray
   (measured on the CPU bench machine), so the turns of a thousand workers are ~10 ms apart
-  and waiting costs a few percent of a core at any worker count. No GPU waits for it: each
-  has its next call queued (the loop's ``depth``).
+  and waiting costs a few percent of a core at any worker count. Once all are up, no GPU
+  waits for it: each has its next call queued (the loop's ``depth``).
 """
 
 from __future__ import annotations

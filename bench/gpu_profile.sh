@@ -11,14 +11,7 @@ REPO=$(cd "$(dirname "$0")/.." && pwd)
 cd "$REPO"
 OUT=${OUT:-$(mktemp -d)}
 source bench/gpu_site.sh
-for tool in ncu compute-sanitizer; do
-    if ! command -v "$tool" >/dev/null; then
-        for d in /usr/local/cuda/bin /usr/local/cuda/nsight-compute*/ /opt/nvidia/nsight-compute/*/; do
-            if [ -x "$d/$tool" ]; then export PATH="$PATH:$d"; break; fi
-        done
-    fi
-    echo "$tool: $(command -v "$tool" || echo MISSING)"
-done
+cuda_tools_on_path
 rc=0
 echo "== GPU tests (pytest -m gpu tests/engine/test_gpu_profile.py)"
 python3 -m pytest -q -m gpu -p no:cacheprovider tests/engine/test_gpu_profile.py 2>&1 | tee "$OUT/pytest_gpu_profile.log" | tail -n 15

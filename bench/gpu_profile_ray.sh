@@ -15,14 +15,7 @@ cd "$REPO"
 OUT=${OUT:-$(mktemp -d)}
 mkdir -p "$OUT"
 source bench/gpu_site.sh
-for tool in ncu compute-sanitizer; do
-    if ! command -v "$tool" >/dev/null; then
-        for d in /usr/local/cuda/bin /usr/local/cuda/nsight-compute*/ /opt/nvidia/nsight-compute/*/; do
-            if [ -x "$d/$tool" ]; then export PATH="$PATH:$d"; break; fi
-        done
-    fi
-    echo "$tool: $(command -v "$tool" || echo MISSING)"
-done
+cuda_tools_on_path
 cat > "$OUT/profile-ray.yaml" <<YAML
 name: gpu-profile-ray
 dataset: [$REPO, $REPO/tests/data/profile]

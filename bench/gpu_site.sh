@@ -19,3 +19,17 @@ if ! PYTHONPATH="$SITE" python3 -c "import ray, duckdb, pydantic" 2>/dev/null; t
 fi
 export PYTHONPATH="$SITE:$REPO:${PYTHONPATH:-}" PYTHONUNBUFFERED=1
 unset RAY_ADDRESS
+
+# ncu and compute-sanitizer on PATH when the CUDA toolkit has them outside it (the GPU hosts keep
+# them in /usr/local/cuda/bin); prints where each was found, or MISSING.
+cuda_tools_on_path() {
+    local tool d
+    for tool in ncu compute-sanitizer; do
+        if ! command -v "$tool" >/dev/null; then
+            for d in /usr/local/cuda/bin /usr/local/cuda/nsight-compute*/ /opt/nvidia/nsight-compute/*/; do
+                if [ -x "$d/$tool" ]; then export PATH="$PATH:$d"; break; fi
+            done
+        fi
+        echo "$tool: $(command -v "$tool" || echo MISSING)"
+    done
+}

@@ -36,7 +36,7 @@ from sweep.schema.hardware import short_name
 from sweep.schema.task import Task
 from sweep.schema.trace_log import clip_log
 
-__all__ = ["build", "default_cache", "evaluate", "evaluate_pair"]
+__all__ = ["build", "default_cache", "evaluate", "evaluate_pair", "trace_of"]
 
 _default_cache: EngineCache | None = None
 
@@ -133,7 +133,11 @@ def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None
         value = getattr(result, name)
         if value is not None:
             fields[name] = value
-    evaluation = Evaluation(**fields)
+    return trace_of(task, Evaluation(**fields), started)
+
+
+def trace_of(task: Task, evaluation: Evaluation, started: str | None = None) -> Trace:
+    """The trace of ``task`` with ``evaluation``, its provenance stamped by this process."""
     provenance = task.provenance(worker_pid=os.getpid(), started_at=started, finished_at=_now())
     return Trace(
         definition=task.definition.name,

@@ -36,7 +36,7 @@ import torch
 from sweep.engine._cache import EngineCache
 from sweep.engine._capture import capture_output
 from sweep.engine._envinfo import resolve_device
-from sweep.engine._evaluate import _environment, _now, _nvml, _set_mode, default_cache
+from sweep.engine._evaluate import _environment, _now, _nvml, _set_mode, default_cache, trace_of
 from sweep.engine._global_state import preserved_state
 from sweep.engine._outcome import Stop
 from sweep.engine._phases import new_run
@@ -120,11 +120,4 @@ def precompile(task: Task, *, device: str | None = None, cache: EngineCache | No
         log=clip_log(log, task.settings.log_limit_bytes),
         seed=seed,
     )
-    return Trace(
-        definition=task.definition.name,
-        workload=task.workload,
-        solution=task.solution.name,
-        evaluation=evaluation,
-        provenance=task.provenance(worker_pid=os.getpid(), finished_at=_now()),
-        **({"solution_params": task.params} if task.params is not None else {}),
-    )
+    return trace_of(task, evaluation)

@@ -82,7 +82,7 @@ def _env(cache: Path) -> dict[str, str]:
     return env
 
 
-def _ours(cfg: Path, work: Path, label: str) -> dict[str, object]:
+def _ours(cfg: Path, results: Path, work: Path, label: str) -> dict[str, object]:
     from sweep.store import query
 
     cache = work / f"triton-cache-{label}"
@@ -101,7 +101,6 @@ def _ours(cfg: Path, work: Path, label: str) -> dict[str, object]:
     )
     if out.returncode != 0:
         print(out.stderr[-3000:])
-    results = Path(cfg.read_text().split("results_dir: ")[1].split("}")[0])
     rows = query(
         results / "sweep.duckdb",
         f"SELECT solution_params, status, latency_ms FROM latest WHERE solution = '{NAME}'",
@@ -181,10 +180,10 @@ def main() -> int:
         flush=True,
     )
 
-    runs = {"sweep launch, compile pool": _ours(cfg_pool, work, "pool")}
+    runs = {"sweep launch, compile pool": _ours(cfg_pool, work / "results-pool", work, "pool")}
     if args.no_pool:
         cfg0 = _config(work / "nopool.yaml", data, uuid, work / "results-nopool", args.grid, "0")
-        runs["sweep launch, no pool"] = _ours(cfg0, work, "nopool")
+        runs["sweep launch, no pool"] = _ours(cfg0, work / "results-nopool", work, "nopool")
 
     print(f"\n{'run':<30} {'points':>6} {'wall s':>8} {'vs autotune':>12}")
     print(f"{'@triton.autotune (anchor)':<30} {anchor['configs']:>6} {anchor_wall:>8.1f} {1.0:>11.2f}x")

@@ -8,7 +8,8 @@
 Nothing here imports ray or torch at module level.
 """
 
-from sweep.launch.driver import STORE_FLUSH_S, LaunchOptions, LaunchResult, launch, new_run_id
+from sweep.launch._run import STORE_FLUSH_S
+from sweep.launch.driver import LaunchOptions, LaunchResult, launch, new_run_id
 from sweep.launch.local import evaluate_from_dataset
 
 __all__ = ["STORE_FLUSH_S", "LaunchOptions", "LaunchResult", "evaluate_from_dataset", "launch", "new_run_id"]

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import os
 import secrets
-import time
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -40,19 +39,18 @@ from sweep.cluster.connect import (
     pools_for_targets,
 )
 from sweep.cluster.sandbox import SandboxSpec
-from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
+from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats
 from sweep.cluster.warm import WarmWorkers
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
-from sweep.launch._estimates import estimated_for
+from sweep.launch._run import StartClock, StoreOpening, run_sweep
 from sweep.launch.progress import Progress, SummaryRow, Tally
 from sweep.plan import Exclusion, Plan, Selection, build_plan, combined_excluded, select, with_lines
-from sweep.plan.dataset import Dataset, load_dataset
-from sweep.schema import Definition, Trace
+from sweep.plan.dataset import load_dataset
+from sweep.schema import Definition
 from sweep.schema.task import Task
 
 __all__ = [
-    "STORE_FLUSH_S",
     "HardwareCounts",
     "LaunchOptions",
     "LaunchResult",
@@ -60,9 +58,6 @@ __all__ = [
     "new_run_id",
     "operator_check",
 ]
-
-#: Seconds between batched inserts into the DuckDB store during a launch.
-STORE_FLUSH_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -127,6 +122,12 @@ class LaunchResult:
     kept_workers: bool = False
     #: Stale warm workers this launch stopped and replaced, and why.
     replaced: list[str] = field(default_factory=list)
+    #: Seconds from the launch's start to its first worker ready to evaluate (``None`` when
+    #: nothing ran): config, plan, Ray, the store and the worker.
+    startup_s: float | None = None
+    #: Steps of the start (``plan``, ``ray``, ``store``, ``scheduler``) with the seconds
+    #: since the launch began when each ended.
+    phases: tuple[tuple[str, float], ...] = ()
 
 
 def new_run_id() -> str:
@@ -204,7 +205,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         StoreError: The results cannot be written.
     """
     opts = options or LaunchOptions()
-    t0 = time.monotonic()
+    clock = StartClock()
     config: SweepConfig = load_config(config_path, opts.overrides)
     dataset = load_dataset(config.dataset)
     try:
@@ -214,36 +215,56 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
     choice = config.hardware_choice()  # auto, all: the cluster decides
     run_id = new_run_id()
     plans: list[Plan] = []
+    opening: StoreOpening | None = None
     if choice.mode == "named":
         plans = _plans(selection, choice.targets)
         todo = _pending(plans, opts.force)
         if not todo:
-            return _result(run_id, plans, todo, Tally(), t0, None, SchedulerStats())
-    flag = opts.overrides.address if opts.overrides is not None else None
-    address = resolve_address(flag, config)
-    conn: RayConnection = connect(config, address)
+            return _result(run_id, plans, todo, Tally(), clock, None, SchedulerStats())
+        # The store opens while Ray starts (each takes a good part of a second or more).
+        opening = StoreOpening(config, dataset, run_id, todo)
+    clock.mark("plan")
     try:
-        if not plans:
-            targets = [auto_target(conn.info)] if choice.mode == "auto" else gpu_targets(conn.info)
-            plans = _plans(selection, targets)
-            todo = _pending(plans, opts.force)
-            if not todo:
-                return _result(run_id, plans, todo, Tally(), t0, conn.info, SchedulerStats())
-        # Only targets with tasks left need workers (a target whose tasks are all stored
-        # needs no node, as a launch of that one target would not connect at all).
-        left = Counter(t.hardware for t in todo)
-        work = {p.hardware: left[p.hardware] for p in plans if left[p.hardware]}
-        pools = pools_for_targets(work, conn.info)
-        if conn.portable_paths:
-            todo = _portable(todo, Path(os.getcwd()).resolve())
-        warm = _warm_workers(config, address, conn, run_id)
-        tally, stats = _run(run_id, plans, todo, dataset, pools, opts, warm)
-        result = _result(run_id, plans, todo, tally, t0, conn.info, stats)
-        if warm is not None:
-            result.kept_workers, result.replaced = True, list(warm.replaced)
-        return result
+        flag = opts.overrides.address if opts.overrides is not None else None
+        address = resolve_address(flag, config)
+        conn: RayConnection = connect(config, address)
+        clock.mark("ray")
+        try:
+            if not plans:
+                targets = [auto_target(conn.info)] if choice.mode == "auto" else gpu_targets(conn.info)
+                plans = _plans(selection, targets)
+                todo = _pending(plans, opts.force)
+                if not todo:
+                    return _result(run_id, plans, todo, Tally(), clock, conn.info, SchedulerStats())
+                opening = StoreOpening(config, dataset, run_id)
+            # Only targets with tasks left need workers (a target whose tasks are all stored
+            # needs no node, as a launch of that one target would not connect at all).
+            left = Counter(t.hardware for t in todo)
+            work = {p.hardware: left[p.hardware] for p in plans if left[p.hardware]}
+            pools = pools_for_targets(work, conn.info)
+            if conn.portable_paths:
+                todo = _portable(todo, Path(os.getcwd()).resolve())
+            warm = _warm_workers(config, address, conn, run_id)
+            progress = _progress(config, run_id, plans, todo, pools, opts)
+            spec = SandboxSpec(
+                backend=opts.backend,
+                device_kind="auto",
+                preload=opts.preload,
+                compile_workers=-1 if config.ray.compile_workers == "auto" else config.ray.compile_workers,
+            )
+            assert opening is not None
+            tally, stats = run_sweep(
+                run_id, plans, todo, opening, pools, (spec, opts.scheduler, progress), warm, clock
+            )
+            result = _result(run_id, plans, todo, tally, clock, conn.info, stats)
+            if warm is not None:
+                result.kept_workers, result.replaced = True, list(warm.replaced)
+            return result
+        finally:
+            conn.close()
     finally:
-        conn.close()
+        if opening is not None:
+            opening.discard()
 
 
 def _warm_workers(
@@ -256,105 +277,36 @@ def _warm_workers(
     return WarmWorkers(run_id, idle_timeout_s=config.ray.idle_timeout_s)
 
 
-def _run(
+def _progress(
+    config: SweepConfig,
     run_id: str,
     plans: Sequence[Plan],
-    todo: list[Task],
-    dataset: Dataset,
-    pools: list[Pool],
+    todo: Sequence[Task],
+    pools: Sequence[Pool],
     opts: LaunchOptions,
-    warm: WarmWorkers | None,
-) -> tuple[Tally, SchedulerStats]:
-    from sweep.store import ResultsWriter, StoreContext
-
-    config = plans[0].config
-    out = config.output
-    tally = Tally()
-    stats = SchedulerStats()
-    progress = None if opts.quiet else Progress(len(todo), opts.progress)
+) -> Progress | None:
+    """The progress line, after its first note (what runs where, what is skipped)."""
+    if opts.quiet:
+        return None
+    progress = Progress(len(todo), opts.progress)
     skipped = sum(len(p.tasks) for p in plans) - len(todo)
-    if progress is not None:
-        workers: Counter[str] = Counter()
-        for pool in pools:
-            workers[pool.target] += pool.size
-        on = " + ".join(f"{n} {target}" for target, n in workers.items())
-        progress.note(
-            f"sweep {config.name!r} run {run_id}: {len(todo)} task(s) on {on} worker(s)"
-            + (f", {skipped} already stored (skipped; --force re-runs them)" if skipped else "")
-        )
-    # Each target's tasks carry the ceilings calibrated on that hardware, if any.
-    results = Path(out.results_dir)
-    todo = [
-        task
-        for p in plans
-        for task in _with_ceilings(
-            [t for t in todo if t.hardware == p.hardware], results, p.hardware, progress
-        )
-    ]
-    target_of = {t.task_id: t.hardware for t in todo}
-    compile_workers = config.ray.compile_workers
-    spec = SandboxSpec(
-        backend=opts.backend,
-        device_kind="auto",
-        preload=opts.preload,
-        compile_workers=-1 if compile_workers == "auto" else compile_workers,
+    workers: Counter[str] = Counter()
+    for pool in pools:
+        workers[pool.target] += pool.size
+    on = " + ".join(f"{n} {target}" for target, n in workers.items())
+    progress.note(
+        f"sweep {config.name!r} run {run_id}: {len(todo)} task(s) on {on} worker(s)"
+        + (f", {skipped} already stored (skipped; --force re-runs them)" if skipped else "")
     )
-    estimated = estimated_for(
-        todo, Path(out.results_dir), Path(out.store_path()), progress.note if progress else None
-    )
-    context = StoreContext.from_dataset(dataset)
-    # The traces the scheduler hands over together are in the JSONL log (one fsync per log
-    # file for the group) before the next ones are handled; DuckDB gets them in batches every
-    # STORE_FLUSH_S (readers merge the log tail meanwhile). Flushing every 0.25 s cost ~2 ms
-    # of driver CPU per trace on a 2-core box, every 2 s ~0.85 ms.
-    with ResultsWriter(
-        Path(out.results_dir),
-        Path(out.store_path()),
-        sweep=config.name,
-        run_id=run_id,
-        context=context,
-        flush_interval_s=STORE_FLUSH_S,
-    ) as w:
-
-        def on_traces(traces: Sequence[Trace]) -> None:
-            w.write_many(traces)
-            for trace in traces:
-                task_id = trace.provenance.task_id if trace.provenance is not None else None
-                tally.add(trace, target_of.get(task_id or "", ""))
-                if progress is not None:
-                    progress.update(trace)
-
-        try:
-            stats = run_tasks(
-                todo,
-                pools,
-                spec,
-                run_id=run_id,
-                on_traces=on_traces,
-                options=opts.scheduler,
-                on_tick=progress.tick if progress is not None else None,
-                workers=warm,
-                estimated_s=estimated,
-            )
-        finally:
-            if progress is not None:
-                progress.finish()
-    return tally, stats
+    return progress
 
 
-def _with_ceilings(todo: list[Task], results: Path, hardware: str, progress: Progress | None) -> list[Task]:
-    """The tasks, carrying the newest ceilings calibrated on ``hardware`` (``sweep calibrate``)
-    when there are some: the engine then gives fractions of what the nodes reach."""
-    from sweep.store import calibration_for
-
-    if not todo:
-        return todo
-    ceilings = calibration_for(results, hardware)
-    if ceilings is None:
-        return todo
-    if progress is not None:
-        progress.note(f"{hardware}: fractions of peak against the ceilings {ceilings.source}")
-    return [t.model_copy(update={"ceilings": ceilings}) for t in todo]
+def _startup_s(clock: StartClock, stats: SchedulerStats) -> float | None:
+    """Seconds from the launch's start to its first worker ready."""
+    started = dict(clock.phases).get("scheduler")
+    if started is None or stats.first_ready_s is None:
+        return None
+    return started + stats.first_ready_s
 
 
 def _result(
@@ -362,7 +314,7 @@ def _result(
     plans: Sequence[Plan],
     todo: Sequence[Task],
     tally: Tally,
-    t0: float,
+    clock: StartClock,
     cluster: ClusterInfo | None,
     stats: SchedulerStats,
 ) -> LaunchResult:
@@ -387,7 +339,9 @@ def _result(
         ran=sum(tally.statuses.values()),
         statuses=tally.statuses,
         rows=tally.sorted_rows(),
-        wall_s=time.monotonic() - t0,
+        wall_s=clock.elapsed(),
+        startup_s=_startup_s(clock, stats),
+        phases=clock.phases,
         results_dir=out.results_dir,
         store_path=out.store_path(),
         cluster=cluster,

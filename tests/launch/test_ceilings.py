@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 from pathlib import Path
 
-from sweep.launch.driver import _with_ceilings
+from sweep.launch._run import _with_ceilings
 from sweep.launch.progress import Progress
 from sweep.plan.dataset import load_dataset
 from sweep.schema import Ceilings, EvalSettings

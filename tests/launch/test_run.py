@@ -1,0 +1,62 @@
+"""The results store opened in a thread while Ray starts (``StoreOpening``): what ``take``
+hands over or raises, and ``discard`` freeing the results folder."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sweep.config import SweepConfig, load_config
+from sweep.errors import StoreError
+from sweep.launch._run import StoreOpening
+from sweep.plan import load_dataset
+from sweep.store import ResultsWriter
+from tests.cluster.conftest import write_config, write_dataset
+
+_OK = "def run(x):\n    return x + 1\n"
+
+
+def _config(tmp_path: Path) -> SweepConfig:
+    data = write_dataset(tmp_path / "data", {"ok": _OK}, n_workloads=2)
+    return load_config(write_config(tmp_path / "c.yaml", [data], tmp_path / "results", hardware="H100"))
+
+
+def _writer(config: SweepConfig) -> ResultsWriter:
+    out = config.output
+    return ResultsWriter(Path(out.results_dir), Path(out.store_path()), sweep="other", run_id="r")
+
+
+def test_the_store_opens_in_a_thread_and_discard_frees_the_folder(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    dataset = load_dataset(config.dataset)
+    opening = StoreOpening(config, dataset, "run-1")
+    with opening.take() as w:
+        assert w.run_id == "run-1"
+        with pytest.raises(StoreError, match="another sweep is writing"):
+            _writer(config)
+    opening.discard()  # taken: nothing to close
+
+    # Opened, never taken: discard closes it, and the folder is free again.
+    unused = StoreOpening(config, dataset, "run-2")
+    unused.discard()
+    _writer(config).close()
+
+
+def test_an_error_while_opening_is_raised_by_take(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    with _writer(config):
+        opening = StoreOpening(config, load_dataset(config.dataset), "run-1")
+        with pytest.raises(StoreError, match="another sweep is writing"):
+            opening.take()
+        opening.discard()
+
+
+def test_durations_are_read_for_the_tasks_given(tmp_path: Path) -> None:
+    config = _config(tmp_path)
+    opening = StoreOpening(config, load_dataset(config.dataset), "run-1", todo=[])
+    opening.take().close()
+    assert opening.estimated == {}
+    without = StoreOpening(config, load_dataset(config.dataset), "run-2")
+    without.take().close()
+    assert without.estimated is None

@@ -17,13 +17,16 @@ if ! PYTHONPATH="$SITE" python3 -c "import ray, duckdb, pydantic" 2>/dev/null; t
     mkdir -p "$SITE"
     tar -xJf "$_bundle" -C "$SITE"
 fi
-# Bytecode, as a pip install leaves it: the bundle and this checkout come without .pyc files,
-# and this host's Python does not write them at import, so every fresh process would compile
-# some 900 modules again (1.3 s of a launch's start on an H100 host). Once per site; the
-# checkout's only when its sources changed.
-if [ ! -f "$SITE/.compiled" ]; then
+# Bytecode, as a pip install leaves it: this host sets PYTHONDONTWRITEBYTECODE and the bundle,
+# the checkout and the host's own site-packages come without .pyc files, so every fresh
+# process compiled some 900 modules again (1.3 s of a launch's start on an H100 host). Python
+# writes them under a cache folder of its own instead (the sources' folders stay untouched),
+# the bundle's and the checkout's compiled here ahead.
+unset PYTHONDONTWRITEBYTECODE
+export PYTHONPYCACHEPREFIX=${PYTHONPYCACHEPREFIX:-/tmp/sweep-pycache}
+if [ ! -f "$PYTHONPYCACHEPREFIX/.site-compiled" ]; then
     python3 -m compileall -q -j 0 "$SITE" >/dev/null 2>&1 || true
-    touch "$SITE/.compiled"
+    mkdir -p "$PYTHONPYCACHEPREFIX" && touch "$PYTHONPYCACHEPREFIX/.site-compiled"
 fi
 python3 -m compileall -q "$REPO/sweep" >/dev/null 2>&1 || true
 export PYTHONPATH="$SITE:$REPO:${PYTHONPATH:-}" PYTHONUNBUFFERED=1

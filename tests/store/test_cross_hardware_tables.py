@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 import duckdb
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -113,7 +114,9 @@ def _batch(step: list[Trace] | str) -> RowBatch:
     return b
 
 
-_SETTINGS = settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
+_SETTINGS = settings(
+    max_examples=25, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow]
+)
 
 
 @_SETTINGS
@@ -206,3 +209,22 @@ def test_a_schema_6_store_migrates_with_its_pairs(tmp_path: Path) -> None:
         s.require("cross_hardware")
         assert _check(s.con) == 12
         assert _rows(s.con, "SELECT * FROM cross_hardware") == before
+
+
+def test_batches_of_many_pair_keys_read_their_rows_by_a_join(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Past _FEW_KEYS keys a batch's stored rows are found by a join instead of a list of keys.
+    import sweep.store._cross_hardware as xh
+
+    monkeypatch.setattr(xh, "_FEW_KEYS", 1)
+    store = Store(tmp_path / "sweep.duckdb")
+    for day, lat in ((2, 1.0), (3, 0.5), (1, 4.0), (3, 0.25)):
+        b = RowBatch()
+        for s in ("s1", "s2"):
+            for w in ("wl-1", "wl-2"):
+                for hw in ("NVIDIA_H100", "NVIDIA_H200") if day != 1 else ("NVIDIA_B200",):
+                    b.add_trace(make_trace(s, w, hw, latency=lat, ts=f"2026-01-0{day}T00:00:00Z"), source="t")
+        store.add(b)
+        _check_store(store)
+    assert _check_store(store) == 12

@@ -80,14 +80,32 @@ WHERE a.solution_hash IS NOT NULL OR a.solution IS NOT NULL"""
 _FEW_KEYS = 1024
 
 
-def _rows_of_keys_sql(new: str, con: duckdb.DuckDBPyConnection) -> str:
-    """A SELECT of the stored rows of ``cross_hardware_latest`` whose pair key ``new`` has."""
+def _rows_of_keys_sql(con: duckdb.DuckDBPyConnection, new: str, latest: str) -> str:
+    """A SELECT of the rows of ``latest`` whose pair key ``new`` has."""
     rows = con.execute(f"SELECT DISTINCT pair_key FROM ({new}) LIMIT {_FEW_KEYS + 1}").fetchall()
     if len(rows) <= _FEW_KEYS:
         return (
-            f"SELECT * FROM {LATEST} WHERE pair_key IN ({', '.join(f'{int(k)}::UHUGEINT' for (k,) in rows)})"
+            f"SELECT * FROM {latest} WHERE pair_key IN ({', '.join(f'{int(k)}::UHUGEINT' for (k,) in rows)})"
         )
-    return f"SELECT * FROM {LATEST} l WHERE EXISTS (SELECT 1 FROM ({new}) n WHERE n.pair_key = l.pair_key)"
+    return f"SELECT * FROM {latest} l WHERE EXISTS (SELECT 1 FROM ({new}) n WHERE n.pair_key = l.pair_key)"
+
+
+def _changes(
+    con: duckdb.DuckDBPyConnection, new: str, latest: str, rows: str, winners: str
+) -> tuple[str, str]:
+    """What ``new`` rows change in ``latest``, as two temporary tables: ``rows``, the stored rows
+    of their pair keys, read once (rivals of the same group, partners on other hardware), and
+    ``winners``, the new rows now newest of their group. Returns SQL of the pair keys that
+    changed, and of those keys' rows after the change."""
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {rows} AS {_rows_of_keys_sql(con, new, latest)}")
+    candidates = f"SELECT *, true AS _new FROM ({new}) UNION ALL SELECT *, false AS _new FROM {rows}"
+    con.execute(
+        f"CREATE OR REPLACE TEMP TABLE {winners} AS SELECT {_cols()} FROM ({_winners_sql(candidates)}) WHERE _new"
+    )
+    keys = f"(SELECT DISTINCT definition, pair_key FROM {winners})"
+    after = f"""(SELECT * FROM {rows} r WHERE NOT EXISTS (SELECT 1 FROM {winners} w WHERE {_same_group("w", "r")})
+UNION ALL SELECT * FROM {winners})"""
+    return keys, after
 
 
 def last_rowid(con: duckdb.DuckDBPyConnection) -> int:
@@ -105,21 +123,12 @@ def add_new_traces(con: duckdb.DuckDBPyConnection, after_rowid: int) -> None:
     rows, and their pair keys' pairs, are replaced.
     """
     new = f"SELECT {_cols()} FROM traces WHERE rowid > {int(after_rowid)}"
-    # Read once: the new rows' rivals (same group) and partners (same key, other hardware).
-    con.execute(f"CREATE OR REPLACE TEMP TABLE _xh_rows AS {_rows_of_keys_sql(new, con)}")
     try:
-        candidates = f"SELECT *, true AS _new FROM ({new}) UNION ALL SELECT *, false AS _new FROM _xh_rows"
-        con.execute(
-            "CREATE OR REPLACE TEMP TABLE _xh_winners AS "
-            f"SELECT {_cols()} FROM ({_winners_sql(candidates)}) WHERE _new"
-        )
-        keys = "(SELECT DISTINCT definition, pair_key FROM _xh_winners)"
-        after = f"""SELECT * FROM _xh_rows r WHERE NOT EXISTS (SELECT 1 FROM _xh_winners w WHERE {_same_group("w", "r")})
-UNION ALL SELECT * FROM _xh_winners"""
+        keys, after = _changes(con, new, LATEST, "_xh_rows", "_xh_winners")
         con.execute(f"DELETE FROM {LATEST} l USING _xh_winners w WHERE {_same_group('w', 'l')}")
         con.execute(f"INSERT INTO {LATEST} SELECT * FROM _xh_winners")
         con.execute(f"DELETE FROM {PAIRS} p USING {keys} k WHERE {_same_group('k', 'p', _GROUP[:2])}")
-        con.execute(f"INSERT INTO {PAIRS} {_pairs_sql(f'({after})', keys)}")
+        con.execute(f"INSERT INTO {PAIRS} {_pairs_sql(after, keys)}")
     finally:
         con.execute("DROP TABLE IF EXISTS _xh_rows")
         con.execute("DROP TABLE IF EXISTS _xh_winners")
@@ -163,18 +172,13 @@ def overlay_tail(con: duckdb.DuckDBPyConnection, main: str, tail: str) -> None:
     The groups where a tail trace is newest get their new rows; the pairs of their pair keys
     are recomputed over the overlaid rows; every other row is the stored one.
     """
-    stored = f"{main}.{LATEST}"
-    new = f"SELECT {_cols()} FROM {tail}"
-    rivals = f"SELECT {_cols('l.')} FROM {stored} l WHERE EXISTS (SELECT 1 FROM {tail} n WHERE {_same_group('n', 'l')})"
-    candidates = f"SELECT *, true AS _new FROM ({new}) UNION ALL SELECT *, false AS _new FROM ({rivals})"
-    con.execute(
-        f"CREATE TEMP TABLE tail_{LATEST} AS SELECT {_cols()} FROM ({_winners_sql(candidates)}) WHERE _new"
+    keys, after = _changes(
+        con, f"SELECT {_cols()} FROM {tail}", f"{main}.{LATEST}", "tail_xh_rows", f"tail_{LATEST}"
     )
+    con.execute(f"CREATE TEMP TABLE tail_{PAIRS} AS {_pairs_sql(after, keys)}")
     con.execute(f"""CREATE TEMP VIEW {LATEST} AS
-SELECT * FROM {stored} l WHERE NOT EXISTS (SELECT 1 FROM tail_{LATEST} w WHERE {_same_group("w", "l")})
+SELECT * FROM {main}.{LATEST} l WHERE NOT EXISTS (SELECT 1 FROM tail_{LATEST} w WHERE {_same_group("w", "l")})
 UNION ALL SELECT * FROM tail_{LATEST}""")
-    keys = f"(SELECT DISTINCT definition, pair_key FROM tail_{LATEST})"
-    con.execute(f"CREATE TEMP TABLE tail_{PAIRS} AS {_pairs_sql(LATEST, keys)}")
     con.execute(f"""CREATE TEMP VIEW {PAIRS} AS
 SELECT * FROM {main}.{PAIRS} p WHERE NOT EXISTS (SELECT 1 FROM {keys} k WHERE {_same_group("k", "p", _GROUP[:2])})
 UNION ALL SELECT * FROM tail_{PAIRS}""")

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sweep.store._connection import fetch_one
+from sweep.store._connection import count, fetch_one
 from sweep.store._schema import column_names
 
 if TYPE_CHECKING:
@@ -87,16 +87,22 @@ def _rows_of_keys_sql(con: duckdb.DuckDBPyConnection, new: str, latest: str) -> 
         return (
             f"SELECT * FROM {latest} WHERE pair_key IN ({', '.join(f'{int(k)}::UHUGEINT' for (k,) in rows)})"
         )
-    return f"SELECT * FROM {latest} l WHERE EXISTS (SELECT 1 FROM ({new}) n WHERE n.pair_key = l.pair_key)"
+    shares = f"EXISTS (SELECT 1 FROM ({new}) n WHERE n.pair_key = l.pair_key)"
+    # First over pair_key alone: a batch of new tasks (most of an ingest) shares no key with
+    # the store, and then no other column needs reading (at 1M traces, most of the cost).
+    if count(con, f"SELECT count(*) FROM {latest} l WHERE {shares}") == 0:
+        return f"SELECT * FROM {latest} WHERE false"
+    return f"SELECT * FROM {latest} l WHERE {shares}"
 
 
 def _changes(
     con: duckdb.DuckDBPyConnection, new: str, latest: str, rows: str, winners: str
-) -> tuple[str, str]:
+) -> tuple[str, str, bool]:
     """What ``new`` rows change in ``latest``, as two temporary tables: ``rows``, the stored rows
     of their pair keys, read once (rivals of the same group, partners on other hardware), and
     ``winners``, the new rows now newest of their group. Returns SQL of the pair keys that
-    changed, and of those keys' rows after the change."""
+    changed, and of those keys' rows after the change, and whether any stored row shares a
+    pair key with ``new`` (if not, nothing stored needs replacing)."""
     con.execute(f"CREATE OR REPLACE TEMP TABLE {rows} AS {_rows_of_keys_sql(con, new, latest)}")
     candidates = f"SELECT *, true AS _new FROM ({new}) UNION ALL SELECT *, false AS _new FROM {rows}"
     con.execute(
@@ -105,7 +111,7 @@ def _changes(
     keys = f"(SELECT DISTINCT definition, pair_key FROM {winners})"
     after = f"""(SELECT * FROM {rows} r WHERE NOT EXISTS (SELECT 1 FROM {winners} w WHERE {_same_group("w", "r")})
 UNION ALL SELECT * FROM {winners})"""
-    return keys, after
+    return keys, after, count(con, f"SELECT count(*) FROM {rows}") > 0
 
 
 def last_rowid(con: duckdb.DuckDBPyConnection) -> int:
@@ -124,10 +130,11 @@ def add_new_traces(con: duckdb.DuckDBPyConnection, after_rowid: int) -> None:
     """
     new = f"SELECT {_cols()} FROM traces WHERE rowid > {int(after_rowid)}"
     try:
-        keys, after = _changes(con, new, LATEST, "_xh_rows", "_xh_winners")
-        con.execute(f"DELETE FROM {LATEST} l USING _xh_winners w WHERE {_same_group('w', 'l')}")
+        keys, after, stored = _changes(con, new, LATEST, "_xh_rows", "_xh_winners")
+        if stored:
+            con.execute(f"DELETE FROM {LATEST} l USING _xh_winners w WHERE {_same_group('w', 'l')}")
+            con.execute(f"DELETE FROM {PAIRS} p USING {keys} k WHERE {_same_group('k', 'p', _GROUP[:2])}")
         con.execute(f"INSERT INTO {LATEST} SELECT * FROM _xh_winners")
-        con.execute(f"DELETE FROM {PAIRS} p USING {keys} k WHERE {_same_group('k', 'p', _GROUP[:2])}")
         con.execute(f"INSERT INTO {PAIRS} {_pairs_sql(after, keys)}")
     finally:
         con.execute("DROP TABLE IF EXISTS _xh_rows")
@@ -172,7 +179,7 @@ def overlay_tail(con: duckdb.DuckDBPyConnection, main: str, tail: str) -> None:
     The groups where a tail trace is newest get their new rows; the pairs of their pair keys
     are recomputed over the overlaid rows; every other row is the stored one.
     """
-    keys, after = _changes(
+    keys, after, _ = _changes(
         con, f"SELECT {_cols()} FROM {tail}", f"{main}.{LATEST}", "tail_xh_rows", f"tail_{LATEST}"
     )
     con.execute(f"CREATE TEMP TABLE tail_{PAIRS} AS {_pairs_sql(after, keys)}")

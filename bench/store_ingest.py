@@ -24,7 +24,16 @@ README's cross-hardware queries, on the store ``ingest`` made, and the same quer
 view as main defined it (schema 5: partitioned and joined on four strings and an
 expression), inlined as a CTE of the same session.
 
-Usage: ``.venv/bin/python bench/store_ingest.py [--sizes 100000 1000000] [--repeat 5]``
+Before the timings, the rows of ``cross_hardware`` are checked to be exactly those of main's
+view (as multisets, in one session), so the speed is not bought with a different answer.
+
+``--keep DIR`` keeps each size's results folder and stores under ``DIR/<size>/`` (instead of a
+temporary folder); ``--queries-only`` (with ``--keep``) then runs only the queries on the store
+kept there, so a 1M store need not be written and ingested again. A kept store of an older
+schema is migrated by the first open, timed on a line of its own.
+
+Usage: ``.venv/bin/python bench/store_ingest.py [--sizes 100000 1000000] [--repeat 5]
+[--keep DIR [--queries-only]]``
 """
 
 from __future__ import annotations
@@ -245,6 +254,61 @@ def query_latency(store: Path, sql: str, repeat: int) -> tuple[float, float, flo
     return statistics.median(times), min(times), statistics.median(cpu), n
 
 
+def check_same_rows(store: Path) -> int:
+    """Fail unless ``cross_hardware`` has exactly the rows of main's view; returns their number."""
+    from sweep.store import query
+
+    old = f"({MAIN_CROSS_HARDWARE})"
+    sql = f"""SELECT (SELECT count(*) FROM (SELECT * FROM cross_hardware EXCEPT ALL SELECT * FROM {old})),
+       (SELECT count(*) FROM (SELECT * FROM {old} EXCEPT ALL SELECT * FROM cross_hardware)),
+       (SELECT count(*) FROM cross_hardware)"""
+    only_new, only_old, rows = query(store, sql).rows[0]
+    if only_new or only_old:
+        raise SystemExit(f"cross_hardware: {only_new} rows not in main's view, {only_old} of main's missing")
+    assert isinstance(rows, int)
+    return rows
+
+
+def run_queries(n: int, store: Path, repeat: int) -> list[tuple[str, ...]]:
+    """The query table's rows of one size, over ``store``, after checking its pairs."""
+    pairs = check_same_rows(store)
+    print(f"[{n:,}] cross_hardware: {pairs:,} pairs, the same rows as main's view", flush=True)
+    qrows = []
+    for label, sql in QUERIES.items():
+        med, fastest, cpu, nrows = query_latency(store, sql, repeat)
+        # The same query over main's view: a CTE of that name shadows the view.
+        old_sql = f"WITH cross_hardware AS ({MAIN_CROSS_HARDWARE})\n{sql}"
+        old_med, _, old_cpu, old_rows = query_latency(store, old_sql, repeat)
+        if old_rows != nrows:
+            raise SystemExit(f"{label}: {nrows} rows, main's view gives {old_rows}")
+        qrows.append(
+            (
+                f"{n:,}",
+                label,
+                f"{med * 1000:.0f}",
+                f"{fastest * 1000:.0f}",
+                f"{cpu * 1000:.0f}",
+                f"{old_med * 1000:.0f}",
+                f"{old_cpu * 1000:.0f}",
+                _ratio(old_med, med),
+                f"{nrows:,}",
+            )
+        )
+    return qrows
+
+
+def _open_kept(n: int, store: Path) -> None:
+    """Open a kept store once (migrating it if its schema is older), timed."""
+    from sweep.store import Store
+
+    if not store.exists():
+        raise SystemExit(f"no kept store at {store}: run once with --keep (without --queries-only)")
+    start = time.perf_counter()
+    with Store(store).writing():
+        pass
+    print(f"[{n:,}] opened the kept store {store} in {time.perf_counter() - start:.1f} s", flush=True)
+
+
 def _rate(n: float, seconds: float) -> str:
     return f"{n / seconds:,.0f}" if seconds > 0 else "-"
 
@@ -268,11 +332,15 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--workdir", type=Path, default=None)
+    ap.add_argument("--keep", type=Path, default=None, help="keep each size's folder under DIR/<size>/")
+    ap.add_argument("--queries-only", action="store_true", help="only the queries, on the stores --keep kept")
     ap.add_argument("--child", nargs=3, metavar=("MODE", "RESULTS", "STORE"), help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.child:
         _child(args.child[0], Path(args.child[1]), Path(args.child[2]))
         return
+    if args.queries_only and args.keep is None:
+        ap.error("--queries-only needs --keep DIR (where an earlier run kept its stores)")
 
     load = os.getloadavg()
     print(
@@ -282,7 +350,17 @@ def main() -> None:
     rows: list[tuple[str, ...]] = []
     qrows: list[tuple[str, ...]] = []
     for n in args.sizes:
-        work = Path(tempfile.mkdtemp(prefix=f"store-bench-{n}-", dir=args.workdir))
+        if args.queries_only:
+            store = args.keep / str(n) / "results" / "sweep.duckdb"
+            _open_kept(n, store)
+            qrows += run_queries(n, store, args.repeat)
+            continue
+        if args.keep is not None:
+            work = args.keep / str(n)
+            shutil.rmtree(work, ignore_errors=True)
+            work.mkdir(parents=True)
+        else:
+            work = Path(tempfile.mkdtemp(prefix=f"store-bench-{n}-", dir=args.workdir))
         try:
             results = work / "results"
             t = time.perf_counter()
@@ -322,39 +400,31 @@ def main() -> None:
                         note,
                     )
                 )
-            for label, sql in QUERIES.items():
-                med, fastest, cpu, nrows = query_latency(results / "sweep.duckdb", sql, args.repeat)
-                # The same query over main's view: a CTE of that name shadows the view.
-                old_sql = f"WITH cross_hardware AS ({MAIN_CROSS_HARDWARE})\n{sql}"
-                old_med, _, old_cpu, old_rows = query_latency(results / "sweep.duckdb", old_sql, args.repeat)
-                if old_rows != nrows:
-                    raise SystemExit(f"{label}: {nrows} rows, main's view gives {old_rows}")
-                qrows.append(
-                    (
-                        f"{n:,}",
-                        label,
-                        f"{med * 1000:.0f}",
-                        f"{fastest * 1000:.0f}",
-                        f"{cpu * 1000:.0f}",
-                        f"{old_med * 1000:.0f}",
-                        f"{old_cpu * 1000:.0f}",
-                        _ratio(old_med, med),
-                        f"{nrows:,}",
-                    )
-                )
+            qrows += run_queries(n, results / "sweep.duckdb", args.repeat)
             print(f"[{n:,}] done", flush=True)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            if args.keep is None:
+                shutil.rmtree(work, ignore_errors=True)
 
     load = os.getloadavg()
     print(f"\nload average at end {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}\n")
-    print(
-        _table(
-            ("traces", "method", "seconds", "traces/s", "vs baseline", "CPU µs/trace", "peak memory", "note"),
-            rows,
+    if rows:
+        print(
+            _table(
+                (
+                    "traces",
+                    "method",
+                    "seconds",
+                    "traces/s",
+                    "vs baseline",
+                    "CPU µs/trace",
+                    "peak memory",
+                    "note",
+                ),
+                rows,
+            )
         )
-    )
-    print()
+        print()
     header = ("traces", f"query (sweep.store.query, {args.repeat} runs)", "median ms", "fastest ms", "CPU ms")
     print(_table((*header, "main's view: median ms", "main's: CPU ms", "vs main", "rows"), qrows))
 

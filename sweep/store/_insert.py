@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sweep.store._connection import count
+from sweep.store._cross_hardware import add_new_traces, last_rowid, refresh_traces
 from sweep.store._schema import column_names, pair_key_sql
 
 if TYPE_CHECKING:
@@ -171,7 +172,10 @@ def insert_relations(
             b = rels["traces"]
             cols = ", ".join(f'"{c}"' for c in column_names("traces"))
             select = new_traces_sql(b, traces="traces", definitions="definitions", solutions="solutions")
+            after = last_rowid(con)
             counts.traces = count(con, f"INSERT INTO traces ({cols}) {select}")
+            if counts.traces:
+                add_new_traces(con, after)
             counts.present = count(con, f"SELECT count(*) FROM {b}") - counts.traces
         for m in marks:
             con.execute("DELETE FROM log_progress WHERE path = ?", [m.path])
@@ -187,16 +191,27 @@ def insert_relations(
 
 def _backfill(con: duckdb.DuckDBPyConnection) -> None:
     """Fill op_type, tags, author, language and hash of stored traces that lacked them."""
-    con.execute("""UPDATE traces SET op_type = d.op_type, tags = d.tags
-FROM definitions d WHERE traces.op_type IS NULL AND traces.definition = d.name""")
+    changed = con.execute("""UPDATE traces SET op_type = d.op_type, tags = d.tags
+FROM definitions d WHERE traces.op_type IS NULL AND traces.definition = d.name
+RETURNING trace_key""").fetchall()
     # The pair key is made of the solution hash: it changes with it.
     new_hash = "coalesce(traces.solution_hash, s.solution_hash)"
     key = pair_key_sql(
         "traces.definition", new_hash, "traces.solution", "traces.solution_params", "traces.workload_uuid"
     )
-    con.execute(f"""UPDATE traces SET author = s.author, language = s.language,
+    changed += con.execute(f"""UPDATE traces SET author = s.author, language = s.language,
     solution_hash = {new_hash}, pair_key = {key}
 FROM (SELECT definition, name, max(solution_hash) AS solution_hash,
              arg_max(author, solution_hash) AS author, arg_max(language, solution_hash) AS language
       FROM solutions GROUP BY definition, name) s
-WHERE traces.author IS NULL AND traces.definition = s.definition AND traces.solution = s.name""")
+WHERE traces.author IS NULL AND traces.definition = s.definition AND traces.solution = s.name
+RETURNING trace_key""").fetchall()
+    if changed:
+        # cross_hardware's tables copy these columns, and a new hash moves a trace to another pair.
+        import pyarrow as pa
+
+        con.register("_changed_traces", pa.table({"trace_key": [k for (k,) in changed]}))
+        try:
+            refresh_traces(con, "_changed_traces")
+        finally:
+            con.unregister("_changed_traces")

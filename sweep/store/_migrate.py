@@ -8,7 +8,8 @@ hashes). Version 2 to 3 adds columns at the end of ``traces`` and fills them fro
 in SQL (no row leaves DuckDB), and adds the ``calibrations`` table. Version 3 to 4 adds the
 ``profiles`` and ``sanitizer_findings`` tables. Version 4 to 5 adds ``solution_params``,
 filled from the records that have one (canonical JSON, as the row builder). Version 5 to 6
-adds ``pair_key``, computed from the columns (as every insert computes it).
+adds ``pair_key``, computed from the columns (as every insert computes it). Version 6 to 7 adds
+the tables ``cross_hardware`` reads (``_cross_hardware.py``), computed from the traces.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from sweep.errors import StoreError
 from sweep.schema import Definition, Solution, Trace
 from sweep.schema.params import params_json
 from sweep.store._connection import fetch_one, schema_version, set_meta
+from sweep.store._cross_hardware import rebuild
 from sweep.store._insert import insert_batch
 from sweep.store._row_batch import Known, RowBatch
 from sweep.store._schema import (
@@ -150,6 +152,14 @@ def _v5_to_v6(con: duckdb.DuckDBPyConnection) -> None:
     con.execute(f"UPDATE traces SET pair_key = {key}")
 
 
+def _v6_to_v7(con: duckdb.DuckDBPyConnection) -> None:
+    """Adds ``cross_hardware_latest`` and ``cross_hardware_pairs``, computed from the traces
+    (every insert keeps them from then on)."""
+    for stmt in create_tables_sql():
+        con.execute(stmt)
+    rebuild(con)
+
+
 #: ``from version -> step`` to the next version.
 _STEPS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     1: _v1_to_v2,
@@ -157,6 +167,7 @@ _STEPS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     3: _v3_to_v4,
     4: _v4_to_v5,
     5: _v5_to_v6,
+    6: _v6_to_v7,
 }
 
 

@@ -1,4 +1,4 @@
-"""The store's tables, views and macros (schema version 6), as SQL and Arrow types.
+"""The store's tables, views and macros (schema version 7), as SQL and Arrow types.
 
 Every column of ``traces`` is derived from the trace record (``record`` keeps it whole) plus
 what the record alone does not say (op_type, tags, author, language, solution hash), which a
@@ -17,7 +17,10 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
 __all__ = [
+    "CROSS_HARDWARE_LATEST",
+    "CROSS_HARDWARE_PAIRS",
     "DERIVED_COLUMNS",
+    "DERIVED_TABLES",
     "MACROS",
     "NODE_TABLES",
     "SCHEMA_VERSION",
@@ -39,7 +42,7 @@ __all__ = [
 ]
 
 #: Bump when a table changes, and add a migration in ``_migrate.py``.
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 
 # (column, DuckDB type). Arrow types follow from the DuckDB type (see ``_ARROW``).
 _TRACES: list[tuple[str, str]] = [
@@ -252,11 +255,54 @@ NODE_TABLES: dict[str, list[tuple[str, str]]] = {
     "profiles": PROFILES,
     "sanitizer_findings": SANITIZER_FINDINGS,
 }
-_ALL_TABLES = {**TABLES, **NODE_TABLES}
+
+_TRACE_TYPES = dict(_TRACES)
+
+#: Added in schema version 7: what ``cross_hardware`` reads, kept up to date in the transaction
+#: of every insert of traces (``_cross_hardware.py``) instead of computed at every query. The
+#: newest trace (timestamp, then trace_key, highest) of each (definition, pair_key, hardware),
+#: with the columns the view shows.
+CROSS_HARDWARE_LATEST: list[tuple[str, str]] = [
+    (c, _TRACE_TYPES[c])
+    for c in (
+        "definition", "pair_key", "hardware", "timestamp", "trace_key", "op_type", "solution",
+        "solution_hash", "workload_uuid", "axes", "status", "latency_ms", "speedup_factor",
+        "settings_hash",
+    )
+]  # fmt: skip
+#: Every pair of those rows of one (definition, pair_key) on two hardware (``hardware_a <
+#: hardware_b``): the rows of ``cross_hardware`` before its ratios.
+CROSS_HARDWARE_PAIRS: list[tuple[str, str]] = [
+    ("definition", "VARCHAR"),
+    ("pair_key", "UHUGEINT"),
+    ("op_type", "VARCHAR"),
+    ("solution", "VARCHAR"),
+    ("solution_hash", "VARCHAR"),
+    ("workload_uuid", "VARCHAR"),
+    ("axes", "MAP(VARCHAR, BIGINT)"),
+    ("hardware_a", "VARCHAR"),
+    ("hardware_b", "VARCHAR"),
+    ("status_a", "VARCHAR"),
+    ("status_b", "VARCHAR"),
+    ("latency_ms_a", "DOUBLE"),
+    ("latency_ms_b", "DOUBLE"),
+    ("speedup_a", "DOUBLE"),
+    ("speedup_b", "DOUBLE"),
+    ("settings_hash_a", "VARCHAR"),
+    ("settings_hash_b", "VARCHAR"),
+    ("trace_key_a", "VARCHAR"),
+    ("trace_key_b", "VARCHAR"),
+]
+#: Tables computed from ``traces`` by the store: neither exported nor ingested.
+DERIVED_TABLES: dict[str, list[tuple[str, str]]] = {
+    "cross_hardware_latest": CROSS_HARDWARE_LATEST,
+    "cross_hardware_pairs": CROSS_HARDWARE_PAIRS,
+}
+_ALL_TABLES = {**TABLES, **NODE_TABLES, **DERIVED_TABLES}
 
 
 def column_names(table: str) -> list[str]:
-    """The columns of one of :data:`TABLES` or :data:`NODE_TABLES`, in order."""
+    """The columns of one of :data:`TABLES`, :data:`NODE_TABLES` or :data:`DERIVED_TABLES`, in order."""
     return [c for c, _ in _ALL_TABLES[table]]
 
 

@@ -37,6 +37,7 @@ from sweep.store._connection import (
     open_read_only,
     schema_version,
 )
+from sweep.store._cross_hardware import overlay_tail
 from sweep.store._ingest import ingest_into
 from sweep.store._insert import LogMark, new_traces_sql
 from sweep.store._row_batch import RowBatch
@@ -253,6 +254,7 @@ class Store(WritableStore):
                 "UNION ALL BY NAME SELECT * FROM tail_traces"
             )
             session.tail = count(con, "SELECT count(*) FROM tail_traces")
+            overlay_tail(con, main, "tail_traces")
         if batch.count("workloads"):
             con.register("_tail_workloads", batch.arrow("workloads"))
             con.execute(

@@ -41,29 +41,16 @@ QUALIFY row_number() OVER (
     (
         # Newest trace per hardware regardless of settings, so clusters whose settings differ
         # slightly still line up; the settings hashes are shown so a mismatch is visible.
-        # pair_key stands for (definition, solution hash or name, parameter point, workload):
-        # one 128-bit column to partition and join on (_schema.pair_key_sql) instead of four
-        # strings and an expression. definition, which the key implies, is kept beside it so
-        # a filter on it reaches the scan (through the window and, by the join, both sides).
-        # A trace with neither solution hash nor name pairs with none.
+        # pair_key stands for (definition, solution hash or name, parameter point, workload)
+        # (_schema.pair_key_sql). The newest trace of each pair key and hardware, and their
+        # pairs, are kept by every insert of traces (_cross_hardware.py, schema 7): a query
+        # reads those pairs instead of ranking every trace and joining them again.
         "cross_hardware",
-        f"""WITH per_hw AS (
-    SELECT * FROM traces
-    QUALIFY row_number() OVER (PARTITION BY definition, pair_key, hardware {_NEWEST}) = 1
-)
-SELECT a.definition, a.op_type, a.solution, coalesce(a.solution_hash, b.solution_hash) AS solution_hash,
-       a.workload_uuid, a.axes,
-       a.hardware AS hardware_a, b.hardware AS hardware_b,
-       a.status AS status_a, b.status AS status_b,
-       a.latency_ms AS latency_ms_a, b.latency_ms AS latency_ms_b,
-       b.latency_ms / nullif(a.latency_ms, 0) AS latency_ratio,
-       a.speedup_factor AS speedup_a, b.speedup_factor AS speedup_b,
-       b.speedup_factor / nullif(a.speedup_factor, 0) AS speedup_ratio,
-       a.settings_hash AS settings_hash_a, b.settings_hash AS settings_hash_b,
-       a.trace_key AS trace_key_a, b.trace_key AS trace_key_b
-FROM per_hw a
-JOIN per_hw b ON a.definition = b.definition AND a.pair_key = b.pair_key AND a.hardware < b.hardware
-WHERE a.solution_hash IS NOT NULL OR a.solution IS NOT NULL""",
+        """SELECT definition, op_type, solution, solution_hash, workload_uuid, axes, hardware_a, hardware_b,
+       status_a, status_b, latency_ms_a, latency_ms_b, latency_ms_b / nullif(latency_ms_a, 0) AS latency_ratio,
+       speedup_a, speedup_b, speedup_b / nullif(speedup_a, 0) AS speedup_ratio,
+       settings_hash_a, settings_hash_b, trace_key_a, trace_key_b
+FROM cross_hardware_pairs""",
     ),
     (
         # Parameter sweeps: the fastest PASSED point per (definition, solution, workload,

@@ -23,7 +23,7 @@ import pydantic
 from sweep.errors import StoreError, ValidationError
 from sweep.schema import Trace
 from sweep.store._checks import describe_invalid
-from sweep.store._row_batch import RowBatch
+from sweep.store._row_batch import RowBatch, trace_key
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -57,6 +57,9 @@ class Chunk:
         size: Its length in bytes.
         data: The lines, each ending with its newline; empty when the chunk is handed to a
             worker process, which reads them from the file (:func:`read_chunk`).
+        present: Lines (0-based within the chunk) that are, byte for byte, the canonical
+            record of a trace the store holds (:mod:`sweep.store._present_lines`): counted as
+            read and present without being parsed.
     """
 
     path: str
@@ -65,10 +68,11 @@ class Chunk:
     offset: int
     size: int
     data: bytes = b""
+    present: frozenset[int] = frozenset()
 
     def without_data(self) -> Chunk:
         """The chunk as a worker gets it: where to read, not the bytes."""
-        return Chunk(self.path, self.source, self.first_line, self.offset, self.size)
+        return Chunk(self.path, self.source, self.first_line, self.offset, self.size, b"", self.present)
 
 
 class ChunkReadError(StoreError):
@@ -156,13 +160,21 @@ class LineSink:
     def line(self, where: str, data: bytes, source: str) -> None:
         """Parse and add one line (``data`` as read, newline included: a JSON error at the
         end of the line then reads the same as when the line was read alone)."""
+        text = data[:-1] if data.endswith(b"\n") else data
+        key = trace_key(text)
+        if self.batch.has_trace(key):
+            # The line is the canonical record of a trace this batch holds (its key is the
+            # hash of those bytes): parsing it would find that trace again, a repeat.
+            self.batch.duplicates += 1
+            self.traces_read += 1
+            return
         try:
             trace = Trace.model_validate_json(data)
         except pydantic.ValidationError as e:
             self.warnings.append(f"{where}: {describe_invalid(e, data)}, skipped")
             return
         try:
-            self.batch.add_trace(trace, source=source)
+            self.batch.add_trace(trace, source=source, line=(text, key))
         except ValidationError as e:
             self.warnings.append(f"{where}: not a valid trace: {e}, skipped")
             return
@@ -199,14 +211,20 @@ def parse_chunk(chunk: Chunk) -> ParsedChunk:
     Raises:
         ChunkReadError: The chunk came without its bytes and the file changed.
     """
-    sink = LineSink(RowBatch())
+    batch = RowBatch()
+    sink = LineSink(batch)
     number = chunk.first_line
     data = chunk.data if chunk.data or not chunk.size else read_chunk(chunk)
-    for raw in io.BytesIO(data):  # splits after each b"\n", as reading the file does
-        if raw.strip():
+    present = chunk.present
+    for i, raw in enumerate(io.BytesIO(data)):  # splits after each b"\n", as reading the file does
+        if i in present:
+            # A stored trace's canonical line: it would parse, pass every check and be found
+            # stored by the insert; counted as that would count it.
+            batch.duplicates += 1
+            sink.traces_read += 1
+        elif raw.strip():
             sink.line(f"{chunk.path}:{number}", raw, chunk.source)
         number += 1
-    batch = sink.batch
     return ParsedChunk(
         traces=batch.arrow("traces"),
         workloads=batch.arrow("workloads"),

@@ -114,6 +114,10 @@ class RowBatch:
         """Rows gathered for ``table``."""
         return len(self._rows[table]) + self._part_rows[table]
 
+    def has_trace(self, key: str) -> bool:
+        """Whether the batch holds the trace of this key."""
+        return key in self._trace_keys
+
     def add_trace(
         self,
         trace: Trace,
@@ -123,6 +127,7 @@ class RowBatch:
         source: str = "",
         known: Known = _NO_KNOWN,
         now: datetime | None = None,
+        line: tuple[bytes, str] | None = None,
     ) -> str | None:
         """Add one trace; a workload-only record goes to ``workloads`` instead.
 
@@ -133,6 +138,8 @@ class RowBatch:
             source: Where the trace came from (a file, or ``writer:<run id>``).
             known: Values for columns the record and context leave empty.
             now: The ingest time (default: the batch's).
+            line: The line the trace was read from (without its newline) and its
+                :func:`trace_key`: the key, if the line is the canonical record.
 
         Returns:
             The trace key, or ``None`` for a workload-only record or a key already in the batch.
@@ -149,7 +156,7 @@ class RowBatch:
         # Bytes from here on: hashed as they are, and turned into the Arrow column without a
         # round trip through Python str (the record is most of a row's bytes).
         data = record.encode() if record is not None else trace.to_json_bytes()
-        key = trace_key(data)
+        key = line[1] if line is not None and line[0] == data else trace_key(data)
         if key in self._trace_keys:
             self.duplicates += 1
             return None

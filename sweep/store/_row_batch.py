@@ -330,8 +330,16 @@ class RowBatch:
         else:
             keys = list(zip(rows.column("definition").to_pylist(), rows.column("uuid").to_pylist()))
             seen = self._workload_keys  # type: ignore[assignment]
-        keep = [k not in seen and not seen.add(k) for k in keys]  # type: ignore[func-returns-value]
-        dropped = len(keep) - sum(keep)
+        # Usually no key is in the batch and none repeats: then set operations in C, not a
+        # Python step per row.
+        dropped, before = 0, len(seen)
+        if seen.isdisjoint(keys):
+            seen.update(keys)
+            if len(seen) - before != len(keys):  # repeats among the rows: row by row
+                seen.difference_update(keys)
+        if len(seen) == before:
+            keep = [k not in seen and not seen.add(k) for k in keys]  # type: ignore[func-returns-value]
+            dropped = len(keep) - sum(keep)
         if dropped:
             rows = rows.filter(pa.array(keep, type=pa.bool_()))
             if table == "traces":

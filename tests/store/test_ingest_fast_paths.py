@@ -183,3 +183,20 @@ def test_reingest_in_worker_processes_matches_the_plain_path(tmp_path: Path) -> 
         _write(log, lines)
     assert reports[0] == reports[1]
     assert reports[0]["traces_added"] == 1
+
+
+def test_rows_with_repeats_among_them_join_a_batch_once() -> None:
+    """Rows handed over built may repeat keys among themselves (the set-at-once path must
+    then fall back to row by row)."""
+    import pyarrow as pa
+
+    other = RowBatch()
+    for t in _TRACES[:3]:
+        other.add_trace(t, source="y")
+    rows = other.arrow("traces")
+    batch = RowBatch()
+    batch.add_arrow("traces", pa.concat_tables([rows, rows]))
+    assert batch.count("traces") == 3 and batch.duplicates == 3
+    batch.add_arrow("traces", rows.slice(1), duplicates=1)
+    assert batch.count("traces") == 3 and batch.duplicates == 3 + 1 + 2
+    assert batch.arrow("traces").column("trace_key").to_pylist() == rows.column("trace_key").to_pylist()

@@ -144,13 +144,16 @@ def parse_in_order(items: Iterable[Chunk | _T], workers: int) -> Iterator[Parsed
     pool: list[_Worker] = []
     done = False
     try:
-        pool = [_Worker() for _ in range(workers)]
         # In input order: the worker whose answer comes next, or a marker (as a 1-tuple).
         window: deque[_Worker | tuple[_T]] = deque()
         outstanding = 0
         turn = 0
         for item in items:
             if isinstance(item, Chunk):
+                if len(pool) < workers:
+                    # Started at its first chunk: a re-ingest whose lines are all stored
+                    # (:mod:`sweep.store._present_lines`) parses nothing and starts none.
+                    pool.append(_Worker())
                 worker = pool[turn % workers]
                 turn += 1
                 worker.send(item)

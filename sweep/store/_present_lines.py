@@ -19,7 +19,6 @@ group holds the keys and where the chunks lie, never their bytes, so memory stay
 from __future__ import annotations
 
 import functools
-import hashlib
 import itertools
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -27,7 +26,7 @@ from typing import TYPE_CHECKING
 
 from sweep.store._insert import LogMark
 from sweep.store._jsonl_chunks import Chunk, LogEnd, ParsedChunk
-from sweep.store._row_batch import RowBatch
+from sweep.store._row_batch import RowBatch, trace_keys
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -50,10 +49,9 @@ class _Hashed:
 
 def _line_keys(data: bytes) -> list[str]:
     """The key of each line of a chunk (which ends with a newline), as if it were canonical."""
-    sha = hashlib.sha256
     lines = data.split(b"\n")
     lines.pop()  # the empty piece after the last newline
-    return [sha(line).hexdigest()[:32] for line in lines]
+    return trace_keys(lines)
 
 
 @functools.cache

@@ -8,7 +8,7 @@ timing statistics), then, each in a fresh process (so its peak memory is its own
 - ``baseline``: main's ingest of the folder into a new store (``bench/_store_ingest_baseline.py``:
   one process, tuple rows, 20,000-row inserts);
 - ``ingest``: :func:`sweep.store.ingest` of the folder into a new store, with the number of
-  parsing processes it picks (one per usable CPU for logs this large), and again with
+  parsing processes it picks (one per usable CPU, one less past two, for logs this large), and again with
   ``workers=1`` (this process parses: the cost of one core);
 - ``re-ingest``: the same folder into the store again (every trace present: the idempotency
   check; nothing may be added);

@@ -264,7 +264,7 @@ def ingest_into(
         paths: Files or folders.
         allow_empty: Return an empty report for paths with nothing to ingest, not an error.
         batch_rows: Traces per insert.
-        workers: Processes that parse JSONL logs (default: one per usable CPU when the logs
+        workers: Processes that parse JSONL logs (default: one per usable CPU, one less past two, when the logs
             are large, else none besides this one); 1 parses here.
         chunk_bytes: Bytes of whole lines a worker parses at a time.
     """
@@ -312,7 +312,7 @@ def ingest(
         paths: Files or folders.
         store_path: The DuckDB file.
         lock_timeout_s: How long to wait for a running writer's batch.
-        workers: Processes that parse JSONL logs (default: one per usable CPU for large logs);
+        workers: Processes that parse JSONL logs (default: one per usable CPU, one less past two, for large logs);
             1 parses in this process. What is stored and reported is the same either way.
 
     Raises:

@@ -8,10 +8,14 @@ timing statistics), then, each in a fresh process (so its peak memory is its own
 - ``baseline``: main's ingest of the folder into a new store (``bench/_store_ingest_baseline.py``:
   one process, tuple rows, 20,000-row inserts);
 - ``ingest``: :func:`sweep.store.ingest` of the folder into a new store, with the number of
-  parsing processes it picks (one per usable CPU for logs this large), and again with
+  parsing processes it picks (one per usable CPU, one less past two, for logs this large), and again with
   ``workers=1`` (this process parses: the cost of one core);
 - ``re-ingest``: the same folder into the store again (every trace present: the idempotency
-  check; nothing may be added).
+  check; nothing may be added);
+- ``writing process alone``: the folder's chunks parsed beforehand (by worker processes,
+  untimed) into a spool file of their answers, then only what the one writing process of an
+  ingest does, timed: read each answer, batch, insert into a new store. With many cores the
+  parsing workers keep up and this is what bounds an ingest.
 
 Peak memory is the process's maximum resident set; with workers, the largest worker's is
 shown beside it. CPU µs/trace counts every thread and worker process of the ingest (user and
@@ -189,9 +193,12 @@ def write_logs(results: Path, n: int) -> int:
 def _child(mode: str, results: Path, store: Path) -> None:
     """Run one ingest here and print what it took as JSON (the parent reads the last line)."""
     logs = sorted((results / "traces").rglob("*.jsonl"))
+    spool = _spool(logs, store.with_suffix(".spool")) if mode == "writer" else None
     before = _cpu()
     start = time.perf_counter()
-    if mode == "baseline":
+    if spool is not None:
+        added, present, workers = _insert_spooled(spool, store)
+    elif mode == "baseline":
         sys.path.insert(0, str(Path(__file__).parent))
         from _store_ingest_baseline import baseline_ingest
 
@@ -217,6 +224,47 @@ def _child(mode: str, results: Path, store: Path) -> None:
         "worker_peak_mb": resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * kb / 1e6,
     }
     print(json.dumps(out), flush=True)
+
+
+def _spool(logs: list[Path], spool: Path) -> Path:
+    """Parse every chunk of the logs (worker processes, as ingest does) into a file of the
+    answers the writing process reads, in order; not timed."""
+    import pickle
+
+    from sweep.store._ingest_pool import auto_workers, parse_in_order, write_frame
+    from sweep.store._jsonl_chunks import CHUNK_BYTES, split_log
+
+    items = (item for log in logs for item in split_log(log, CHUNK_BYTES))
+    workers = auto_workers(sum(p.stat().st_size for p in logs), CHUNK_BYTES)
+    with spool.open("wb") as out:
+        for parsed in parse_in_order(items, workers):
+            write_frame(out, pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL))
+    return spool
+
+
+def _insert_spooled(spool: Path, store: Path) -> tuple[int, int, int]:
+    """The writing process of an ingest alone, its parsing done: read each parsed chunk as a
+    worker answers it, batch and insert (as ``sweep.store.ingest`` does); (added, present, 1)."""
+    import pickle
+
+    from sweep.store._ingest import BATCH_ROWS, IngestReport, _Ingest
+    from sweep.store._ingest_pool import read_frame
+    from sweep.store._jsonl_chunks import LogEnd
+    from sweep.store._writable_store import WritableStore
+
+    ws = WritableStore(store)
+    report = IngestReport(store=str(store))
+    job = _Ingest(ws, report, BATCH_ROWS)
+    with spool.open("rb") as inp:
+        while (frame := read_frame(inp)) is not None:
+            item = pickle.loads(frame)  # written by _spool above
+            if isinstance(item, LogEnd):
+                job.log_end(item)
+            else:
+                job.parsed(item)
+    job.flush(wait=True)
+    spool.unlink()
+    return report.traces_added, report.traces_present, 1
 
 
 def _cpu() -> float:
@@ -376,7 +424,9 @@ def main() -> None:
             print(f"[{n:,}] ingest, workers=1 {one['seconds']:.1f} s", flush=True)
             again = _measure("ingest", results, results / "sweep.duckdb")
             print(f"[{n:,}] re-ingest {again['seconds']:.1f} s", flush=True)
-            for label, m in (("baseline", base), ("ingest", new), ("ingest-1", one)):
+            writer = _measure("writer", results, work / "writer.duckdb")
+            print(f"[{n:,}] writing process alone {writer['seconds']:.1f} s", flush=True)
+            for label, m in (("baseline", base), ("ingest", new), ("ingest-1", one), ("writer", writer)):
                 if m["added"] != n:
                     raise SystemExit(f"{label} stored {m['added']:,} of {n:,} traces")
             if again["added"] != 0 or again["present"] != n:
@@ -386,6 +436,7 @@ def main() -> None:
                 (f"ingest (auto: {new['workers']:.0f} parsing processes)", new, "chunks parsed by workers"),
                 ("ingest, workers=1", one, "parsed in the ingesting process"),
                 ("re-ingest (all present)", again, "0 added: idempotent"),
+                ("writing process alone", writer, "parsed beforehand: the bound with many cores"),
             ):
                 workers = f", largest worker {m['worker_peak_mb']:.0f} MB" if m["workers"] > 1 else ""
                 rows.append(

@@ -8,7 +8,8 @@ same file twice adds nothing. Parquet exports are held to the same rules, row by
 stored whole or not at all (:mod:`sweep.store._ingest_export`).
 
 JSONL logs are read in chunks of whole lines (:mod:`sweep.store._jsonl_chunks`), parsed by
-worker processes when there is much to read (:mod:`sweep.store._ingest_pool`), and inserted
+worker processes when there is much to read (:mod:`sweep.store._ingest_pool`) except for
+lines that are stored traces already (:mod:`sweep.store._present_lines`), and inserted
 here in the order of the lines, so what is stored, counted and warned about is the same
 whichever process parsed a line; memory holds a few chunks and one batch, whatever the size
 of the logs.
@@ -18,7 +19,7 @@ from __future__ import annotations
 
 import itertools
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,7 @@ from sweep.store._ingest_export import ingest_export
 from sweep.store._ingest_pool import auto_workers, parse_in_order
 from sweep.store._insert import AddCounts, LogMark
 from sweep.store._jsonl_chunks import CHUNK_BYTES, Chunk, LineSink, LogEnd, ParsedChunk, split_log
+from sweep.store._present_lines import mark_present
 from sweep.store._row_batch import RowBatch
 from sweep.store._trace_files import Source, find_sources, head_hash, is_json, parse_json_record
 from sweep.store._writable_store import WritableStore
@@ -175,10 +177,16 @@ class _Ingest:
             for path in paths:
                 yield from split_log(path, chunk_bytes)
 
-        for item in parse_in_order(items(), workers):
+        with self.store.writing() as con:
+            marks = self.store.log_marks(con)
+        # Lines of what the store has of these logs: stored traces are found by hashing.
+        chunks: Iterable[Chunk | ParsedChunk | LogEnd] = (
+            mark_present(items(), marks, self.store.present_keys) if marks else items()
+        )
+        for item in parse_in_order(chunks, workers):
             if isinstance(item, LogEnd):
                 self.log_end(item)
-            else:
+            elif isinstance(item, ParsedChunk):
                 self.parsed(item)
 
     def parsed(self, chunk: ParsedChunk) -> None:
@@ -256,7 +264,7 @@ def ingest_into(
         paths: Files or folders.
         allow_empty: Return an empty report for paths with nothing to ingest, not an error.
         batch_rows: Traces per insert.
-        workers: Processes that parse JSONL logs (default: one per usable CPU when the logs
+        workers: Processes that parse JSONL logs (default: one per usable CPU, one less past two, when the logs
             are large, else none besides this one); 1 parses here.
         chunk_bytes: Bytes of whole lines a worker parses at a time.
     """
@@ -304,7 +312,7 @@ def ingest(
         paths: Files or folders.
         store_path: The DuckDB file.
         lock_timeout_s: How long to wait for a running writer's batch.
-        workers: Processes that parse JSONL logs (default: one per usable CPU for large logs);
+        workers: Processes that parse JSONL logs (default: one per usable CPU, one less past two, for large logs);
             1 parses in this process. What is stored and reported is the same either way.
 
     Raises:

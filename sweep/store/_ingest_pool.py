@@ -49,11 +49,17 @@ def usable_cpus() -> int:
 
 
 def auto_workers(log_bytes: int, chunk_bytes: int) -> int:
-    """Processes to parse ``log_bytes`` of logs: one per usable CPU, at most one per chunk;
-    1 (this process) for small logs, or where no interpreter can be started."""
+    """Processes to parse ``log_bytes`` of logs: one per usable CPU but one past two CPUs, at
+    most one per chunk; 1 (this process) for small logs, or where no interpreter can be started.
+
+    Past two CPUs, one is left to the process that writes: parsing costs several times what
+    inserting does, so the workers keep up with it long before the CPUs run out, and then
+    that one process bounds the rate. With two, both parse (the writer's share is small then).
+    """
     if log_bytes < PARALLEL_MIN_BYTES or not sys.executable or multiprocessing.current_process().daemon:
         return 1
-    return max(1, min(usable_cpus(), -(-log_bytes // chunk_bytes)))
+    cpus = usable_cpus()
+    return max(1, min(cpus - 1 if cpus > 2 else cpus, -(-log_bytes // chunk_bytes)))
 
 
 def write_frame(out: IO[bytes], payload: bytes) -> None:
@@ -144,13 +150,16 @@ def parse_in_order(items: Iterable[Chunk | _T], workers: int) -> Iterator[Parsed
     pool: list[_Worker] = []
     done = False
     try:
-        pool = [_Worker() for _ in range(workers)]
         # In input order: the worker whose answer comes next, or a marker (as a 1-tuple).
         window: deque[_Worker | tuple[_T]] = deque()
         outstanding = 0
         turn = 0
         for item in items:
             if isinstance(item, Chunk):
+                if len(pool) < workers:
+                    # Started at its first chunk: a re-ingest whose lines are all stored
+                    # (:mod:`sweep.store._present_lines`) parses nothing and starts none.
+                    pool.append(_Worker())
                 worker = pool[turn % workers]
                 turn += 1
                 worker.send(item)

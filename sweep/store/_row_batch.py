@@ -15,10 +15,10 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from sweep.errors import ValidationError
 from sweep.schema import Definition, Solution, TimingStats, Trace, Workload
 from sweep.schema.hardware import record_name
 from sweep.schema.params import params_json
+from sweep.store._arrow_rows import rows_to_arrow
 from sweep.store._checks import check_definition, check_trace, check_workload_axes
 from sweep.store._schema import arrow_schema
 from sweep.store._store_context import StoreContext
@@ -26,9 +26,13 @@ from sweep.store._store_context import StoreContext
 if TYPE_CHECKING:
     import pyarrow as pa
 
-__all__ = ["Known", "RowBatch", "parse_timestamp", "trace_key"]
+__all__ = ["Known", "RowBatch", "parse_timestamp", "trace_key", "trace_keys"]
 
 _EMPTY = StoreContext()
+
+
+#: Hex digits of SHA-256 kept in a trace key (128 bits).
+_KEY_CHARS = 32
 
 
 def trace_key(record: str | bytes) -> str:
@@ -39,7 +43,13 @@ def trace_key(record: str | bytes) -> str:
     back from its JSONL log get the same key.
     """
     data = record.encode() if isinstance(record, str) else record
-    return hashlib.sha256(data).hexdigest()[:32]
+    return hashlib.sha256(data).hexdigest()[:_KEY_CHARS]
+
+
+def trace_keys(records: list[bytes]) -> list[str]:
+    """:func:`trace_key` of each record, without a Python call per record."""
+    sha = hashlib.sha256
+    return [sha(r).hexdigest()[:_KEY_CHARS] for r in records]
 
 
 def parse_timestamp(text: str | None) -> datetime | None:
@@ -114,6 +124,10 @@ class RowBatch:
         """Rows gathered for ``table``."""
         return len(self._rows[table]) + self._part_rows[table]
 
+    def has_trace(self, key: str) -> bool:
+        """Whether the batch holds the trace of this key."""
+        return key in self._trace_keys
+
     def add_trace(
         self,
         trace: Trace,
@@ -123,6 +137,7 @@ class RowBatch:
         source: str = "",
         known: Known = _NO_KNOWN,
         now: datetime | None = None,
+        line: tuple[bytes, str] | None = None,
     ) -> str | None:
         """Add one trace; a workload-only record goes to ``workloads`` instead.
 
@@ -133,6 +148,8 @@ class RowBatch:
             source: Where the trace came from (a file, or ``writer:<run id>``).
             known: Values for columns the record and context leave empty.
             now: The ingest time (default: the batch's).
+            line: The line the trace was read from (without its newline) and its
+                :func:`trace_key`: the key, if the line is the canonical record.
 
         Returns:
             The trace key, or ``None`` for a workload-only record or a key already in the batch.
@@ -149,7 +166,7 @@ class RowBatch:
         # Bytes from here on: hashed as they are, and turned into the Arrow column without a
         # round trip through Python str (the record is most of a row's bytes).
         data = record.encode() if record is not None else trace.to_json_bytes()
-        key = trace_key(data)
+        key = line[1] if line is not None and line[0] == data else trace_key(data)
         if key in self._trace_keys:
             self.duplicates += 1
             return None
@@ -323,8 +340,16 @@ class RowBatch:
         else:
             keys = list(zip(rows.column("definition").to_pylist(), rows.column("uuid").to_pylist()))
             seen = self._workload_keys  # type: ignore[assignment]
-        keep = [k not in seen and not seen.add(k) for k in keys]  # type: ignore[func-returns-value]
-        dropped = len(keep) - sum(keep)
+        # Usually no key is in the batch and none repeats: then set operations in C, not a
+        # Python step per row.
+        dropped, before = 0, len(seen)
+        if seen.isdisjoint(keys):
+            seen.update(keys)
+            if len(seen) - before != len(keys):  # repeats among the rows: row by row
+                seen.difference_update(keys)
+        if len(seen) == before:
+            keep = [k not in seen and not seen.add(k) for k in keys]  # type: ignore[func-returns-value]
+            dropped = len(keep) - sum(keep)
         if dropped:
             rows = rows.filter(pa.array(keep, type=pa.bool_()))
             if table == "traces":
@@ -339,7 +364,7 @@ class RowBatch:
         """Turn the rows built so far into an Arrow part, keeping their place in the order."""
         rows = self._rows[table]
         if rows:
-            self._parts[table].append(_to_arrow(table, rows))
+            self._parts[table].append(rows_to_arrow(table, rows))
             self._part_rows[table] += len(rows)
             self._rows[table] = []
 
@@ -351,7 +376,7 @@ class RowBatch:
         self._freeze(table)
         parts = self._parts[table]
         if not parts:
-            return _to_arrow(table, [])
+            return rows_to_arrow(table, [])
         if len(parts) > 1:
             # One part again: later calls (and DuckDB's scan) read one chunked table.
             self._parts[table] = [pa.concat_tables(parts)]
@@ -359,40 +384,3 @@ class RowBatch:
 
 
 _TABLES = ("traces", "definitions", "solutions", "workloads")
-
-
-def _to_arrow(table: str, rows: list[tuple[object, ...]]) -> pa.Table:
-    """Row tuples of ``table`` as an Arrow table of its schema."""
-    import pyarrow as pa
-
-    schema = arrow_schema(table)
-    if rows and len(rows[0]) != len(schema):
-        raise AssertionError(f"{table}: rows have {len(rows[0])} values for {len(schema)} columns")
-    columns = list(zip(*rows)) if rows else [() for _ in schema]
-    try:
-        arrays = [_column(col, f) for col, f in zip(columns, schema)]
-    except (OverflowError, pa.ArrowException, UnicodeError) as e:
-        # The checks of add_* keep such values out; this names the column if one slips by.
-        bad = next((f.name for col, f in zip(columns, schema) if not _converts(col, f)), "?")
-        raise ValidationError(f"{table}.{bad}: a value the store cannot hold ({e})") from None
-    return pa.Table.from_arrays(arrays, schema=schema)
-
-
-def _column(values: tuple[object, ...], f: pa.Field) -> pa.Array:
-    import pyarrow as pa
-
-    if values and isinstance(values[0], bytes):
-        # A trace's record, kept as the serializer's UTF-8 bytes: copied in as binary and
-        # checked as UTF-8 by the cast (Arrow's own check, much cheaper than str objects).
-        return pa.array(values, type=pa.binary()).cast(f.type)
-    return pa.array(values, type=f.type)
-
-
-def _converts(values: tuple[object, ...], f: pa.Field) -> bool:
-    import pyarrow as pa
-
-    try:
-        _column(values, f)
-    except (OverflowError, pa.ArrowException, UnicodeError):
-        return False
-    return True

@@ -6,7 +6,7 @@ the first), or an in-memory database. :class:`~sweep.store.Store` adds read sess
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -90,6 +90,22 @@ class WritableStore:
             return AddCounts(present=batch.duplicates)
         with self.writing(timeout_s=timeout_s) as con:
             return insert_batch(con, batch, marks or [])
+
+    def present_keys(self, keys: Sequence[str]) -> set[str]:
+        """The keys among ``keys`` of traces the store holds (one scan of the stored keys)."""
+        import pyarrow as pa
+
+        with self.writing() as con:
+            # A cursor of its own: an insert may be running on ``con`` in another thread.
+            cur = con.cursor()
+            try:
+                cur.register("_present_keys", pa.table({"k": pa.array(keys, pa.string())}))
+                rows = cur.execute(
+                    "SELECT t.trace_key FROM traces t SEMI JOIN _present_keys p ON t.trace_key = p.k"
+                ).fetchall()
+            finally:
+                cur.close()
+        return {r[0] for r in rows}
 
     def log_marks(self, con: duckdb.DuckDBPyConnection, catalog: str = "") -> dict[str, LogMark]:
         """Stored log progress, by absolute log path."""

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import tempfile
 from pathlib import Path
+from unittest import mock
 
 import pyarrow as pa
 import pytest
@@ -187,7 +188,11 @@ def test_a_worker_that_dies_is_an_error_naming_it() -> None:
 def test_workers_only_for_large_logs() -> None:
     assert auto_workers(PARALLEL_MIN_BYTES - 1, 1 << 20) == 1
     assert auto_workers(PARALLEL_MIN_BYTES, PARALLEL_MIN_BYTES) == 1  # one chunk: one worker
-    assert auto_workers(100 * PARALLEL_MIN_BYTES, 1 << 20) == usable_cpus()
+    assert auto_workers(100 * PARALLEL_MIN_BYTES, 1 << 20) == min(usable_cpus(), max(2, usable_cpus() - 1))
+    # Past two CPUs, one is left to the writing process.
+    for cpus, workers in ((1, 1), (2, 2), (3, 2), (16, 15)):
+        with mock.patch("sweep.store._ingest_pool.usable_cpus", return_value=cpus):
+            assert auto_workers(100 * PARALLEL_MIN_BYTES, 1 << 20) == workers
 
 
 def test_rows_built_elsewhere_join_a_batch_in_order_without_repeats() -> None:

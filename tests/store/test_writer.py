@@ -245,9 +245,9 @@ def test_write_many_syncs_each_log_once_per_group_in_order(
 
 
 def test_write_many_syncs_a_log_evicted_mid_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sweep.store import _writer
+    from sweep.store import _log_files
 
-    monkeypatch.setattr(_writer, "_MAX_OPEN_LOGS", 1)
+    monkeypatch.setattr(_log_files, "MAX_OPEN_LOGS", 1)
     results, db = _paths(tmp_path)
     synced = _fsync_spy(monkeypatch)
     names = ["d_a", "d_b", "d_c"]

@@ -45,10 +45,11 @@ from sweep.cluster.warm import WarmWorkers
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
 from sweep.launch._estimates import estimated_for
+from sweep.launch._storing import Storing
 from sweep.launch.progress import Progress, SummaryRow, Tally
 from sweep.plan import Exclusion, Plan, Selection, build_plan, combined_excluded, select, with_lines
 from sweep.plan.dataset import Dataset, load_dataset
-from sweep.schema import Definition, Trace
+from sweep.schema import Definition
 from sweep.schema.task import Task
 
 __all__ = [
@@ -61,8 +62,9 @@ __all__ = [
     "operator_check",
 ]
 
-#: Seconds between batched inserts into the DuckDB store during a launch.
-STORE_FLUSH_S = 2.0
+#: Seconds between batched inserts into the DuckDB store during a launch (by the writer's
+#: follower process, off the driver's CPU: short, so readers have little log tail to merge).
+STORE_FLUSH_S = 0.5
 
 
 @dataclass(frozen=True)
@@ -303,10 +305,10 @@ def _run(
         todo, Path(out.results_dir), Path(out.store_path()), progress.note if progress else None
     )
     context = StoreContext.from_dataset(dataset)
-    # The traces the scheduler hands over together are in the JSONL log (one fsync per log
-    # file for the group) before the next ones are handled; DuckDB gets them in batches every
-    # STORE_FLUSH_S (readers merge the log tail meanwhile). Flushing every 0.25 s cost ~2 ms
-    # of driver CPU per trace on a 2-core box, every 2 s ~0.85 ms.
+    # The loop only appends each delivery to the logs; the writer's thread syncs them, and a
+    # trace counts (tally, progress) once synced (``_storing``). DuckDB gets the synced lines
+    # from the writer's follower process every STORE_FLUSH_S (readers merge the log tail
+    # meanwhile): rows and inserts cost the driver's process nothing.
     with ResultsWriter(
         Path(out.results_dir),
         Path(out.store_path()),
@@ -315,27 +317,20 @@ def _run(
         context=context,
         flush_interval_s=STORE_FLUSH_S,
     ) as w:
-
-        def on_traces(traces: Sequence[Trace]) -> None:
-            w.write_many(traces)
-            for trace in traces:
-                task_id = trace.provenance.task_id if trace.provenance is not None else None
-                tally.add(trace, target_of.get(task_id or "", ""))
-                if progress is not None:
-                    progress.update(trace)
-
+        storing = Storing(w, tally, progress, target_of)
         try:
             stats = run_tasks(
                 todo,
                 pools,
                 spec,
                 run_id=run_id,
-                on_traces=on_traces,
+                on_traces=storing.on_traces,
                 options=opts.scheduler,
-                on_tick=progress.tick if progress is not None else None,
+                on_tick=storing.on_tick,
                 workers=warm,
                 estimated_s=estimated,
             )
+            storing.drain()
         finally:
             if progress is not None:
                 progress.finish()

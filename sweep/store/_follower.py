@@ -210,13 +210,16 @@ def main() -> None:
             answer = Stored({}, error=str(e))
         except Exception as e:  # noqa: BLE001 - the follower must outlive any failure; the logs keep all
             answer = Stored({}, error=f"{type(e).__name__}: {e}")
-        for i, token in enumerate(tokens or [None]):
-            one = answer if i == 0 else Stored({}, error=answer.error)
-            pickle.dump(
-                Stored(one.ends, one.traces, token, one.error, one.warnings, last=last),
-                out,
-                protocol=pickle.HIGHEST_PROTOCOL,
-            )
-        out.flush()
+        try:
+            for i, token in enumerate(tokens or [None]):
+                one = answer if i == 0 else Stored({}, error=answer.error)
+                pickle.dump(
+                    Stored(one.ends, one.traces, token, one.error, one.warnings, last=last),
+                    out,
+                    protocol=pickle.HIGHEST_PROTOCOL,
+                )
+            out.flush()
+        except OSError:  # the driver is gone (killed): what it synced is stored, nothing to say
+            return
         if last:
             return

@@ -89,6 +89,8 @@ def test_the_follower_stores_only_what_is_synced(tmp_path: Path, monkeypatch: py
         release.set()
         w.flush()
         assert w.pending == 0
+    # Closing ended the follower: its last pass, then it exited on its own.
+    assert (w._follower.proc.returncode, w.last_error) == (0, None)
     assert query(db, "SELECT list(workload_uuid ORDER BY 1) FROM traces").rows == [(["wl-1", "wl-2"],)]
 
 

@@ -8,6 +8,7 @@ import pickle
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -46,6 +47,11 @@ class FollowerClient:
         self.on_stored = on_stored
         self.error: str | None = None  # the process died or cannot be told
         self._send_lock = threading.Lock()
+        # Synced ends are sent at most every quarter interval (the syncer runs hundreds of
+        # passes a second under load; the follower reads every interval), the rest kept here.
+        self._gap_s = interval_s / 4
+        self._ends: dict[str, int] = {}
+        self._sent_at = 0.0
         self._cond = threading.Condition()
         self._answers: dict[int, Stored] = {}
         self._tokens = 0
@@ -94,8 +100,22 @@ class FollowerClient:
             self._cond.notify_all()
 
     def synced(self, ends: dict[str, int]) -> None:
-        """Tell the follower how far logs are synced (it reads no further)."""
+        """Tell the follower how far logs are synced (it reads no further); sent at once, or
+        with the next ends when the last were sent a moment ago (:meth:`flush` sends them all)."""
+        now = time.monotonic()
+        with self._send_lock:
+            self._ends.update(ends)
+            if now - self._sent_at < self._gap_s:
+                return
+            self._sent_at = now
+            ends, self._ends = self._ends, {}
         self._send(Synced(ends))
+
+    def _send_ends(self) -> None:
+        with self._send_lock:
+            ends, self._ends = self._ends, {}
+        if ends:
+            self._send(Synced(ends))
 
     def flush(self) -> None:
         """Have the follower insert what is synced now, and wait for it.
@@ -106,6 +126,7 @@ class FollowerClient:
         with self._cond:
             self._tokens += 1
             token = self._tokens
+        self._send_ends()
         self._send(Flush(token))
         with self._cond:
             self._cond.wait_for(
@@ -123,6 +144,7 @@ class FollowerClient:
         Raises:
             StoreError: The last pass failed, or the follower did not end in time (killed).
         """
+        self._send_ends()
         with self._send_lock:
             if self.proc.stdin is not None and not self.proc.stdin.closed:
                 try:

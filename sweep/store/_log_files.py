@@ -22,6 +22,8 @@ __all__ = ["MAX_OPEN_LOGS", "Log", "LogFiles"]
 
 #: Logs kept open at once; the least recently opened is synced and closed to make room.
 MAX_OPEN_LOGS = 64
+#: Seconds the syncer waits for work before it lets ``on_synced`` pass on what it held back.
+_IDLE_S = 0.1
 
 
 @dataclass(eq=False)
@@ -139,9 +141,23 @@ class LogFiles:
     def _run(self) -> None:
         while True:
             with self._cond:
-                self._cond.wait_for(lambda: bool(self._dirty) or self._stop)
-                if not self._dirty:
+                # Woken at least every _IDLE_S: ``on_synced`` may hold ends back for a moment
+                # (the follower's client does), and gets its chance to pass them on.
+                if not self._cond.wait_for(lambda: bool(self._dirty) or self._stop, timeout=_IDLE_S):
+                    idle = True
+                elif not self._dirty:
                     return
+                else:
+                    idle = False
+            if idle:
+                try:
+                    self.on_synced({})
+                except BaseException as e:  # noqa: BLE001 - handed to the appending thread
+                    with self._cond:
+                        self.error = e
+                    return
+                continue
+            with self._cond:
                 todo, self._dirty = self._dirty, []
                 group = self._written
                 ends = {}

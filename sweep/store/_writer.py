@@ -115,9 +115,9 @@ class ResultsWriter:
         self._unstored: dict[str, deque[tuple[int, float, int]]] = {}  # log -> (end, when, lines)
         self._pending = 0
         self._groups: deque[tuple[int, Sequence[Trace], Callable[[Sequence[Trace]], None] | None]] = deque()
-        self._log_of: dict[str, Log] = {}  # by definition name
+        self._log_of_definition: dict[str, Log] = {}
+        self._log_of: dict[tuple[str, str | None], Log] = {}  # by (definition, solution)
         self._records_written: set[tuple[str, str]] = set()
-        self._pairs_seen: set[tuple[str, str | None]] = set()  # whose records are written
         self._closed = False
         (self.results_dir / "traces").mkdir(parents=True, exist_ok=True)
         self._lock_fd = self._take_folder_lock()
@@ -200,13 +200,16 @@ class ResultsWriter:
             )
             self._records_written.add(("s", sol.name))
 
-    def _log_for(self, trace: Trace) -> Log:
-        """The trace's log, its path worked out once per definition."""
-        log = self._log_of.get(trace.definition)
+    def _first_of_pair(self, trace: Trace) -> Log:
+        """The log of the first trace of its (definition, solution): its records written, its
+        log's path worked out (once per definition)."""
+        self._write_records(trace)
+        log = self._log_of_definition.get(trace.definition)
         if log is None:
-            log = self._log_of[trace.definition] = self._logs.log(
+            log = self._log_of_definition[trace.definition] = self._logs.log(
                 log_path(self.results_dir, trace, self.context)
             )
+        self._log_of[(trace.definition, trace.solution)] = log
         return log
 
     def write(self, trace: Trace) -> None:
@@ -245,13 +248,15 @@ class ResultsWriter:
         if self._closed:
             raise StoreError("ResultsWriter.write after close()")
         lines: dict[Log, list[bytes]] = {}
+        log_of = self._log_of
         for trace in traces:
-            trace = self._stamp(trace)
-            pair = (trace.definition, trace.solution)
-            if pair not in self._pairs_seen:
-                self._write_records(trace)
-                self._pairs_seen.add(pair)
-            log = self._log_for(trace)
+            prov = trace.provenance
+            if prov is None or not prov.sweep or not prov.run_id:
+                trace = self._stamp(trace)
+            # One lookup a trace: its records are written and its log known once per pair.
+            log = log_of.get((trace.definition, trace.solution))
+            if log is None:
+                log = self._first_of_pair(trace)
             group = lines.get(log)
             if group is None:
                 group = lines[log] = []

@@ -1,8 +1,9 @@
 """The driver loop at scale, without GPUs: the REAL loop (``sweep.cluster.scheduler.run_tasks``)
 drives simulated workers (``sim_ray.py``: a stand-in for the ``ray`` module, on a virtual clock)
 through ``--tasks`` evaluations of drawn durations, and the traces go through the real store
-writer (``ResultsWriter``: JSONL log with a group fsync per delivery, DuckDB in batches every
-``STORE_FLUSH_S`` from its thread), as ``sweep launch`` stores them.
+writer as ``sweep launch`` stores them (``sweep.launch._storing``: each delivery appended to its
+JSONL log, synced by the writer's thread, counted once synced; DuckDB rows built and inserted
+by the writer's follower process every ``STORE_FLUSH_S``).
 
 What it reports, per run:
 
@@ -25,9 +26,15 @@ What it reports, per run:
 
 Runs (``--runs``): ``LOOP:STORE`` with LOOP ``current`` (this checkout) or ``baseline`` (the
 loop of ``--baseline-rev``, read with ``git show`` and run against the same simulated cluster:
-the before/after of the same run) and STORE ``real`` (the writer above) or ``none`` (traces
-counted and dropped: the loop's own capacity). A run that would outlast ``--budget-s`` of real
-time stops there and reports what it did by then (marked ``stopped``).
+the before/after of the same run) and STORE ``real`` (the writer above), ``old`` (the
+``ResultsWriter`` of ``--baseline-writer-rev``, read with ``git show`` over this checkout's store
+modules, used as the launch used it then: ``write_many`` per delivery, its fsync on the driver's
+thread, rows and inserts on its thread in the driver's process) or ``none`` (traces counted and
+dropped: the loop's own capacity). A run that would outlast ``--budget-s`` of real time stops
+there and reports what it did by then (marked ``stopped``). After a run with a store, the table
+counts the rows of the store file and their distinct task ids (exactly one trace per task),
+the traces counted done (durable), and the follower process's CPU per task (it is not on the
+virtual clock: a process of its own, on another core).
 
 ``--tail``: a second table, the longest-first ordering against plan order on a small sweep with
 heavy-tailed durations (few tasks per worker, where the last minutes are one GPU's tail): the

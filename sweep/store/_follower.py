@@ -44,8 +44,9 @@ from sweep.store._writable_store import WritableStore
 __all__ = ["Flush", "Start", "Stored", "Synced", "main"]
 
 _log = logging.getLogger("sweep.store")
-#: Bytes read per pass and log at most: a follower far behind catches up in bounded steps.
-_MAX_READ = 64 << 20
+#: Bytes of log lines one pass reads at most (~40,000 traces, ~60 MB of rows): a follower far
+#: behind catches up in passes of bounded memory, one after the other.
+_PASS_BYTES = 32 << 20
 
 
 @dataclass(frozen=True)
@@ -139,8 +140,14 @@ class _Follower:
                     left -= len(block)
         return n
 
+    def behind(self, limits: dict[str, int]) -> bool:
+        """Whether some log is synced further than it is stored."""
+        marks = self.marks or {}
+        return any(limit > (marks[p].offset if p in marks else 0) for p, limit in limits.items())
+
     def run_pass(self, limits: dict[str, int], timeout_s: float) -> Stored:
-        """Read every log from its mark to its synced end; insert the rows and the new marks."""
+        """Read the logs from their marks towards their synced ends (at most ``_PASS_BYTES``);
+        insert the rows and the new marks in one transaction."""
         if self.marks is None:
             with self.store.writing(timeout_s=timeout_s) as con:
                 self.marks = self.store.log_marks(con)
@@ -148,7 +155,10 @@ class _Follower:
         new: list[LogMark] = []
         warnings: list[str] = []
         numbers: dict[str, int] = {}
+        budget = _PASS_BYTES
         for path, limit in limits.items():
+            if budget <= 0:
+                break
             mark = self.marks.get(path)
             start = mark.offset if mark is not None else 0
             if start and (mark is None or head_hash(Path(path), start) != mark.head_hash):
@@ -158,8 +168,14 @@ class _Follower:
             number = self._line_count(path, start)
             with open(path, "rb") as f:
                 f.seek(start)
-                data = f.read(min(limit - start, _MAX_READ))
-            cut = data.rfind(b"\n") + 1  # whole lines only (the cap may end mid-line)
+                data = f.read(min(limit - start, budget))
+                cut = data.rfind(b"\n") + 1  # whole lines only (the cap may end mid-line)
+                if not cut and len(data) < limit - start:  # a line longer than a pass: alone
+                    data += f.read(limit - start - len(data))
+                    cut = data.find(b"\n") + 1
+            if not cut:
+                continue  # no whole line synced beyond the mark (cannot be: ends are of lines)
+            budget -= cut
             for raw in data[:cut].splitlines(keepends=True):
                 number += 1
                 if raw.strip():
@@ -186,6 +202,28 @@ class _Follower:
             warnings.append(f"{where}: not a valid trace: {e}, skipped")
 
 
+def _catch_up(
+    follower: _Follower, limits: dict[str, int], wait: float, *, whole: bool, out: BinaryIO
+) -> Stored | None:
+    """Passes until the logs are stored up to ``limits`` (``whole``: a flush or the last pass)
+    or, for a periodic one, while the follower is behind; every pass but the last one answered
+    at once. ``None``: the driver is gone."""
+    while True:
+        try:
+            answer = follower.run_pass(limits, wait)
+        except (StoreError, OSError) as e:
+            return Stored({}, error=str(e))
+        except Exception as e:  # noqa: BLE001 - the follower must outlive any failure; the logs keep all
+            return Stored({}, error=f"{type(e).__name__}: {e}")
+        if not answer.ends or not follower.behind(limits):
+            return answer
+        try:
+            pickle.dump(answer, out, protocol=pickle.HIGHEST_PROTOCOL)
+            out.flush()
+        except OSError:
+            return None
+
+
 def main() -> None:
     """Follow the logs the parent syncs until its messages end (see the module doc)."""
     # Ctrl-C reaches the whole process group: the driver decides when we stop (it closes stdin).
@@ -204,12 +242,9 @@ def main() -> None:
             box.tokens = []
         # A pass asked for waits out a reader; a periodic one gives up soon and comes again.
         wait = start.lock_timeout_s if (tokens or last) else min(start.interval_s, 0.5)
-        try:
-            answer = follower.run_pass(limits, wait)
-        except (StoreError, OSError) as e:
-            answer = Stored({}, error=str(e))
-        except Exception as e:  # noqa: BLE001 - the follower must outlive any failure; the logs keep all
-            answer = Stored({}, error=f"{type(e).__name__}: {e}")
+        answer = _catch_up(follower, limits, wait, whole=bool(tokens) or last, out=out)
+        if answer is None:
+            return  # the driver is gone
         try:
             for i, token in enumerate(tokens or [None]):
                 one = answer if i == 0 else Stored({}, error=answer.error)

@@ -3,7 +3,9 @@ follower stores only synced lines, exactly once, and a killed driver resumes exa
 
 from __future__ import annotations
 
+import io
 import os
+import pickle
 import signal
 import subprocess
 import sys
@@ -15,8 +17,8 @@ from pathlib import Path
 import pytest
 
 from sweep.schema import Trace
-from sweep.store import ResultsWriter, StoreContext, ingest, query
-from sweep.store._follower import Start, _Follower
+from sweep.store import ResultsWriter, StoreContext, _follower, ingest, query
+from sweep.store._follower import Start, Stored, _catch_up, _Follower
 
 from .conftest import make_trace
 
@@ -173,3 +175,26 @@ def test_a_killed_driver_resumes_with_no_trace_lost_or_doubled(tmp_path: Path) -
     assert query(
         db, "SELECT count(*), count(DISTINCT task_id), count(DISTINCT trace_key) FROM traces"
     ).rows == [(n, n, n)]
+
+
+def test_a_follower_far_behind_catches_up_in_passes_of_bounded_size(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results, db = _paths(tmp_path)
+    log = results / "traces" / "vec_add" / "vec_add.jsonl"
+    log.parent.mkdir(parents=True)
+    lines = [make_trace("s1", f"wl-{i}").to_json_bytes() + b"\n" for i in range(20)]
+    log.write_bytes(b"".join(lines))
+    monkeypatch.setattr(_follower, "_PASS_BYTES", 3 * len(lines[0]))
+    follower = _Follower(Start(str(db), StoreContext(), 1.0, 5.0))
+    said = io.BytesIO()
+    key = str(log.resolve())
+    last = _catch_up(follower, {key: log.stat().st_size}, 5.0, whole=True, out=said)
+    assert last is not None and last.ends == {key: log.stat().st_size}
+    said.seek(0)
+    passes = [last]
+    while said.tell() < len(said.getvalue()):
+        passes.insert(-1, pickle.load(said))
+    assert all(isinstance(p, Stored) for p in passes) and len(passes) >= 5  # bounded, one after the other
+    assert sum(p.traces for p in passes) == 20
+    assert query(db, "SELECT count(*) FROM traces").rows == [(20,)]

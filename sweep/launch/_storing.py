@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
-from sweep.launch.progress import Progress, Tally
+from sweep.launch.progress import Outcome, Progress, Tally
 from sweep.schema import Trace
 
 if TYPE_CHECKING:
@@ -44,8 +44,14 @@ class Storing:
         self.target_of = target_of
 
     def on_traces(self, traces: Sequence[Trace]) -> None:
-        """Append the traces to their logs; they count once synced (:meth:`_durable`)."""
-        self.writer.submit(traces, self._durable)
+        """Append the traces to their logs; they count once synced (:meth:`_durable`). Only
+        their outcomes wait for the sync, not the traces (see :class:`Outcome`)."""
+        target_of = self.target_of
+        outcomes = [
+            Outcome.of(t, target_of.get(t.provenance.task_id or "", "") if t.provenance is not None else "")
+            for t in traces
+        ]
+        self.writer.submit(traces, lambda: self._durable(outcomes))
 
     def on_tick(self) -> None:
         """Count what became durable since, and redraw the progress line when due."""
@@ -57,9 +63,8 @@ class Storing:
         """Wait for the last syncs, and count what they made durable."""
         self.writer.drain()
 
-    def _durable(self, traces: Sequence[Trace]) -> None:
-        for trace in traces:
-            task_id = trace.provenance.task_id if trace.provenance is not None else None
-            self.tally.add(trace, self.target_of.get(task_id or "", ""))
+    def _durable(self, outcomes: Sequence[Outcome]) -> None:
+        for outcome in outcomes:
+            self.tally.add_outcome(outcome)
             if self.progress is not None:
-                self.progress.update(trace)
+                self.progress.count(outcome.status == "PASSED")

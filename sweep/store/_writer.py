@@ -114,7 +114,9 @@ class ResultsWriter:
         self._lock = threading.Lock()  # what the follower's answers change
         self._unstored: dict[str, deque[tuple[int, float, int]]] = {}  # log -> (end, when, lines)
         self._pending = 0
-        self._groups: deque[tuple[int, Sequence[Trace], Callable[[Sequence[Trace]], None] | None]] = deque()
+        # Each group's number and callback; not its traces: a trace held for the few ms of a sync
+        # outlives collections of the youngest generation, and costs the driver's GC.
+        self._groups: deque[tuple[int, Callable[[], None] | None]] = deque()
         self._log_of_definition: dict[str, Log] = {}
         self._log_of: dict[tuple[str, str | None], Log] = {}  # by (definition, solution)
         self._records_written: set[tuple[str, str]] = set()
@@ -232,9 +234,9 @@ class ResultsWriter:
         self._logs.wait(self.submit(traces))
         self.poll()
 
-    def submit(self, traces: Sequence[Trace], then: Callable[[Sequence[Trace]], None] | None = None) -> int:
+    def submit(self, traces: Sequence[Trace], then: Callable[[], None] | None = None) -> int:
         """Append traces to their logs now, and have them synced on the writer's thread: they
-        are done, and ``then(traces)`` is called, once they are durable (from a later
+        are done, and ``then()`` is called, once they are durable (from a later
         :meth:`submit`, :meth:`poll`, :meth:`drain` or :meth:`close`, on the caller's thread,
         groups in order). A driver killed before then loses at most these lines, which no
         one was told are done.
@@ -268,7 +270,7 @@ class ResultsWriter:
                 self._unstored.setdefault(log.key, deque()).append((log.end, now, len(group)))
                 self._pending += len(group)
         self.written += len(traces)
-        self._groups.append((number, traces, then))
+        self._groups.append((number, then))
         self.poll()
         return number
 
@@ -280,9 +282,9 @@ class ResultsWriter:
         """
         synced = self._logs.synced
         while self._groups and self._groups[0][0] <= synced:
-            _, traces, then = self._groups.popleft()
+            _, then = self._groups.popleft()
             if then is not None:
-                then(traces)
+                then()
         if self._logs.error is not None:
             self._logs.wait(0)  # raises it
 

@@ -9,12 +9,11 @@ Prints ``follower <pid>`` first, then ``done <task id>`` for each trace as it be
 from __future__ import annotations
 
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from writer_proc import trace
 
-from sweep.schema import Trace
 from sweep.store import ResultsWriter, completed_task_ids
 
 
@@ -23,14 +22,18 @@ def main() -> None:
     done = completed_task_ids(results, store)
     todo = [i for i in range(n) if f"task-{i}" not in done]
 
-    def durable(traces: Sequence[Trace]) -> None:
-        sys.stdout.write("".join(f"done {t.provenance.task_id if t.provenance else ''}\n" for t in traces))
-        sys.stdout.flush()
+    def durable(ids: Sequence[str]) -> Callable[[], None]:
+        def then() -> None:
+            sys.stdout.write("".join(f"done {i}\n" for i in ids))
+            sys.stdout.flush()
+
+        return then
 
     with ResultsWriter(results, store, sweep="resume", run_id="run", flush_interval_s=0.05) as w:
         print(f"follower {w._follower.proc.pid}", flush=True)
         for k in range(0, len(todo), size):
-            w.submit([trace(i) for i in todo[k : k + size]], durable)
+            group = todo[k : k + size]
+            w.submit([trace(i) for i in group], durable([f"task-{i}" for i in group]))
         w.drain()
 
 

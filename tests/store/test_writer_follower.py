@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import pytest
@@ -58,13 +58,13 @@ def test_a_submitted_group_is_called_back_only_once_synced(
     results, db = _paths(tmp_path)
     got: list[str] = []
 
-    def then(traces: Sequence[Trace]) -> None:
-        got.extend(t.workload.uuid for t in traces)
+    def then(uuids: Sequence[str]) -> Callable[[], None]:
+        return lambda: got.extend(uuids)
 
     with ResultsWriter(results, db, sweep="s", run_id="r") as w:
         release = _blocked_fsync(monkeypatch)
-        w.submit([make_trace("s1", "wl-1"), make_trace("s1", "wl-2")], then)
-        w.submit([make_trace("s1", "wl-3")], then)
+        w.submit([make_trace("s1", "wl-1"), make_trace("s1", "wl-2")], then(["wl-1", "wl-2"]))
+        w.submit([make_trace("s1", "wl-3")], then(["wl-3"]))
         time.sleep(0.3)
         w.poll()
         assert got == []  # appended (the OS has the lines), not yet durable: not done

@@ -1,8 +1,9 @@
 """The driver loop at scale, without GPUs: the REAL loop (``sweep.cluster.scheduler.run_tasks``)
 drives simulated workers (``sim_ray.py``: a stand-in for the ``ray`` module, on a virtual clock)
 through ``--tasks`` evaluations of drawn durations, and the traces go through the real store
-writer (``ResultsWriter``: JSONL log with a group fsync per delivery, DuckDB in batches every
-``STORE_FLUSH_S`` from its thread), as ``sweep launch`` stores them.
+writer as ``sweep launch`` stores them (``sweep.launch._storing``: each delivery appended to its
+JSONL log, synced by the writer's thread, counted once synced; DuckDB rows built and inserted
+by the writer's follower process every ``STORE_FLUSH_S``).
 
 What it reports, per run:
 
@@ -25,9 +26,15 @@ What it reports, per run:
 
 Runs (``--runs``): ``LOOP:STORE`` with LOOP ``current`` (this checkout) or ``baseline`` (the
 loop of ``--baseline-rev``, read with ``git show`` and run against the same simulated cluster:
-the before/after of the same run) and STORE ``real`` (the writer above) or ``none`` (traces
-counted and dropped: the loop's own capacity). A run that would outlast ``--budget-s`` of real
-time stops there and reports what it did by then (marked ``stopped``).
+the before/after of the same run) and STORE ``real`` (the writer above), ``old`` (the
+``ResultsWriter`` of ``--baseline-writer-rev``, read with ``git show`` over this checkout's store
+modules, used as the launch used it then: ``write_many`` per delivery, its fsync on the driver's
+thread, rows and inserts on its thread in the driver's process) or ``none`` (traces counted and
+dropped: the loop's own capacity). A run that would outlast ``--budget-s`` of real time stops
+there and reports what it did by then (marked ``stopped``). After a run with a store, the table
+counts the rows of the store file and their distinct task ids (exactly one trace per task),
+the traces counted done (durable), and the follower process's CPU per task (it is not on the
+virtual clock: a process of its own, on another core).
 
 ``--tail``: a second table, the longest-first ordering against plan order on a small sweep with
 heavy-tailed durations (few tasks per worker, where the last minutes are one GPU's tail): the
@@ -66,7 +73,8 @@ from sweep.cluster.connect import Pool
 from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats
 from sweep.config import EvalSettings
-from sweep.launch.driver import STORE_FLUSH_S
+from sweep.launch import STORE_FLUSH_S
+from sweep.launch._storing import Storing
 from sweep.launch.progress import Tally
 from sweep.schema import (
     Correctness,
@@ -318,6 +326,9 @@ class RunResult:
     waits: int
     refs_per_wait: float
     killed: int
+    tallied: int = 0
+    stored: tuple[int, int] = (0, 0)
+    child_cpu_s: float = 0.0
 
 
 def run_once(
@@ -333,6 +344,7 @@ def run_once(
     options: SchedulerOptions,
     ray_costs: RayCosts | None = None,
     estimated_s: dict[str, float] | None = None,
+    old_rev: str = "",
 ) -> RunResult:
     """One run of ``loop`` over the sweep on ``workers`` simulated workers (see the module doc)."""
     costs = (ray_costs.remote_s, ray_costs.get_s) if ray_costs is not None else (0.0, 0.0)
@@ -364,46 +376,60 @@ def run_once(
             raise _Stop
 
     def tick() -> None:
+        if storing is not None:
+            storing.on_tick()
         if time.monotonic() - wall0 > budget_s:
             raise _Stop
 
-    writer: ResultsWriter | None = None
-    if store == "real":
+    writer: Any = None
+    storing: Storing | None = None
+    if store in ("real", "old"):
         results = workdir / label.replace(":", "-")
         shutil.rmtree(results, ignore_errors=True)
-        writer = ResultsWriter(
-            results,
-            results / "sweep.duckdb",
-            sweep="sim",
-            run_id=RUN_ID,
-            context=sweep.context,
-            flush_interval_s=STORE_FLUSH_S,
-        )
-        w = writer
-        add = w.store.add
+        if store == "real":
+            writer = ResultsWriter(
+                results,
+                results / "sweep.duckdb",
+                sweep="sim",
+                run_id=RUN_ID,
+                context=sweep.context,
+                flush_interval_s=STORE_FLUSH_S,
+                on_stored=lambda lag, n: lags.append((lag, n)),
+            )
+            storing = Storing(writer, tally, None, {})
+            s = storing
 
-        def timed_add(batch: Any, marks: Any = None, *, timeout_s: float | None = None) -> Any:
-            out = add(batch, marks, timeout_s=timeout_s)
-            t, n = time.monotonic(), batch.count("traces")
-            while n > 0 and writes:  # the pending traces are stored oldest first
-                t_w, k = writes[0]
-                take = min(k, n)
-                lags.append((t - t_w, take))
-                n -= take
-                if take == k:
-                    writes.popleft()
-                else:
-                    writes[0] = (t_w, k - take)
-            return out
+            def on_traces(traces: Sequence[Trace]) -> None:
+                s.on_traces(traces)  # what the launch driver does with each delivery
+                check(traces)
 
-        w.store.add = timed_add  # type: ignore[method-assign]
+        else:
+            writer = old_writer(results, sweep.context, old_rev)
+            w = writer
+            add = w.store.add
 
-        def on_traces(traces: Sequence[Trace]) -> None:
-            w.write_many(traces)  # what the launch driver does with each delivery
-            writes.append((time.monotonic(), len(traces)))
-            for trace in traces:
-                tally.add(trace)
-            check(traces)
+            def timed_add(batch: Any, marks: Any = None, *, timeout_s: float | None = None) -> Any:
+                out = add(batch, marks, timeout_s=timeout_s)
+                t, n = time.monotonic(), batch.count("traces")
+                while n > 0 and writes:  # the pending traces are stored oldest first
+                    t_w, k = writes[0]
+                    take = min(k, n)
+                    lags.append((t - t_w, take))
+                    n -= take
+                    if take == k:
+                        writes.popleft()
+                    else:
+                        writes[0] = (t_w, k - take)
+                return out
+
+            w.store.add = timed_add
+
+            def on_traces(traces: Sequence[Trace]) -> None:
+                w.write_many(traces)  # what the launch driver did with each delivery
+                writes.append((time.monotonic(), len(traces)))
+                for trace in traces:
+                    tally.add(trace)
+                check(traces)
 
     else:
 
@@ -428,6 +454,7 @@ def run_once(
     stats: SchedulerStats = SchedulerStats()
     stopped = False
     cpu0, main0 = time.process_time(), time.thread_time()
+    child0 = resource.getrusage(resource.RUSAGE_CHILDREN)
     kwargs: dict[str, Any] = {"estimated_s": estimated_s} if estimated_s is not None else {}
     try:
         stats = loop.run_tasks(
@@ -441,6 +468,8 @@ def run_once(
             ray_api=sim,
             **kwargs,
         )
+        if storing is not None:
+            storing.drain()  # the last syncs: the run's traces are durable
     except _Stop:
         stopped = True
     finally:
@@ -448,10 +477,14 @@ def run_once(
     cpu_loop, main_cpu = time.process_time() - cpu0, time.thread_time() - main0
     wall = time.monotonic() - wall0
     close_s = 0.0
+    stored = (0, 0)
     if writer is not None:
         t = time.monotonic()
         writer.close()
         close_s = time.monotonic() - t
+        stored = _stored_rows(writer.store.path)
+    child1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    child_cpu = (child1.ru_utime + child1.ru_stime) - (child0.ru_utime + child0.ru_stime)
     end = last[0]
     first_ready = min((a.ready_at for a in sim.actors), default=0.0)
     up = sum(max(0.0, min(a.died_at if a.died_at is not None else end, end) - a.ready_at) for a in sim.actors)
@@ -480,6 +513,44 @@ def run_once(
         waits=sim.waits,
         refs_per_wait=sim.refs_waited / max(1, sim.waits),
         killed=sim.killed,
+        tallied=sum(tally.statuses.values()),
+        stored=stored,
+        child_cpu_s=child_cpu,
+    )
+
+
+def _stored_rows(db: Path) -> tuple[int, int]:
+    """Rows of ``traces`` in the store file, and distinct task ids among them."""
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        row = con.execute("SELECT count(*), count(DISTINCT task_id) FROM traces").fetchone()
+    finally:
+        con.close()
+    assert row is not None
+    return int(row[0]), int(row[1])
+
+
+def old_writer(results: Path, context: StoreContext, rev: str) -> Any:
+    """The ``ResultsWriter`` of ``rev`` (its ``_writer.py`` from git, over this checkout's store
+    modules), as the launch used it: ``write_many`` per delivery, an fsync on the driver's
+    thread, rows and inserts on the writer's thread."""
+    src = subprocess.run(
+        ["git", "show", f"{rev}:sweep/store/_writer.py"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    mod = _module_from(f"writer_at_{rev}", src, f"{rev}:sweep/store/_writer.py")
+    flush = subprocess.run(
+        ["git", "show", f"{rev}:sweep/launch/driver.py"], cwd=REPO, capture_output=True, text=True, check=True
+    ).stdout
+    interval = float(flush.split("STORE_FLUSH_S = ", 1)[1].split()[0])
+    return mod.ResultsWriter(
+        results,
+        results / "sweep.duckdb",
+        sweep="sim",
+        run_id=RUN_ID,
+        context=context,
+        flush_interval_s=interval,
     )
 
 
@@ -543,6 +614,11 @@ def table(results: list[RunResult]) -> str:
     )
     row("duplicate traces, missing", lambda r: f"{r.duplicates}, {r.missing}")
     row(
+        "counted done (durable), stored rows / task ids",
+        lambda r: f"{r.tallied:,}, {r.stored[0]:,}/{r.stored[1]:,}",
+    )
+    row("store process CPU per task (us)", lambda r: _us(r.child_cpu_s, r.done) if r.child_cpu_s else "-")
+    row(
         "store ingest lag mean/p99/max (s)",
         lambda r: (
             f"{sum(v * n for v, n in r.lags) / sum(n for _, n in r.lags):.2f}/"
@@ -571,6 +647,11 @@ def main() -> None:
     ap.add_argument("--solutions", type=int, default=100)
     ap.add_argument("--runs", nargs="+", default=["baseline:none", "current:none", "current:real"])
     ap.add_argument("--baseline-rev", default="3b77342", help="the loop before the hot-spot fixes")
+    ap.add_argument(
+        "--baseline-writer-rev",
+        default="d552367",
+        help="the store writer of runs 'LOOP:old' (before the follower)",
+    )
     ap.add_argument("--kills", type=int, default=10, help="simulated worker deaths, spread over the run")
     ap.add_argument("--budget-s", type=float, default=900.0, help="real seconds a run may take")
     ap.add_argument("--workdir", type=Path, default=None)
@@ -617,6 +698,8 @@ def main() -> None:
     try:
         for run in args.runs:
             which, store = run.split(":")
+            if store not in ("real", "old", "none"):
+                raise SystemExit(f"unknown store {store!r} in {run!r}: real, old or none")
             loop = load_loop(which, args.baseline_rev)
             r = run_once(
                 run,
@@ -629,6 +712,7 @@ def main() -> None:
                 workdir=work,
                 options=SchedulerOptions(),
                 ray_costs=ray_costs,
+                old_rev=args.baseline_writer_rev,
             )
             results.append(r)
             print(

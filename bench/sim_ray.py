@@ -4,8 +4,8 @@ actor handles with ``.options(...).remote(...)``, ``method.remote(...)``, ``wait
 
 The clock is the driver process's own time: its CPU time (``time.process_time``: every thread
 of it, the store writer's included, as if the driver had one core for all of them), plus the
-seconds its thread spends blocked in ``os.fsync`` (the JSONL log's group commit:
-:meth:`Clock.blocking` wraps it), plus the stretches it skips: when the loop waits and nothing
+seconds the driver's thread spends blocked in ``os.fsync`` (a JSONL log's group commit, when
+the driver's thread waits for it: :meth:`Clock.blocking` wraps it), plus the stretches it skips: when the loop waits and nothing
 is due, the clock jumps to the next completion instead of sleeping. So the driver's real cost
 is all there is between two jumps, and when the driver cannot keep up, completions pile up,
 calls reach workers late, and the workers idle, in virtual time as they would in real time.
@@ -35,6 +35,7 @@ from __future__ import annotations
 import heapq
 import math
 import random
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -61,9 +62,14 @@ class Clock:
         return time.process_time() - self.t0 + self.blocked + self.skipped
 
     def blocking(self, fn: Callable[..., Any]) -> Callable[..., Any]:
-        """``fn``, with the wall time it spends off the CPU added to the clock."""
+        """``fn``, with the wall time it spends off the CPU added to the clock when the driver's
+        thread (the one that made the clock) calls it: another thread blocked (a store writer's
+        syncer) holds up nothing of the loop."""
+        driver = threading.get_ident()
 
         def timed(*args: Any) -> Any:
+            if threading.get_ident() != driver:
+                return fn(*args)
             w, c = time.monotonic(), time.thread_time()
             try:
                 return fn(*args)

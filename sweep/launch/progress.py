@@ -7,12 +7,12 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import TextIO
+from typing import NamedTuple, TextIO
 
 from sweep.schema import Status, Trace
 from sweep.store.render import ratio
 
-__all__ = ["Progress", "SummaryRow", "Tally", "render_summary"]
+__all__ = ["Outcome", "Progress", "SummaryRow", "Tally", "render_summary"]
 
 _STATUS_ABBR = {
     Status.PASSED: "PASS",
@@ -70,8 +70,12 @@ class Progress:
 
     def update(self, trace: Trace) -> None:
         """Count one finished trace and redraw when due."""
+        self.count(trace.evaluation is not None and trace.evaluation.status is Status.PASSED)
+
+    def count(self, passed: bool) -> None:
+        """Count one finished trace, passed or not, and redraw when due."""
         self.done += 1
-        if trace.evaluation is not None and trace.evaluation.status is Status.PASSED:
+        if passed:
             self.passed += 1
         self._redraw(0.1, force_tty=self.done == self.total)
 
@@ -139,6 +143,27 @@ class SummaryRow:
         return statistics.median(self.speedups) if self.speedups else None
 
 
+class Outcome(NamedTuple):
+    """What the summary keeps of one trace (a few strings and a number: holding it costs the
+    garbage collector nothing, where a trace is a dozen objects)."""
+
+    definition: str
+    solution: str
+    hardware: str
+    status: str
+    speedup: float | None  # of a PASSED trace with a performance, else None
+
+    @classmethod
+    def of(cls, trace: Trace, hardware: str = "") -> Outcome:
+        """The outcome of ``trace``, of a task planned for ``hardware``."""
+        ev = trace.evaluation
+        status = ev.status.value if ev is not None else "NONE"
+        speedup = None
+        if ev is not None and ev.status is Status.PASSED and ev.performance is not None:
+            speedup = ev.performance.speedup_factor
+        return cls(trace.definition, trace.solution or "-", hardware, status, speedup)
+
+
 class Tally:
     """Collects the summary of a launch, one trace at a time (no traces kept)."""
 
@@ -151,17 +176,19 @@ class Tally:
     def add(self, trace: Trace, hardware: str = "") -> None:
         """Count ``trace``, of a task planned for ``hardware`` (its target, ``"H100"``: the
         trace's own ``environment.hardware`` is the device that ran it)."""
-        self.by_hardware[hardware] += 1
-        key = (trace.definition, trace.solution or "-", hardware)
+        self.add_outcome(Outcome.of(trace, hardware))
+
+    def add_outcome(self, outcome: Outcome) -> None:
+        """Count one trace's :class:`Outcome`."""
+        self.by_hardware[outcome.hardware] += 1
+        key = (outcome.definition, outcome.solution, outcome.hardware)
         row = self.rows.get(key)
         if row is None:
             row = self.rows[key] = SummaryRow(*key)
-        ev = trace.evaluation
-        status = ev.status.value if ev is not None else "NONE"
-        row.counts[status] += 1
-        self.statuses[status] += 1
-        if ev is not None and ev.status is Status.PASSED and ev.performance is not None:
-            row.speedups.append(ev.performance.speedup_factor)
+        row.counts[outcome.status] += 1
+        self.statuses[outcome.status] += 1
+        if outcome.speedup is not None:
+            row.speedups.append(outcome.speedup)
 
     def sorted_rows(self) -> list[SummaryRow]:
         """Rows by definition, then solution, then target."""

@@ -1,12 +1,18 @@
 """ResultsWriter: the sweep driver's one way to record traces.
 
-Each trace is appended to its JSONL log and fsynced before :meth:`ResultsWriter.write`
-(or :meth:`ResultsWriter.write_many`, one fsync per log file for a group) returns, so a trace
-the driver has written survives any crash. Rows reach the DuckDB file in
-batches from a background thread, which opens the file only for the moment of one insert
-(so ``sweep query`` and ``sweep report`` get in between) and records in the same transaction
-how far each log is stored. A writer that starts on a results folder catches the store up
-with whatever an earlier, killed run logged but never stored.
+Each trace is appended to its JSONL log as the bytes of its canonical serialization
+(``Trace.to_json_bytes``), one ``write`` per log per group; a thread of its own syncs the logs
+(:mod:`sweep.store._log_files`: one ``fsync`` per log for everything written since its last
+pass, a group commit that grows with the load). A group counts as done only once it is
+synced: :meth:`ResultsWriter.write_many` returns then, and :meth:`ResultsWriter.submit`
+returns at once and calls back then, so the driver loop never waits on the disk.
+
+Rows reach the DuckDB file from a child process (:mod:`sweep.store._follower`), which reads
+the synced lines of the logs as ``sweep ingest`` does, and inserts them in batches, holding the
+file only for the moment of one insert (so ``sweep query`` and ``sweep report`` get in between)
+and recording in the same transaction how far each log is stored. A writer that starts on a
+results folder first catches the store up with whatever an earlier, killed run logged but
+never stored.
 """
 
 from __future__ import annotations
@@ -16,26 +22,28 @@ import logging
 import os
 import re
 import threading
-from collections.abc import Sequence
+import time
+from collections import deque
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from types import TracebackType
-from typing import BinaryIO
 
 from typing_extensions import Self
 
-from sweep.errors import StoreError, ValidationError
+from sweep.errors import StoreError
 from sweep.schema import Provenance, Trace
-from sweep.store._insert import LogMark, insert_batch
+from sweep.store._follower import Stored
+from sweep.store._follower_client import FollowerClient
+from sweep.store._insert import insert_batch
+from sweep.store._log_files import Log, LogFiles
 from sweep.store._row_batch import RowBatch
 from sweep.store._store import Store, read_log_tails
 from sweep.store._store_context import StoreContext
-from sweep.store._trace_files import head_hash
 
 __all__ = ["ResultsWriter", "completed_task_ids", "log_path"]
 
 _log = logging.getLogger("sweep.store")
 _UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
-_MAX_OPEN_LOGS = 64
 
 
 def _safe(name: str) -> str:
@@ -59,10 +67,10 @@ def _write_atomic(path: Path, text: str) -> None:
 
 
 class ResultsWriter:
-    """Appends traces to JSONL logs and, in batches, to the DuckDB store.
+    """Appends traces to JSONL logs and, from a child process, to the DuckDB store.
 
-    Use as a context manager, from one process (the sweep driver). A second writer on the
-    same results folder is refused.
+    Use as a context manager, from one thread of one process (the sweep driver). A second
+    writer on the same results folder is refused.
 
     Args:
         results_dir: The results folder; logs go to ``traces/`` in it, and the definitions and
@@ -73,8 +81,10 @@ class ResultsWriter:
         run_id: Run id, likewise.
         context: Definitions, solutions and workloads of the sweep (stored in their tables,
             and used to fill op_type, tags, author, language and solution hash).
-        flush_interval_s: How often the background thread stores pending traces.
+        flush_interval_s: How often the store follower inserts what is synced.
         lock_timeout_s: How long :meth:`flush` and :meth:`close` wait for readers.
+        on_stored: Called with ``(seconds, traces)`` as lines reach the store: how long after
+            their append, for how many (on a thread of the writer; keep it short).
 
     Raises:
         StoreError: Another writer holds the results folder, or the store cannot be opened.
@@ -90,6 +100,7 @@ class ResultsWriter:
         context: StoreContext | None = None,
         flush_interval_s: float = 0.25,
         lock_timeout_s: float = 10.0,
+        on_stored: Callable[[float, int], None] | None = None,
     ) -> None:
         self.results_dir = Path(results_dir)
         self.sweep = sweep
@@ -99,25 +110,32 @@ class ResultsWriter:
         self.lock_timeout_s = lock_timeout_s
         self.last_error: str | None = None
         self.written = 0
-        self._lock = threading.Lock()
-        self._db_lock = threading.Lock()
-        self._pending: list[tuple[Trace, str, str]] = []
-        self._ends: dict[Path, int] = {}
-        self._files: dict[Path, BinaryIO] = {}
-        self._records_written: set[str] = set()
+        self.on_stored = on_stored
+        self._lock = threading.Lock()  # what the follower's answers change
+        self._unstored: dict[str, deque[tuple[int, float, int]]] = {}  # log -> (end, when, lines)
+        self._pending = 0
+        # Each group's number and callback; not its traces: a trace held for the few ms of a sync
+        # outlives collections of the youngest generation, and costs the driver's GC.
+        self._groups: deque[tuple[int, Callable[[], None] | None]] = deque()
+        self._log_of_definition: dict[str, Log] = {}
+        self._log_of: dict[tuple[str, str | None], Log] = {}  # by (definition, solution)
+        self._records_written: set[tuple[str, str]] = set()
         self._closed = False
         (self.results_dir / "traces").mkdir(parents=True, exist_ok=True)
         self._lock_fd = self._take_folder_lock()
         try:
             self._catch_up()
+            self._follower = FollowerClient(
+                Path(store_path),
+                self.context,
+                interval_s=flush_interval_s,
+                lock_timeout_s=lock_timeout_s,
+                on_stored=self._stored,
+            )
         except BaseException:
             os.close(self._lock_fd)
             raise
-        self._stop = threading.Event()
-        self._thread = threading.Thread(
-            target=self._run, args=(flush_interval_s,), name="sweep-store-writer", daemon=True
-        )
-        self._thread.start()
+        self._logs = LogFiles(self._follower.synced)
 
     # -- setup -----------------------------------------------------------------------------
 
@@ -164,14 +182,14 @@ class ResultsWriter:
     def _write_records(self, trace: Trace) -> None:
         """Write the trace's definition and solution next to the logs, once per writer."""
         defn = self.context.definitions.get(trace.definition)
-        if defn is not None and f"d:{defn.name}" not in self._records_written:
+        if defn is not None and ("d", defn.name) not in self._records_written:
             _write_atomic(
                 self.results_dir / "definitions" / _safe(defn.op_type) / f"{_safe(defn.name)}.json",
                 defn.to_json() + "\n",
             )
-            self._records_written.add(f"d:{defn.name}")
+            self._records_written.add(("d", defn.name))
         sol = self.context.solution_for(trace.definition, trace.solution)
-        if sol is not None and f"s:{sol.name}" not in self._records_written:
+        if sol is not None and ("s", sol.name) not in self._records_written:
             op = _safe(defn.op_type) if defn is not None else "_"
             _write_atomic(
                 self.results_dir
@@ -182,140 +200,170 @@ class ResultsWriter:
                 / f"{_safe(sol.name)}.json",
                 sol.to_json() + "\n",
             )
-            self._records_written.add(f"s:{sol.name}")
+            self._records_written.add(("s", sol.name))
 
-    def _file(self, path: Path) -> BinaryIO:
-        f = self._files.get(path)
-        if f is not None:
-            return f
-        if len(self._files) >= _MAX_OPEN_LOGS:
-            old = self._files.pop(next(iter(self._files)))
-            os.fsync(old.fileno())  # it may hold lines of a group not yet synced
-            old.close()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        f = path.open("ab")
-        size = f.tell()
-        if size:
-            # A run killed mid-line left a torn line: end it, so our first line stays whole.
-            with path.open("rb") as r:
-                r.seek(size - 1)
-                if r.read(1) != b"\n":
-                    f.write(b"\n")
-        self._files[path] = f
-        return f
+    def _first_of_pair(self, trace: Trace) -> Log:
+        """The log of the first trace of its (definition, solution): its records written, its
+        log's path worked out (once per definition)."""
+        self._write_records(trace)
+        log = self._log_of_definition.get(trace.definition)
+        if log is None:
+            log = self._log_of_definition[trace.definition] = self._logs.log(
+                log_path(self.results_dir, trace, self.context)
+            )
+        self._log_of[(trace.definition, trace.solution)] = log
+        return log
 
     def write(self, trace: Trace) -> None:
-        """Log one trace durably (append, flush, fsync) and queue it for the store.
+        """Log one trace durably (append, fsync) and leave it for the store.
 
         Raises:
-            StoreError: The writer is closed.
+            StoreError: The writer is closed, or the log could not be synced.
         """
         self.write_many([trace])
 
     def write_many(self, traces: Sequence[Trace]) -> None:
-        """Log several traces durably and queue them for the store: each line is appended and
-        flushed in order, then each log file touched is fsynced once (a group commit: the
-        traces of one finished call cost one disk sync, not one each).
+        """Log several traces durably and leave them for the store: the lines are appended in
+        order (one write per log file), then each log file touched is synced once (a group
+        commit: the traces of one finished call cost one disk sync, not one each); returns
+        when they are synced.
 
         Raises:
-            StoreError: The writer is closed.
+            StoreError: The writer is closed, or the log could not be synced.
+        """
+        self._logs.wait(self.submit(traces))
+        self.poll()
+
+    def submit(self, traces: Sequence[Trace], then: Callable[[], None] | None = None) -> int:
+        """Append traces to their logs now, and have them synced on the writer's thread: they
+        are done, and ``then()`` is called, once they are durable (from a later
+        :meth:`submit`, :meth:`poll`, :meth:`drain` or :meth:`close`, on the caller's thread,
+        groups in order). A driver killed before then loses at most these lines, which no
+        one was told are done.
+
+        Returns:
+            The group's number.
+
+        Raises:
+            StoreError: The writer is closed, or an earlier sync failed.
         """
         if self._closed:
             raise StoreError("ResultsWriter.write after close()")
-        lines = []
+        lines: dict[Log, list[bytes]] = {}
+        log_of = self._log_of
         for trace in traces:
-            trace = self._stamp(trace)
-            lines.append((trace, trace.to_json(), log_path(self.results_dir, trace, self.context)))
+            prov = trace.provenance
+            if prov is None or not prov.sweep or not prov.run_id:
+                trace = self._stamp(trace)
+            # One lookup a trace: its records are written and its log known once per pair.
+            log = log_of.get((trace.definition, trace.solution))
+            if log is None:
+                log = self._first_of_pair(trace)
+            group = lines.get(log)
+            if group is None:
+                group = lines[log] = []
+            group.append(trace.to_json_bytes())
+        number = self._logs.append(lines)
+        now = time.monotonic()
         with self._lock:
-            touched: dict[Path, BinaryIO] = {}
-            for trace, line, path in lines:
-                self._write_records(trace)
-                f = self._file(path)
-                f.write(line.encode() + b"\n")
-                f.flush()  # in the OS before the next line: a killed driver loses nothing
-                touched[path] = f
-                self._ends[path] = f.tell()
-            for f in touched.values():
-                if not f.closed:  # a closed one was synced when it was evicted
-                    os.fsync(f.fileno())
-            for trace, line, path in lines:
-                self._pending.append((trace, line, str(path.resolve())))
-            self.written += len(lines)
+            for log, group in lines.items():
+                self._unstored.setdefault(log.key, deque()).append((log.end, now, len(group)))
+                self._pending += len(group)
+        self.written += len(traces)
+        self._groups.append((number, then))
+        self.poll()
+        return number
+
+    def poll(self) -> None:
+        """Call back the groups that are durable now (see :meth:`submit`).
+
+        Raises:
+            StoreError: A sync failed.
+        """
+        synced = self._logs.synced
+        while self._groups and self._groups[0][0] <= synced:
+            _, then = self._groups.popleft()
+            if then is not None:
+                then()
+        if self._logs.error is not None:
+            self._logs.wait(0)  # raises it
+
+    def drain(self) -> None:
+        """Wait until every group is durable, and call them back.
+
+        Raises:
+            StoreError: A sync failed.
+        """
+        if self._groups:
+            self._logs.wait(self._groups[-1][0])
+        self.poll()
+
+    def _stored(self, answer: Stored) -> None:
+        """The follower's answer (on its client's thread): what reached the store."""
+        now = time.monotonic()
+        lags: list[tuple[float, int]] = []
+        with self._lock:
+            if answer.error is not None:
+                self.last_error = answer.error
+            elif answer.ends:
+                self.last_error = None
+            for key, end in answer.ends.items():
+                queue = self._unstored.get(key)
+                while queue and queue[0][0] <= end:
+                    _, when, n = queue.popleft()
+                    self._pending -= n
+                    lags.append((now - when, n))
+        for w in answer.warnings:
+            _log.warning("%s", w)
+        if self.on_stored is not None:
+            for lag, n in lags:
+                self.on_stored(lag, n)
 
     @property
     def pending(self) -> int:
         """Traces logged but not yet in the store file."""
         with self._lock:
-            return len(self._pending)
-
-    def _flush_db(self, timeout_s: float) -> None:
-        with self._db_lock:
-            with self._lock:
-                items = list(self._pending)
-                ends = dict(self._ends)
-            if not items:
-                return
-            batch = RowBatch()
-            for trace, line, source in items:
-                try:
-                    batch.add_trace(trace, record=line, context=self.context, source=source)
-                except ValidationError as e:
-                    # Retrying cannot help; the line stays in its log, where 'sweep ingest'
-                    # reports it with the same words.
-                    _log.warning("%s: not a valid trace: %s; logged, not stored", source, e)
-            marks = [LogMark(str(p.resolve()), end, head_hash(p, end)) for p, end in ends.items()]
-            self.store.add(batch, marks, timeout_s=timeout_s)
-            with self._lock:
-                del self._pending[: len(items)]
-                for p, end in ends.items():
-                    if self._ends.get(p) == end:
-                        del self._ends[p]
-
-    def _run(self, interval: float) -> None:
-        while not self._stop.wait(interval):
-            try:
-                self._flush_db(timeout_s=min(interval, 0.5))
-                self.last_error = None
-            except StoreError as e:  # locked by a reader, or worse: the logs keep everything
-                self.last_error = str(e)
-            except Exception as e:  # noqa: BLE001 - the thread must outlive any failure; the logs keep all
-                self.last_error = f"{type(e).__name__}: {e}"
-                _log.warning("store writer: %s", self.last_error)
+            return self._pending
 
     def flush(self) -> None:
-        """Store every pending trace now.
+        """Sync and store every pending trace now.
 
         Raises:
             StoreError: The store stayed locked for ``lock_timeout_s`` (the traces are safe in
                 the logs; the next writer or ``sweep ingest <results>`` stores them).
         """
-        self._flush_db(timeout_s=self.lock_timeout_s)
+        self.drain()
+        self._follower.flush()
 
     def close(self) -> None:
-        """Stop the background thread, store what is pending, close the logs, free the folder.
+        """Sync the logs and call back what is durable, let the follower store what is left,
+        close the logs, free the folder.
 
         Never raises for a busy store: pending traces stay in the logs and a warning is logged.
+
+        Raises:
+            StoreError: The last sync failed (the groups not synced were not called back).
         """
         if self._closed:
             return
         self._closed = True
-        self._stop.set()
-        self._thread.join()
         try:
-            self._flush_db(timeout_s=self.lock_timeout_s)
-        except StoreError as e:
-            self.last_error = str(e)
-            _log.warning(
-                "%s; %d traces are in the logs only: run 'sweep ingest %s' to store them",
-                e,
-                self.pending,
-                self.results_dir,
-            )
+            self._logs.close()
+            self.poll()
         finally:
-            for f in self._files.values():
-                f.close()
-            self._files.clear()
-            os.close(self._lock_fd)
+            try:
+                self._follower.close()
+            except StoreError as e:
+                self.last_error = str(e)
+            finally:
+                os.close(self._lock_fd)
+            if self.pending:
+                _log.warning(
+                    "%s; %d traces are in the logs only: run 'sweep ingest %s' to store them",
+                    self.last_error or "the store did not catch up",
+                    self.pending,
+                    self.results_dir,
+                )
 
     def __enter__(self) -> Self:
         return self

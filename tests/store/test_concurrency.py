@@ -49,6 +49,8 @@ def test_reader_never_meets_the_lock_and_sees_counts_grow(tmp_path: Path) -> Non
     assert counts[-1] == n
     # The reader ran while the writer wrote: it saw the count at several values along the way.
     assert len({c for c in counts if 0 < c < n}) >= 3, counts
+    # Every query got the store file between the follower's inserts (none fell back to the logs).
+    assert set(seen["sources"]) == {"store"}, seen["sources"]
     assert query(store, "SELECT count(*), count(DISTINCT trace_key) FROM traces").rows == [(n, n)]
 
 

@@ -74,13 +74,14 @@ def test_store_sees_a_trace_within_a_second_without_flush(tmp_path: Path) -> Non
     results, db = _paths(tmp_path)
     with ResultsWriter(results, db, sweep="s", run_id="r", flush_interval_s=0.2) as w:
         w.write(make_trace())
+        w.write(make_trace("s1", "wl-2"))  # synced a moment after the first: its end held back
         start = time.monotonic()
         while w.pending and time.monotonic() - start < 5:
             time.sleep(0.02)
         assert w.pending == 0
         # Read the file alone (no log tail) to prove the row itself is in it.
         with Store(db).session(tmp_path / "elsewhere") as s:
-            assert s.con.execute("SELECT count(*) FROM traces").fetchall() == [(1,)]
+            assert s.con.execute("SELECT count(*) FROM traces").fetchall() == [(2,)]
 
 
 def test_readers_see_logged_traces_the_store_has_not_received(tmp_path: Path) -> None:
@@ -245,9 +246,9 @@ def test_write_many_syncs_each_log_once_per_group_in_order(
 
 
 def test_write_many_syncs_a_log_evicted_mid_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sweep.store import _writer
+    from sweep.store import _log_files
 
-    monkeypatch.setattr(_writer, "_MAX_OPEN_LOGS", 1)
+    monkeypatch.setattr(_log_files, "MAX_OPEN_LOGS", 1)
     results, db = _paths(tmp_path)
     synced = _fsync_spy(monkeypatch)
     names = ["d_a", "d_b", "d_c"]

@@ -29,10 +29,8 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
-import time
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
@@ -41,6 +39,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
+
+from warm_workers import run_python
 
 SAMPLE_NAMES = ("../shared/data/backendbench/sample.trace.txt", "shared/data/backendbench/sample.trace.txt")
 
@@ -123,22 +123,10 @@ def write_config(path: Path, data: Path, results: Path, slots: int, device: str)
 
 
 def run(cfg: Path, slots: int, device: str) -> dict[str, Any]:
-    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
-    if device == "cuda":
-        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in range(slots))
-    t0 = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-c", _LAUNCH, str(cfg)],
-        cwd=REPO,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    if proc.returncode != 0:
-        sys.exit(f"launch on {slots} slot(s) failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
-    got: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
-    got["process_s"] = time.monotonic() - t0
+    """One launch of ``cfg`` in a fresh process seeing the first ``slots`` GPUs."""
+    env = {"CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(slots))} if device == "cuda" else {}
+    got, wall = run_python(_LAUNCH, [str(cfg)], env)
+    got["process_s"] = wall
     return got
 
 

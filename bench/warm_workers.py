@@ -110,7 +110,9 @@ print(json.dumps(out))
 """
 
 
-def _python(code: str, args: list[str], env: dict[str, str]) -> tuple[dict[str, Any], float]:
+def run_python(code: str, args: list[str], env: dict[str, str]) -> tuple[dict[str, Any], float]:
+    """``python -c code *args`` in a fresh process (no ``RAY_ADDRESS``, ``env`` added): the
+    JSON object its last line prints, and its wall time; exits this bench if it fails."""
     t0 = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-c", code, *args],
@@ -144,14 +146,14 @@ def _launch_rounds(args: argparse.Namespace, tmp: Path, env: dict[str, str], tar
         for i in range(args.rounds):
             order = ["warm", "cold"] if i % 2 == 0 else ["cold", "warm"]
             for mode in order:
-                _python(_STOP, [], base)  # the first launch of each pair starts cold
+                run_python(_STOP, [], base)  # the first launch of each pair starts cold
                 pair = []
                 for _ in range(2):
                     shutil.rmtree(tmp / "results", ignore_errors=True)
                     extra = {}
                     if args.profile and mode == "warm" and len(pair) == 1 and i == args.rounds - 1:
                         extra["BENCH_PROFILE_OUT"] = str(tmp / "second-launch.prof.txt")
-                    got, wall = _python(
+                    got, wall = run_python(
                         _LAUNCH, [str(cfg)], {**base, "BENCH_KEEP": "1" if mode == "warm" else "0", **extra}
                     )
                     got["process_wall_s"] = wall
@@ -164,7 +166,7 @@ def _launch_rounds(args: argparse.Namespace, tmp: Path, env: dict[str, str], tar
                     file=sys.stderr,
                     flush=True,
                 )
-        _python(_STOP, [], base)
+        run_python(_STOP, [], base)
     finally:
         head.close()
     prof = tmp / "second-launch.prof.txt"
@@ -261,7 +263,7 @@ def _overlap_rounds(args: argparse.Namespace) -> None:
     for i in range(args.rounds):
         order = ["sequential", "overlapped"] if i % 2 == 0 else ["overlapped", "sequential"]
         for mode in order:
-            out, _ = _python(_OVERLAP, [mode], env)
+            out, _ = run_python(_OVERLAP, [mode], env)
             got[mode].append(out)
         s, o = got["sequential"][-1], got["overlapped"][-1]
         print(

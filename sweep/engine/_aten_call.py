@@ -150,6 +150,8 @@ class AtenCall:
         self.first = 0  # the input set of timing slot 0
         self._tol: tuple[float, float] | None = None
         self._kind: OpKind | None = None
+        #: The reference's result of each trial, computed before the solution's import.
+        self.expected: dict[int, _Expected] = {}
 
     @property
     def spec(self) -> CallSpec:
@@ -223,12 +225,23 @@ class AtenCall:
     # ---- inputs and the reference ----------------------------------------------------
 
     def _materialize(self, index: int) -> Args:
+        """Input set ``index``, made once per process and shared read-only (callees get clones,
+        slots get copies, kept timing sets are copies)."""
+        run = self.run
+        key = (run.def_key, run.wl_key, run.seed, index, str(run.device))
+        hit = run.cache.input_sets.get(key)
+        if isinstance(hit, tuple):
+            run.cache.hits["input_set"] += 1
+            return hit  # type: ignore[return-value]
         # A host generator: the same values on every machine, as on the normal path.
-        gen = torch.Generator().manual_seed(set_seed(self.run.seed, index, CALL_INPUT))
+        gen = torch.Generator().manual_seed(set_seed(run.seed, index, CALL_INPUT))
         try:
-            return materialize(self.spec, gen, self.run.device, max_bytes=self.budget)
+            args = materialize(self.spec, gen, run.device, max_bytes=self.budget)
         except (SweepError, RuntimeError) as e:
             raise Stop(Status.RUNTIME_ERROR, f"cannot make input set {index}: {e}") from None
+        leaves = [t for _, t in tensor_leaves(*args)]
+        run.cache.input_sets.put(key, args, sum(t.numel() * t.element_size() for t in leaves))
+        return args
 
     def _fill(self, slot: int, args: Args) -> Args:
         """Slot ``slot``'s buffers holding a copy of ``args`` (allocated on first use)."""
@@ -314,11 +327,18 @@ class AtenCall:
         if written:
             self.sol_writes = True
 
+    def reference_trial(self, index: int) -> None:
+        args = self._materialize(index)
+        with self._rng(index, "reference"):
+            self.expected[index] = self._expected(index, args)
+
     def trial(self, index: int) -> None:
         assert self.run.solution is not None
         args = self._materialize(index)
-        with self._rng(index, "reference"):
-            expected = self._expected(index, args)
+        expected = self.expected.pop(index, None)
+        if expected is None:
+            with self._rng(index, "reference"):
+                expected = self._expected(index, args)
         slot = index % self.run.settings.input_sets
         sa, sk = self._fill(slot, args)
         with self._rng(index, "solution"):
@@ -332,11 +352,13 @@ class AtenCall:
     def prepare_timing(self, first: int, sets: int) -> None:
         keep = self.reference_mutates() or self.sol_writes
         self.first = first
+        self.kept = {}
         for j in range(sets):
             args = self._materialize(first + j)
             self._fill(j, args)
             if keep:
-                self.kept[j] = args  # untouched: the callees ran on clones and on the slot
+                # A copy: fresh values are drawn into it (``vary``), and the set is shared.
+                self.kept[j] = clone_call(*args)
 
     def varied(self) -> list[str]:
         """The floating and complex tensors of the call (drawn at random by BackendBench's
@@ -397,3 +419,4 @@ class AtenCall:
     def release(self) -> None:
         self.calls.clear()
         self.kept.clear()
+        self.expected.clear()

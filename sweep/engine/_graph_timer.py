@@ -40,6 +40,7 @@ from collections.abc import Callable
 
 import torch
 
+from sweep.engine._clocks import elapsed, record, wait
 from sweep.engine._fresh import Freshener, Rechecks
 from sweep.schema.trace_log import sticky_cuda_error
 
@@ -225,13 +226,13 @@ class GraphTimer:
         # launch of it. A short spin keeps the device busy while the replays are queued.
         torch.cuda._sleep(_SPIN_CYCLES)  # type: ignore[no-untyped-call]
         marks = [_event() for _ in range(2 * n + 1)]
-        marks[0].record()
+        record(marks[0])
         for j in range(n):
             self.without.replay()
-            marks[2 * j + 1].record()
+            record(marks[2 * j + 1])
             self.with_call.replay()
-            marks[2 * j + 2].record()
-        marks[-1].synchronize()
+            record(marks[2 * j + 2])
+        wait(marks[-1])
         self.replays += n
         self.batches += 1
         if self.rechecks is not None and self.snap is not None and self.rechecks.schedule.due(self.batches):
@@ -241,8 +242,8 @@ class GraphTimer:
             self.rechecks.verify(snap, f"{where} {self.rechecks.first + slot}")
         samples: list[float] = []
         for j in range(n):
-            bare = marks[2 * j].elapsed_time(marks[2 * j + 1])
-            full = marks[2 * j + 1].elapsed_time(marks[2 * j + 2])
+            bare = elapsed(marks[2 * j], marks[2 * j + 1])
+            full = elapsed(marks[2 * j + 1], marks[2 * j + 2])
             # A call cannot take negative time: a negative difference is the noise of a call
             # shorter than the events resolve.
             samples.append(max(0.0, (full - bare) / self.calls))

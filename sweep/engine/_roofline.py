@@ -24,17 +24,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sweep.engine._work import Work, count_work
-from sweep.schema import Ceilings, Performance
+from sweep.schema import FLAG_IMPOSSIBLE, FLAG_SUSPICIOUS, Ceilings, Performance
 from sweep.schema.hardware import CPU, short_name
 from sweep.schema.peaks import datasheet_ceilings, floor_margin, floor_ms
 
 if TYPE_CHECKING:
     from sweep.engine._run_state import RunState
 
-__all__ = ["IMPOSSIBLE", "SUSPICIOUS", "Assessment", "assess"]
+__all__ = ["IMPOSSIBLE", "SUSPICIOUS", "Assessment", "assess", "work_of"]
 
-IMPOSSIBLE = "impossible"
-SUSPICIOUS = "suspicious"
+IMPOSSIBLE = FLAG_IMPOSSIBLE
+SUSPICIOUS = FLAG_SUSPICIOUS
 
 
 @dataclass(frozen=True)
@@ -54,6 +54,12 @@ def _work(run: RunState) -> Work:
         work = count_work(run.defn, run.wl, run.reference.fn)
         run.cache.work[key] = work
     return work
+
+
+def work_of(run: RunState) -> Work:
+    """The work of one call of ``run``'s task (counted once per definition and workload, from
+    the reference's own calls on meta tensors when the definition declares none)."""
+    return _work(run)
 
 
 def _ceilings(run: RunState) -> tuple[Ceilings | None, Ceilings | None]:

@@ -56,6 +56,7 @@ def failure_trace(
     *,
     device_name: str | None = None,
     libs: dict[str, str] | None = None,
+    flags: list[str] | None = None,
 ) -> Trace:
     """A RUNTIME_ERROR or TIMEOUT trace for ``task`` that the engine could not write.
 
@@ -66,6 +67,7 @@ def failure_trace(
         stamp: Where and when it ran.
         device_name: The raw device name, when the sandbox reported one.
         libs: Library versions, when the sandbox reported them.
+        flags: Whose failure it is, when not the solution's (``reference_failed``).
     """
     env = Environment(
         hardware=record_name(task.hardware),
@@ -78,6 +80,7 @@ def failure_trace(
         timestamp=stamp.finished_at or now_iso(),
         log=clip_log(f"{status.value}: {log}", task.settings.log_limit_bytes),
         seed=task.settings.seed,
+        flags=flags or None,
     )
     trace = Trace(
         definition=task.definition.name,

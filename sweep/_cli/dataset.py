@@ -73,7 +73,7 @@ def render_validation(ds: Dataset, errors: list[str]) -> str:
     """The report ``sweep validate`` prints: counts, warnings, then every error."""
     lines = [f"roots: {', '.join(str(r) for r in ds.roots)}"]
     lines.append(f"definitions: {len(ds.definitions)}")
-    lines.append(f"solutions: {len(ds.solutions)}")
+    lines.append(f"solutions: {ds.valid_solutions()}")
     lines.append(f"workloads: {ds.num_workloads()}")
     width = max((len(n) for n in ds.workloads), default=0)
     for name in sorted(ds.workloads):
@@ -91,7 +91,7 @@ def validation_json(ds: Dataset, errors: list[str]) -> str:
     data = {
         "roots": [str(r) for r in ds.roots],
         "definitions": len(ds.definitions),
-        "solutions": len(ds.solutions),
+        "solutions": ds.valid_solutions(),
         "workloads": ds.num_workloads(),
         "workloads_per_definition": {name: len(ds.workloads[name]) for name in sorted(ds.workloads)},
         "traces": len(ds.traces),

@@ -4,7 +4,9 @@ Phases, each of which can end the evaluation with a status (see :class:`Stop`):
 
 1. setup: the workload must match the definition; the memory the task needs is counted
    and compared with the budget before anything is allocated;
-2. build: the reference, then the solution (COMPILE_ERROR on failure) and its signature;
+2. build: the reference, then the solution (COMPILE_ERROR on failure) and its signature
+   (a task whose solution the plan found broken, ``Task.broken``, is a COMPILE_ERROR
+   before setup does anything: nothing of it is built or run);
 3. correctness: ``settings.trials`` trials, each on a fresh input set; the reference runs
    on a clone of the inputs and the solution on its own copy, held in fixed "slot"
    buffers that are refilled in place between trials;
@@ -92,11 +94,20 @@ class EvalRun(RunState):
                 + "; ".join(problems),
             )
 
+    def _refuse_broken(self) -> None:
+        """A solution the plan found broken (``Task.broken``: its file is no valid record, or
+        the checks of ``sweep validate`` failed) is a COMPILE_ERROR before anything of it is
+        built, imported or allocated for."""
+        if self.task.broken is not None:
+            raise Stop(Status.COMPILE_ERROR, self.task.broken)
+
     def setup(self) -> None:
+        self._refuse_broken()
         self._preflight()
         self.path.setup()
 
     def build(self) -> None:
+        self._refuse_broken()
         self._build_reference_and_solution()
         assert self.solution is not None
         problem = self.path.check_entry_point(self.solution.fn)

@@ -58,6 +58,10 @@ ALL_NEEDS_A_CLUSTER = (
 )
 
 
+#: Why a solution file that is no record and names no definition gets no task.
+_UNPLANNED = "its file is not a valid record and names no definition (see the warnings)"
+
+
 @dataclass(frozen=True)
 class Exclusion:
     """Something the config selected that the plan leaves out, and why.
@@ -198,7 +202,7 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
         # auto decided by a cluster, all, a list: the plan's config names the one target its
         # tasks run on, so their config_hash is the one a launch of 'hardware: <target>' gives.
         config = apply_overrides(config, ConfigOverrides(hardware=target))
-    excluded: list[Exclusion] = []
+    excluded = [Exclusion("solution", name, _UNPLANNED) for name in selection.unplanned]
     by_def: dict[str, list[Solution]] = {}
     ported: set[str] = set()  # solutions run although their target_hardware excludes the target
     porting = config.solutions.ignore_target_hardware

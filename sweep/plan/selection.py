@@ -108,6 +108,9 @@ class Selection:
     definitions: list[Definition]
     solutions: list[Solution]
     warnings: list[str] = field(default_factory=list)
+    #: Selected solution files that are no record and name no definition: no task can be
+    #: made of them (the plan lists them as left out).
+    unplanned: list[str] = field(default_factory=list)
 
 
 def _check_tolerances(config: SweepConfig, ds: Dataset, errors: _Problems) -> None:
@@ -171,7 +174,22 @@ def select(config: SweepConfig, dataset: Dataset) -> Selection:
         )
     found = (hardware_problem(entry, new=True)[1] for entry in hardware_entries(config.hardware))
     warnings = [*dataset.errors, *(w for w in found if w)]
-    return Selection(config=config, dataset=dataset, definitions=defs, solutions=sols, warnings=warnings)
+    sel = config.solutions
+    unplanned = [
+        name
+        for name, b in sorted(dataset.broken.items())
+        if b.solution is None
+        and not (sel.authors or sel.languages)  # neither is known of a file that is no record
+        and (not sel.names or _match_names(sel.names, [name]))
+    ]
+    return Selection(
+        config=config,
+        dataset=dataset,
+        definitions=defs,
+        solutions=sols,
+        warnings=warnings,
+        unplanned=unplanned,
+    )
 
 
 def _runnable(ds: Dataset, defs: Sequence[Definition], sols: Sequence[Solution]) -> bool:

@@ -143,7 +143,8 @@ def schema(
 
 
 def plan_rows(plan: Plan) -> list[dict[str, str]]:
-    """One JSON-ready row per task (what ``sweep plan --json`` prints)."""
+    """One JSON-ready row per task (what ``sweep plan --json`` prints); a broken solution's task
+    says why (``broken``: its COMPILE_ERROR message)."""
     from sweep.schema.params import params_json
 
     return [
@@ -155,6 +156,7 @@ def plan_rows(plan: Plan) -> list[dict[str, str]]:
             "workload": t.workload.uuid,
             "hardware": t.hardware,
             **({"solution_params": params_json(t.params)} if t.params is not None else {}),
+            **({"broken": t.broken} if t.broken is not None else {}),
         }
         for t in plan.tasks
     ]

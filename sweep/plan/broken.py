@@ -62,8 +62,9 @@ class BrokenSolution:
     @property
     def reason(self) -> str:
         """Why its tasks are COMPILE_ERRORs: every problem (each naming the file), then that
-        nothing was run. The first line of every one of its traces' logs."""
-        return "\n".join((*self.messages, f"solution {shown(self.name)}: {NOT_RUN}"))
+        nothing was run. The first line of every one of its traces' logs (so it is valid UTF-8:
+        a file name that is not, say, is written with escapes)."""
+        return _utf8("\n".join((*self.messages, f"solution {shown(self.name)}: {NOT_RUN}")))
 
 
 def broken_record(solution: Solution, path: Path | str, messages: list[str]) -> BrokenSolution:
@@ -75,6 +76,12 @@ def broken_record(solution: Solution, path: Path | str, messages: list[str]) -> 
         messages=tuple(messages),
         record=solution,
     )
+
+
+def _utf8(text: str) -> str:
+    """``text`` as it can be written in a JSON record: a lone surrogate (a file name's byte
+    that is not UTF-8, a ``"\\ud800"`` escape in JSON) becomes its escape."""
+    return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
 def _text(data: dict[object, object], key: str) -> str | None:
@@ -94,7 +101,7 @@ def broken_file(path: Path, text: str | None, data: object, messages: list[str])
     fields: dict[object, object] = data if isinstance(data, dict) else {}
     spec = fields.get("spec")
     spec_fields: dict[object, object] = spec if isinstance(spec, dict) else {}
-    name = _text(fields, "name") or path.stem
+    name = _utf8(_text(fields, "name") or path.stem)  # it names traces, written as JSON
     definition = _text(fields, "definition")
     stand_in = None
     if definition is not None:

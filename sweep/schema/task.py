@@ -43,7 +43,7 @@ def task_id(
     if params is not None:
         key += f"{sep}params{sep}{params_json(params)}"
     if broken is not None:
-        key += f"{sep}broken{sep}{hashlib.sha256(broken.encode()).hexdigest()}"
+        key += f"{sep}broken{sep}{hashlib.sha256(broken.encode('utf-8', 'surrogatepass')).hexdigest()}"
     return hashlib.sha256(key.encode()).hexdigest()[:20]
 
 

@@ -62,6 +62,11 @@ def test_plan_warns_once_each_and_plans_compile_error_tasks(root: Path, tmp_path
     assert "1 solution: its file is not a valid record and names no definition" in result.stdout
     rows = json.loads(runner.invoke(app, ["plan", str(cfg), "--json"]).stdout)
     assert {r["solution"] for r in rows} == {"vec_add_py", "syntax"}
+    for r in rows:
+        if r["solution"] == "syntax":
+            assert r["broken"].startswith(_problems(root)[1] + "\n")
+        else:
+            assert "broken" not in r
 
 
 def test_eval_of_a_good_solution_warns_once_and_runs(root: Path) -> None:

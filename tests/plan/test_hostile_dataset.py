@@ -373,3 +373,30 @@ def test_any_solution_file_is_a_solution_or_broken_and_the_rest_runs(root: Path,
             assert t.solution.name in runnable.broken
     if not errors:
         assert not runnable.broken and not any(t.broken for t in plan.tasks)
+
+
+def test_a_broken_file_with_a_name_that_is_not_utf8_gives_writable_tasks(root: Path) -> None:
+    """A file name with a byte that is not UTF-8, or a JSON name with a lone surrogate: the
+    broken solution's tasks and their trace logs are still valid UTF-8 (traces are JSON)."""
+    folder = bytes(root / "solutions" / "tester" / "ew" / "vec_add")
+    with open(os.path.join(folder, b"bad\xff.json"), "w") as f:
+        f.write('{"definition": "vec_add", "spec": 3}')
+    (root / "solutions" / "tester" / "ew" / "vec_add" / "s.json").write_text(
+        '{"name": "odd\\ud800", "definition": "vec_add"}'
+    )
+    from sweep.plan.dataset import load_runnable
+    from sweep.schema import Environment, Evaluation, Status, Trace
+
+    plan = expand(SweepConfig(name="x", dataset=[str(root)], hardware="cpu"), load_runnable([root]))
+    broken = [t for t in plan.tasks if t.broken]
+    assert len(broken) == 6 and {t.solution.name for t in broken} == {"bad\\udcff", "odd\\ud800"}
+    for t in broken:
+        assert t.broken is not None
+        ev = Evaluation(
+            status=Status.COMPILE_ERROR,
+            environment=Environment(hardware="CPU"),
+            timestamp="2026-01-01T00:00:00Z",
+            log=t.broken,
+        )
+        Trace(definition="vec_add", workload=t.workload, solution=t.solution.name, evaluation=ev).to_json()
+        t.model_dump_json()

@@ -95,3 +95,21 @@ def test_eval_of_a_file_that_names_no_definition_is_an_error(root: Path) -> None
     result = runner.invoke(app, ["eval", "vec_add", "garbage", "-r", str(root), "--device", "cpu"])
     assert result.exit_code == 1
     assert result.stderr == f"error: solution 'garbage' cannot be evaluated: {_problems(root)[0]}\n"
+
+
+def test_a_bad_workload_line_is_a_warning_and_the_rest_plans(tmp_path: Path) -> None:
+    root = tmp_path / "r"
+    shutil.copytree(GOOD, root)
+    wl = root / "workloads" / "ew" / "vec_add.jsonl"
+    with wl.open("a") as f:
+        f.write(
+            '{"definition": "vec_add", "solution": null, "evaluation": null, "workload": {"uuid": "x"}}\n'
+        )
+    cfg = tmp_path / "c.yaml"
+    cfg.write_text(f"name: x\ndataset: {root}\nhardware: cpu\n")
+    result = runner.invoke(app, ["plan", str(cfg)])
+    assert result.exit_code == 0, result.output
+    warnings = [x for x in result.stdout.splitlines() if x.startswith("warning: ")]
+    assert warnings and all(w.startswith(f"warning: {wl.resolve()}:4: workload.") for w in warnings)
+    assert result.stdout.splitlines()[-1] == "total: 3 tasks"
+    assert runner.invoke(app, ["validate", str(root)]).exit_code == 1

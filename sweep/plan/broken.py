@@ -62,8 +62,8 @@ class BrokenSolution:
     @property
     def reason(self) -> str:
         """Why its tasks are COMPILE_ERRORs: every problem (each naming the file), then that
-        nothing was run. The first line of every one of its traces' logs (so it is valid UTF-8:
-        a file name that is not, say, is written with escapes)."""
+        nothing was run. How each of its traces' logs begins, so it is valid UTF-8 (a file name
+        that is not is written with escapes)."""
         return _utf8("\n".join((*self.messages, f"solution {shown(self.name)}: {NOT_RUN}")))
 
 

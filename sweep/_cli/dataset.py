@@ -73,7 +73,7 @@ def render_validation(ds: Dataset, errors: list[str]) -> str:
     """The report ``sweep validate`` prints: counts, warnings, then every error."""
     lines = [f"roots: {', '.join(str(r) for r in ds.roots)}"]
     lines.append(f"definitions: {len(ds.definitions)}")
-    lines.append(f"solutions: {len(ds.solutions)}")
+    lines.append(f"solutions: {ds.valid_solutions()}")
     lines.append(f"workloads: {ds.num_workloads()}")
     width = max((len(n) for n in ds.workloads), default=0)
     for name in sorted(ds.workloads):
@@ -91,7 +91,7 @@ def validation_json(ds: Dataset, errors: list[str]) -> str:
     data = {
         "roots": [str(r) for r in ds.roots],
         "definitions": len(ds.definitions),
-        "solutions": len(ds.solutions),
+        "solutions": ds.valid_solutions(),
         "workloads": ds.num_workloads(),
         "workloads_per_definition": {name: len(ds.workloads[name]) for name in sorted(ds.workloads)},
         "traces": len(ds.traces),
@@ -143,7 +143,8 @@ def schema(
 
 
 def plan_rows(plan: Plan) -> list[dict[str, str]]:
-    """One JSON-ready row per task (what ``sweep plan --json`` prints)."""
+    """One JSON-ready row per task (what ``sweep plan --json`` prints); a broken solution's task
+    says why (``broken``: its COMPILE_ERROR message)."""
     from sweep.schema.params import params_json
 
     return [
@@ -155,6 +156,7 @@ def plan_rows(plan: Plan) -> list[dict[str, str]]:
             "workload": t.workload.uuid,
             "hardware": t.hardware,
             **({"solution_params": params_json(t.params)} if t.params is not None else {}),
+            **({"broken": t.broken} if t.broken is not None else {}),
         }
         for t in plan.tasks
     ]

@@ -163,6 +163,7 @@ def evaluate_pair(
     sweep: str = "",
     on_trace: Callable[[Trace], None] | None = None,
     ceilings: list[Ceilings] | None = None,
+    broken: str | None = None,
 ) -> list[Trace]:
     """Evaluate one solution over several workloads in this process (no Ray).
 
@@ -178,6 +179,8 @@ def evaluate_pair(
         on_trace: Called with each trace as soon as it is ready.
         ceilings: Calibrated ceilings (``sweep calibrate``); the one of this device's
             hardware, if any, is used for the fraction of peak.
+        broken: Why the solution cannot be evaluated (``Task.broken``): every trace is a
+            COMPILE_ERROR with this message, nothing of the solution built or run.
 
     Raises:
         EngineError: ``device`` is invalid or unavailable.
@@ -195,6 +198,7 @@ def evaluate_pair(
         sweep=sweep,
         on_trace=on_trace,
         ceilings=ceilings,
+        broken=broken,
     )
 
 

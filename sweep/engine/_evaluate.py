@@ -231,6 +231,7 @@ def evaluate_pair(
     sweep: str = "",
     on_trace: Callable[[Trace], None] | None = None,
     ceilings: list[Ceilings] | None = None,
+    broken: str | None = None,
 ) -> list[Trace]:
     """Evaluate one solution on several workloads of its definition, in this process.
 
@@ -246,6 +247,8 @@ def evaluate_pair(
         on_trace: Called with each trace as soon as it is ready.
         ceilings: Calibrated ceilings; the one of this device's hardware (the newest), if
             any, goes with every task.
+        broken: Why the solution cannot be evaluated (``Task.broken``): every trace is a
+            COMPILE_ERROR with this message, nothing of the solution built or run.
 
     Raises:
         EngineError: The device is invalid or unavailable.
@@ -268,6 +271,7 @@ def evaluate_pair(
             dataset_root=dataset_root,
             sweep=sweep,
             ceilings=mine[-1] if mine else None,
+            broken=broken,
         )
         trace = evaluate(task, device=str(dev), cache=cache)
         if on_trace is not None:

@@ -4,6 +4,8 @@ Phases, each of which can end the evaluation with a status (see :class:`Stop`). 
 and everything it computes come first, before the solution's module is imported, so that no
 code of the solution can change the reference's results or its timing:
 
+0. a task whose solution the plan found broken (``Task.broken``) is a COMPILE_ERROR before
+   anything is done: nothing of it is built or run;
 1. setup: the workload must match the definition; the memory the task needs is counted
    and compared with the budget before anything is allocated;
 2. the reference: built; its result on the input set of every correctness trial (kept), the
@@ -104,12 +106,20 @@ class EvalRun(RunState):
                 + "; ".join(problems),
             )
 
+    def _refuse_broken(self) -> None:
+        """A solution the plan found broken (``Task.broken``: its file is no valid record, or
+        the checks of ``sweep validate`` failed) is a COMPILE_ERROR before anything of it is
+        built, imported or allocated for."""
+        if self.task.broken is not None:
+            raise Stop(Status.COMPILE_ERROR, self.task.broken)
+
     def setup(self) -> None:
         self._preflight()
         self.path.setup()
 
     def build(self) -> None:
         """The reference, then the solution and its checks (no trial, no timing)."""
+        self._refuse_broken()
         self.build_reference()
         self.build_solution()
 
@@ -208,6 +218,7 @@ class EvalRun(RunState):
     def run_phases(self, nvml: Nvml) -> Result:
         """The reference's side, then the solution's build, trials and timing; the PASSED
         result (a phase raises ``Stop``)."""
+        self._refuse_broken()
         try:
             self.setup()
             self.build_reference()

@@ -52,6 +52,7 @@ def evaluate_from_dataset(
     device: str | None = None,
     on_trace: Callable[[Trace], None] | None = None,
     ceilings: list[Ceilings] | None = None,
+    on_warning: Callable[[str], None] | None = None,
 ) -> list[Trace]:
     """Evaluate one solution of one definition over its workloads, each in a sandbox process.
 
@@ -62,12 +63,19 @@ def evaluate_from_dataset(
     An imported ATen operator that this torch lacks, or has no kernel of for ``device``, is
     refused before anything is evaluated, as a launch leaves it out of its plan.
 
+    The roots load as for a launch: each problem of a record is given to ``on_warning``,
+    once, before anything runs, and the rest evaluates; a broken solution
+    (:mod:`sweep.plan.broken`) gives a COMPILE_ERROR trace per workload, nothing of it run.
+
     Raises:
-        DatasetError: A root cannot be loaded.
+        DatasetError: A root cannot be loaded, or nothing of the roots can run.
         EngineError: Unknown names, an invalid/unavailable ``device``, an operator this
             torch cannot run there, or no sandbox process could be started.
     """
     pick = select_pair(roots, definition, solution, workload_ids)
+    for warning in pick.warnings:
+        if on_warning is not None:
+            on_warning(warning)
     from sweep.engine import operator_problem
 
     problem = operator_problem(pick.definition, device or "auto")
@@ -93,6 +101,7 @@ def evaluate_from_dataset(
                     hardware,
                     dataset_root=str(root),
                     ceilings=mine[-1] if mine else None,
+                    broken=pick.broken,
                 )
                 trace = sandbox.run(task)
                 if on_trace is not None:

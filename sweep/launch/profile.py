@@ -29,7 +29,7 @@ from sweep.errors import ProfileError, shown
 from sweep.launch._profile_run import ncu_problem, run_ncu, run_sanitizer
 from sweep.launch.driver import operator_check
 from sweep.plan import build_plan, select, with_lines
-from sweep.plan.dataset import load_dataset
+from sweep.plan.dataset import load_runnable
 from sweep.schema.hardware import short_name
 from sweep.schema.task import Task
 from sweep.store import KernelProfile, SanitizerReport
@@ -146,7 +146,7 @@ def choose_task_ids(
 def _plan_tasks(config: SweepConfig, config_path: str | Path, hardware: set[str]) -> dict[str, Task]:
     from sweep.errors import PlanError
 
-    dataset = load_dataset(config.dataset)
+    dataset = load_runnable(config.dataset)
     try:
         selection = select(config, dataset)
     except PlanError as e:
@@ -154,7 +154,8 @@ def _plan_tasks(config: SweepConfig, config_path: str | Path, hardware: set[str]
     tasks: dict[str, Task] = {}
     for target in sorted(hardware):
         for task in build_plan(selection, target, unavailable=operator_check).tasks:
-            tasks[task.task_id] = task
+            if task.broken is None:  # a broken solution has nothing to profile
+                tasks[task.task_id] = task
     return tasks
 
 

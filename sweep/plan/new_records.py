@@ -334,7 +334,8 @@ def pack_solution(
     op_type = name_part(definition.op_type, "the definition's op_type", "")
     folder = root / LAYOUT["solution"][0] / solution.author / op_type / definition.name
     path = folder / f"{sol_name}.json"
-    if sol_name in ds.solutions and Path(ds.origin("solution", sol_name).path).resolve() != path.resolve():
+    taken = sol_name in ds.solutions or sol_name in ds.broken  # a broken file keeps its name too
+    if taken and Path(ds.origin("solution", sol_name).path).resolve() != path.resolve():
         raise ValidationError(
             f"a solution named {shown(sol_name)} already exists ({clip(ds.origin('solution', sol_name).path)}): "
             "pass --name"

@@ -36,11 +36,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sweep.cluster import Sandbox, SandboxSpec  # noqa: E402
-from sweep.plan import load_dataset  # noqa: E402
-from sweep.schema import EvalSettings, Trace  # noqa: E402
-from sweep.schema.hardware import CPU  # noqa: E402
-from sweep.schema.task import Task  # noqa: E402
+from sweep.cluster import Sandbox, SandboxSpec
+from sweep.plan import load_dataset
+from sweep.schema import EvalSettings, Trace
+from sweep.schema.hardware import CPU
+from sweep.schema.task import Task
 
 SETTINGS = EvalSettings(trials=1, warmup_ms=1, rep_ms=5, min_iterations=4, max_iterations=64, input_sets=2)
 
@@ -122,13 +122,21 @@ def main() -> None:
         sb.close()
     base = statistics.median(times["in-process"])
     print(f"host {platform.node()}, device {name or 'cpu'}, {len(batch)} tasks x {args.rounds} rounds")
-    print(f"{'mode':20s} {'tasks':>6s} {'s/task':>8s} {'vs in-process':>14s} {'ready wait s':>13s} {'latency ms':>11s}")
+    print(
+        f"{'mode':20s} {'tasks':>6s} {'s/task':>8s} {'vs in-process':>14s} {'ready wait s':>13s} {'latency ms':>11s}"
+    )
     rows = {}
     for mode, values in times.items():
         med = statistics.median(values)
         wait = statistics.median(ready[mode]) if ready.get(mode) else None
         lat_ms = latency(lat[mode])
-        rows[mode] = {"tasks": len(values), "s_per_task": med, "extra_s": med - base, "ready_wait_s": wait, "latency_ms": lat_ms}
+        rows[mode] = {
+            "tasks": len(values),
+            "s_per_task": med,
+            "extra_s": med - base,
+            "ready_wait_s": wait,
+            "latency_ms": lat_ms,
+        }
         print(
             f"{mode:20s} {len(values):6d} {med:8.3f} {med - base:+14.3f} "
             f"{'-' if wait is None else f'{wait:.3f}':>13s} {'-' if lat_ms is None else f'{lat_ms:.4f}':>11s}"

@@ -30,10 +30,7 @@ def crash_log(pid: int, state: ExitState, phase: str, tail: str) -> str:
             ": it could not send its result, its socket to the supervisor was closed or replaced "
             "(a solution closing file descriptors it does not own)"
         )
-    return (
-        f"sandbox process {pid} {state.describe()} {what}{why}.\n"
-        f"--- sandbox output (tail) ---\n{tail}"
-    )
+    return f"sandbox process {pid} {state.describe()} {what}{why}.\n--- sandbox output (tail) ---\n{tail}"
 
 
 def orphan_log(pid: int, why: str, tail: str) -> str:
@@ -48,19 +45,14 @@ def orphan_log(pid: int, why: str, tail: str) -> str:
 def timeout_log(pid: int, phase: str, budget: float, tail: str) -> str:
     """The log of a task whose sandbox process was killed after ``budget`` seconds in ``phase``."""
     if phase == "reference":
-        what = (
-            f"the reference's side (before the solution was imported) exceeded timeouts.run_s={budget:g} s"
-        )
+        what = f"the reference's side (before the solution was imported) exceeded timeouts.run_s={budget:g} s"
     elif phase == "build":
         what = f"the build phase (import, compile) exceeded timeouts.compile_s={budget:g} s"
     elif phase == "run":
         what = f"the run phase exceeded timeouts.run_s={budget:g} s"
     else:
         what = f"the evaluation exceeded timeouts.compile_s + run_s = {budget:g} s"
-    return (
-        f"{what}; sandbox process {pid} was killed (SIGKILL).\n"
-        f"--- sandbox output (tail) ---\n{tail}"
-    )
+    return f"{what}; sandbox process {pid} was killed (SIGKILL).\n--- sandbox output (tail) ---\n{tail}"
 
 
 def file_size(path: Path) -> int:

@@ -17,6 +17,7 @@ does): ``settings.timeouts.run_s`` for the reference's side, which runs first, t
 or a crash before the solution's build began is the reference's (flag ``reference_failed``).
 A backend that says no phases gets ``compile_s + run_s`` for the whole evaluation.
 """
+
 from __future__ import annotations
 
 import contextlib
@@ -355,7 +356,9 @@ class Sandbox:
     def _died(self, task: Task, stamp: Provenance, child: _Child, state: ExitState, phase: str) -> Done:
         self.stats.crashes += 1
         tail = output_tail(child.log, 0, task.settings.log_limit_bytes)
-        return self._failure(task, Status.RUNTIME_ERROR, crash_log(child.pid, state, phase, tail), stamp, phase)
+        return self._failure(
+            task, Status.RUNTIME_ERROR, crash_log(child.pid, state, phase, tail), stamp, phase
+        )
 
     def _orphaned(self, task: Task, stamp: Provenance, child: _Child, why: str) -> Done:
         """The task's sandbox lost its parent: the task is blamed (nothing else ran there), the

@@ -30,22 +30,21 @@ the phases, the timer, the statuses and the guarantees are those of every evalua
 from __future__ import annotations
 
 import contextlib
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from sweep.engine._aten_ops import resolve_op
 from sweep.engine._call_compare import compare_call
 from sweep.engine._call_inputs import (
     CallSpec,
+    bind_problem,
     clone_call,
     describe_call,
     materialize,
-    materialize_meta,
     mutated_values,
+    output_bytes,
 )
 from sweep.engine._call_random import tensor_check
 from sweep.engine._call_tree import (
@@ -102,37 +101,6 @@ class _Snapshot:
     after: Args
 
 
-def _output_bytes(call: CallSpec) -> tuple[int, str]:
-    """Bytes of the call's result, from the operator's meta kernel when it has one."""
-    if call.op is None:
-        return call.nbytes, "assumed as large as the inputs: the definition names no operator"
-    try:
-        op = resolve_op(call.op)
-        margs, mkwargs = materialize_meta(call)
-        with torch.no_grad():
-            out = op(*margs, **mkwargs)
-    except Exception as e:  # noqa: BLE001 - no meta kernel (or data-dependent shapes): estimate
-        return call.nbytes, f"assumed as large as the inputs: no meta kernel ({type(e).__name__})"
-    return sum(t.numel() * t.element_size() for t in tree_tensors(out)), "from the operator's meta kernel"
-
-
-def _bind_problem(fn: Callable[..., object], call: CallSpec) -> str | None:
-    """Why ``fn`` cannot take the call's arguments, or ``None`` (also when unreadable)."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
-    try:
-        sig.bind(*range(len(call.args)), **dict.fromkeys(call.kwargs))
-    except TypeError as e:
-        keys = f" and keyword(s) {', '.join(call.kwargs)}" if call.kwargs else ""
-        return (
-            f"the entry point takes {sig} but is called like {call.op or 'the operator'} with "
-            f"{len(call.args)} positional argument(s){keys}: {e}"
-        )
-    return None
-
-
 class AtenCall:
     """The call path of a traced ATen call (see the module docstring)."""
 
@@ -186,7 +154,7 @@ class AtenCall:
         call = self.spec
         if self.kind.note:
             run.notes.append(self.kind.note)
-        out_bytes, how = _output_bytes(call)
+        out_bytes, how = output_bytes(call)
         have_flush = str(run.device) in run.cache.flush_buffers
         plan = MemoryPlan(
             input_bytes=call.nbytes,
@@ -220,7 +188,7 @@ class AtenCall:
                 f"solution {self.run.sol.name!r} sets destination_passing_style, but a BackendBench operator "
                 "is called like the ATen operator (arguments in, result returned): set it to false",
             )
-        return _bind_problem(fn, self.spec)
+        return bind_problem(fn, self.spec)
 
     # ---- inputs and the reference ----------------------------------------------------
 
@@ -232,7 +200,7 @@ class AtenCall:
         hit = run.cache.input_sets.get(key)
         if isinstance(hit, tuple):
             run.cache.hits["input_set"] += 1
-            return hit  # type: ignore[return-value]
+            return hit
         # A host generator: the same values on every machine, as on the normal path.
         gen = torch.Generator().manual_seed(set_seed(run.seed, index, CALL_INPUT))
         try:

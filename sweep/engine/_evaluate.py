@@ -172,8 +172,10 @@ def _untampered(result: Result, guard: _integrity.Guard, solution_loaded: bool) 
     return Result(
         status=Status.RUNTIME_ERROR,
         messages=[
-            "RUNTIME_ERROR: TAMPERED: the solution changed what the harness times and checks with "
-            f"(at the end of the evaluation): {'; '.join(changes[:8])}. A result is never PASSED after that",
+            (
+                "RUNTIME_ERROR: TAMPERED: the solution changed what the harness times and checks with "
+                f"(at the end of the evaluation): {'; '.join(changes[:8])}. A result is never PASSED after that"
+            ),
             *result.messages,
         ],
         flags=[FLAG_TAMPERED],

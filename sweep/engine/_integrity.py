@@ -30,10 +30,11 @@ from __future__ import annotations
 import importlib
 import operator
 import sys
-import threading
 import types
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from sweep.engine._threads import busy_threads, thread_ids
 
 __all__ = ["Guard", "baseline", "guard", "import_first", "watched_modules"]
 
@@ -109,8 +110,6 @@ _VOLATILE = frozenset({"__builtins__", "_", "__warningregistry__", "__loader__",
 #: Entries of one namespace that torch itself rebinds: ``torch.set_default_dtype`` points
 #: ``torch.Storage`` at the new dtype's storage class.
 _REBOUND_BY_TORCH = {"torch": frozenset({"Storage"})}
-#: Frames of the standard library where an idle pool thread waits for work.
-_IDLE_FILES = ("threading.py", "queue.py", "concurrent/futures/thread.py", "selectors.py")
 
 
 def _is_code(value: object) -> bool:
@@ -161,10 +160,6 @@ def _python_kernels() -> frozenset[str]:
     return frozenset(impls) if isinstance(impls, (set, frozenset)) else frozenset()
 
 
-def _thread_ids() -> frozenset[int]:
-    return frozenset(sys._current_frames())
-
-
 @dataclass(frozen=True)
 class _Namespace:
     name: str
@@ -211,7 +206,7 @@ class Guard:
         self._modes = _mode_depths()
         self._kernels = _python_kernels()
         self._operators = self._operator_names()
-        self.threads = _thread_ids()
+        self.threads = thread_ids()
 
     @staticmethod
     def _namespace(name: str, owner: object, space: dict[str, object], is_class: bool) -> _Namespace:
@@ -269,7 +264,9 @@ class Guard:
             # A kernel for an operator defined since (torch defines some lazily) is new, not an
             # override; a Meta kernel computes shapes, never values.
             if key != "Meta" and f"{namespace}::{op}" in self._operators:
-                out.append(f"a kernel registered for the existing operator {namespace}::{op} ({key}, torch.library)")
+                out.append(
+                    f"a kernel registered for the existing operator {namespace}::{op} ({key}, torch.library)"
+                )
         return out
 
     def restore(self) -> None:
@@ -285,10 +282,10 @@ class Guard:
                 for key in [k for k, v in list(ns.space.items()) if k not in known and _is_code(v)]:
                     _drop(ns, key)
         for f, code, (defaults, kwdefaults) in zip(self._funcs, self._codes, self._defaults):
-            f.__code__, f.__defaults__, f.__kwdefaults__ = code, defaults, kwdefaults  # type: ignore[assignment]
+            f.__code__, f.__defaults__, f.__kwdefaults__ = code, defaults, kwdefaults
         sys.modules.update(self._modules)
-        sys.settrace(self._trace[0])  # type: ignore[arg-type]
-        sys.setprofile(self._trace[1])  # type: ignore[arg-type]
+        sys.settrace(self._trace[0])
+        sys.setprofile(self._trace[1])
         torch = sys.modules.get("torch")
         if torch is not None:
             c = torch._C
@@ -299,20 +296,8 @@ class Guard:
 
     def busy_threads(self) -> list[str]:
         """Threads started since the snapshot that are running code, as ``name (file:line)``;
-        a thread waiting in the standard library's queues and pools is idle."""
-        frames = sys._current_frames()
-        if len(frames) <= len(self.threads) and frames.keys() <= self.threads:
-            return []
-        names = {t.ident: t.name for t in threading.enumerate()}
-        out: list[str] = []
-        for tid, frame in frames.items():
-            if tid in self.threads or tid == threading.get_ident():
-                continue
-            if _idle(frame):
-                continue
-            where = f"{frame.f_code.co_filename}:{frame.f_lineno}"
-            out.append(f"{names.get(tid, f'thread {tid}')} ({where})")
-        return out
+        a thread waiting in the standard library's queues and pools is idle (``_threads``)."""
+        return busy_threads(self.threads)
 
 
 _CODE = operator.attrgetter("__code__")
@@ -333,7 +318,7 @@ def _function_of(value: object) -> types.FunctionType | None:
 def _getter(keys: tuple[str, ...]) -> Callable[[dict[str, object]], tuple[object, ...]]:
     """A C-speed read of ``keys`` from a dictionary, always as a tuple."""
     if len(keys) > 1:
-        return operator.itemgetter(*keys)  # type: ignore[return-value]
+        return operator.itemgetter(*keys)
     if keys:
         key = keys[0]
         return lambda space: (space[key],)
@@ -352,18 +337,6 @@ def _drop(ns: _Namespace, key: str) -> None:
         delattr(ns.owner, key)
     except (AttributeError, TypeError):
         pass
-
-
-def _idle(frame: types.FrameType | None) -> bool:
-    """Whether every frame of a thread's stack is the standard library's waiting code."""
-    depth = 0
-    while frame is not None and depth < 64:
-        filename = frame.f_code.co_filename.replace("\\", "/")
-        if not filename.endswith(_IDLE_FILES):
-            return False
-        frame = frame.f_back
-        depth += 1
-    return True
 
 
 _MISSING = object()

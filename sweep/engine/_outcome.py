@@ -11,7 +11,16 @@ import torch
 
 from sweep.schema import FLAG_REFERENCE_FAILED, Clocks, Correctness, Performance, Status, TimingStats
 
-__all__ = ["Result", "Stop", "bits", "reference_stop", "compile_failure", "nbytes", "traceback_text", "triton_mode_problem"]
+__all__ = [
+    "Result",
+    "Stop",
+    "bits",
+    "compile_failure",
+    "nbytes",
+    "reference_stop",
+    "traceback_text",
+    "triton_mode_problem",
+]
 
 
 #: Triton's exceptions for a kernel that cannot be compiled for, or loaded on, this GPU: a

@@ -33,6 +33,7 @@ on the kind of workload (making inputs, calling, checking) is its :class:`CallPa
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 
 import torch
@@ -192,10 +193,10 @@ class EvalRun(RunState):
         task's own problem, never the solution's."""
         for trial in range(self.settings.trials):
             self.path.reference_trial(trial)
-        try:
-            work_of(self)  # counted now, before the solution's import: from the reference's calls
-        except Exception:  # noqa: BLE001 - the assessment after the timing says why
-            pass
+        # Counted now, before the solution's import, from the reference's own calls; a failure
+        # here is said by the assessment after the timing.
+        with contextlib.suppress(Exception):
+            work_of(self)
         self.timing_phase = TimingPhase(self, self.path, nvml)
         self.timing_phase.time_reference()
 

@@ -26,18 +26,17 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
-from sweep.engine._cupti_timer import CuptiSession
 from sweep.engine._clocks import elapsed as _elapsed
 from sweep.engine._clocks import now as _now
 from sweep.engine._clocks import now_ns as _now_ns
 from sweep.engine._clocks import record as _record
 from sweep.engine._clocks import wait as _wait
+from sweep.engine._cupti_timer import CuptiSession
 from sweep.engine._fresh import Freshener, Rechecks
 from sweep.engine._graph_timer import GraphTimer
 from sweep.engine._stopping import ClockWatch, Sampled, Stopper, StopRule, percentile

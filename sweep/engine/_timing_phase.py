@@ -225,7 +225,9 @@ class TimingPhase:
         self._check_l2()
         try:
             for j in range(sets):
-                self.rechecks.verify(path.snapshot(j, last[j]), f"last timed call on input set {self.first + j}")
+                self.rechecks.verify(
+                    path.snapshot(j, last[j]), f"last timed call on input set {self.first + j}"
+                )
         except Stop as stop:
             raise _cache_hint(stop) from None
         self.checked = self.rechecks.count
@@ -324,7 +326,9 @@ class TimingPhase:
         warm, shadow = self.ref_warm, self.shadow
         assert warm is not None and shadow is not None
         self.timing_who = "reference"
-        stats, _ = self._reference(lambda: self._time(self.path.call_reference, timer, warm, "reference", shadow))
+        stats, _ = self._reference(
+            lambda: self._time(self.path.call_reference, timer, warm, "reference", shadow)
+        )
         return stats
 
     def _time_solution(self, timer: str, warm: WarmUp) -> tuple[TimingStats, list[object]]:

@@ -13,9 +13,7 @@ __all__ = ["MACROS", "RANKED", "VIEWS", "VIEW_DEPENDS", "VIEW_NAMES"]
 # A trace that is ranked and counted in pass rates: not flagged 'impossible' (latency under the
 # physical floor), nor 'reference_failed' (the reference raised, timed out or crashed: not the
 # solution's failure, counted apart).
-RANKED = (
-    "NOT coalesce(list_contains(flags, 'impossible') OR list_contains(flags, 'reference_failed'), false)"
-)
+RANKED = "NOT coalesce(list_contains(flags, 'impossible') OR list_contains(flags, 'reference_failed'), false)"
 
 # The identity of a solution across stores: its content hash when known, else its name.
 _SOL_KEY = "coalesce(solution_hash, 'name:' || solution)"

@@ -74,9 +74,7 @@ def _gate(task: Task) -> None:
         time.sleep(0.02)
 
 
-def evaluate(
-    task: Task, *, device: str, cache: Any, on_phase: Callable[[str], None] | None = None
-) -> Trace:
+def evaluate(task: Task, *, device: str, cache: Any, on_phase: Callable[[str], None] | None = None) -> Trace:
     reference_step(task)
     if on_phase is not None:
         on_phase("build")
@@ -105,9 +103,12 @@ def evaluate(
     elif name == "litter":
         # leaves a file in its working folder and a global: neither may reach the next task
         found = sorted(os.listdir("."))
-        open("left_behind.txt", "w").write("x")
+        with open("left_behind.txt", "w") as f:
+            f.write("x")
         os.environ["SWEEP_LEFT_BEHIND"] = "1"
-        return _passed(task, {"cwd": os.getcwd(), "found": ",".join(found), "tmp": os.environ.get("TMPDIR", "")})
+        return _passed(
+            task, {"cwd": os.getcwd(), "found": ",".join(found), "tmp": os.environ.get("TMPDIR", "")}
+        )
     elif name == "kill_worker":
         # sandbox -> zygote -> Ray actor: kill the actor, as if its node vanished
         zygote = os.getppid()
@@ -145,4 +146,6 @@ def _passed(task: Task, libs: dict[str, str]) -> Trace:
         correctness=Correctness(),
         performance=Performance(latency_ms=1.0, reference_latency_ms=2.0, speedup_factor=2.0),
     )
-    return Trace(definition=task.definition.name, workload=task.workload, solution=task.solution.name, evaluation=ev)
+    return Trace(
+        definition=task.definition.name, workload=task.workload, solution=task.solution.name, evaluation=ev
+    )

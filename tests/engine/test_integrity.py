@@ -139,7 +139,9 @@ def test_a_busy_thread_is_named_an_idle_pool_is_not(guard: Guard) -> None:
         pool.submit(lambda: 1).result()
         assert guard.busy_threads() == []  # waiting for work in the standard library's queue
         worker = threading.Thread(target=lambda: stop.wait(30) or time.sleep(0), name="writer")
-        busy = threading.Thread(target=lambda: [sum(range(100)) for _ in iter(lambda: stop.is_set(), True)], name="spinner")
+        busy = threading.Thread(
+            target=lambda: [sum(range(100)) for _ in iter(lambda: stop.is_set(), True)], name="spinner"
+        )
         worker.start()
         busy.start()
         try:

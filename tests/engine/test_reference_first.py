@@ -22,7 +22,9 @@ def _recording_definition(vadd: Definition, log: Path) -> Definition:
     return Definition.model_validate(data)
 
 
-def test_the_references_results_and_timing_come_before_the_solutions_import(kit, vadd, vadd_wl, tmp_path) -> None:
+def test_the_references_results_and_timing_come_before_the_solutions_import(
+    kit, vadd, vadd_wl, tmp_path
+) -> None:
     log = tmp_path / "calls.txt"
     defn = _recording_definition(vadd, log)
     src = "import os\nos.environ['SWEEP_TEST_SOLUTION_IMPORTED'] = '1'\n\ndef run(x, y):\n    return x + y\n"
@@ -37,7 +39,7 @@ def test_the_references_results_and_timing_come_before_the_solutions_import(kit,
     assert ev is not None and ev.reference_timing is not None
     # Every trial's result, the warm-up and every timed call of the reference: before.
     assert before >= kit.fast.trials + ev.reference_timing.iterations
-    assert calls[: before] == ["before"] * before  # none of them after the import
+    assert calls[:before] == ["before"] * before  # none of them after the import
     # After the import only the checks of the solution's timed calls ask the reference, each
     # after a check that nothing it uses was replaced.
     checked = int(ev.log.split(" timed call(s)")[0].rsplit(" ", 1)[1])

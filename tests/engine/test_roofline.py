@@ -198,7 +198,10 @@ def _assessed(kit: Kit, speedup: float, settings: EvalSettings | None = None) ->
 def test_a_speedup_above_the_bound_is_flagged_suspicious(kit: Kit) -> None:
     flagged = _assessed(kit, 11.0)
     assert flagged.flags == ["suspicious"]
-    assert any(n.startswith("SUSPICIOUS: speedup 11x is above evaluation.suspicious_speedup (10x)") for n in flagged.notes)
+    assert any(
+        n.startswith("SUSPICIOUS: speedup 11x is above evaluation.suspicious_speedup (10x)")
+        for n in flagged.notes
+    )
     assert _assessed(kit, 9.0).flags is None
     relaxed = kit.fast.model_copy(update={"suspicious_speedup": 1e6})
     assert _assessed(kit, 11.0, relaxed).flags is None
@@ -210,7 +213,9 @@ def _flagged_trace(kit: Kit) -> Any:
     trace = _run(kit, _gemm())
     ev = trace.evaluation
     log = ev.log + "\nSUSPICIOUS: speedup 12x is above evaluation.suspicious_speedup (10x)"
-    return trace.model_copy(update={"evaluation": ev.model_copy(update={"flags": ["suspicious"], "log": log})})
+    return trace.model_copy(
+        update={"evaluation": ev.model_copy(update={"flags": ["suspicious"], "log": log})}
+    )
 
 
 def test_flags_and_work_round_trip_in_the_trace_json(kit: Kit) -> None:

@@ -116,7 +116,8 @@ def evaluate(task: Task, *, device: str, cache: Any, on_phase: Callable[[str], N
             actor = int(f.read().rsplit(")", 1)[1].split()[1])
         os.kill(actor, 9)
         time.sleep(30)
-    env = Environment(hardware="CPU", libs={"fake": str(os.getpid())})
+    # the process that forked this one: the worker's zygote, which a warm worker keeps
+    env = Environment(hardware="CPU", libs={"fake": str(os.getpid()), "zygote": str(os.getppid())})
     if os.environ.get("SWEEP_LEFT_BEHIND"):
         name = "polluted"  # a global another task left: must never happen
     if name == "broken":

@@ -226,3 +226,40 @@ def test_inputs_are_measured_before_the_call() -> None:
     assert [x.nbytes for x in before.tensors] == [N]
     _reference(defn)(*args, **kwargs)
     assert moved_bytes(describe_call(defn, wl), before, args, kwargs, args[0]).bytes == 0.0
+
+
+# ---- end to end: the identity kernels of the operators are not flagged --------------------
+
+
+def test_identity_views_and_allocations_are_never_impossible(
+    kit: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sweep.backendbench import op_expression, parse_op_name
+    from sweep.schema import peaks as peaks_module
+    from sweep.schema.peaks import Datasheet
+
+    # An absurd CPU datasheet (1 byte/s, 1 FLOP/s): any work at all makes a floor of ages.
+    monkeypatch.setitem(
+        peaks_module.DATASHEETS, "CPU", (Datasheet("test CPU", (), {"float32": 1e-12}, 1e-9),)
+    )
+    rows = [
+        ("aten.split.Tensor", f"{T}, 16", "{}"),
+        ("aten.unbind.int", f"{T}, 0", "{}"),
+        ("aten.split_with_sizes.default", f"{T}, [16, 48]", "{}"),
+        ("aten.new_empty.default", f"{T}, [128, 128]", "{'dtype': f32}"),
+        ("aten.new_empty_strided.default", f"{T}, [4, 6], [1, 4]", "{}"),
+        ("aten.add.Tensor", f"{T}, {T}", "{}"),  # real work: the datasheet does flag it
+    ]
+    for op, args, kwargs in rows:
+        defn, wl = _call(op, args, kwargs)
+        body = f"import torch\n\ndef run(*args, **kwargs):\n    return {op_expression(parse_op_name(op))}(*args, **kwargs)\n"
+        trace = kit.run(defn, kit.solution(defn.name, body), wl)
+        ev = trace.evaluation
+        assert ev is not None and ev.status.value == "PASSED", (op, ev and ev.log)
+        if op == "aten.add.Tensor":
+            assert "impossible" in (ev.flags or []) and ev.performance.work_bytes == 3 * N
+            continue
+        # (Not ``flags is None``: timing two identical calls may still say ``suspicious``.)
+        assert "impossible" not in (ev.flags or []) and ev.performance.floor_ms is None, (op, ev.log)
+        assert ev.performance.work_bytes == 0.0 and ev.performance.work_flops == 0.0
+        assert "no floor: the call moves no bytes and does no FLOPs" in ev.log

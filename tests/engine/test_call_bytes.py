@@ -11,6 +11,8 @@ from typing import Any
 
 import pytest
 import torch
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from sweep.backendbench import build_records, parse_trace
 from sweep.engine._call_bytes import _like_constructor, _schema_views, call_inputs, moved_bytes
@@ -226,6 +228,48 @@ def test_inputs_are_measured_before_the_call() -> None:
     assert [x.nbytes for x in before.tensors] == [N]
     _reference(defn)(*args, **kwargs)
     assert moved_bytes(describe_call(defn, wl), before, args, kwargs, args[0]).bytes == 0.0
+
+
+# ---- any shape: views move nothing, in place counts each storage once ----------------------------
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    shape=st.lists(st.integers(1, 6), min_size=2, max_size=3),
+    dtype=st.sampled_from(["f32", "f16", "i64", "b8"]),
+    transposed=st.booleans(),
+    chunk=st.integers(1, 6),
+)
+def test_any_tensor_views_move_nothing_and_writes_count_once(
+    shape: list[int], dtype: str, transposed: bool, chunk: int
+) -> None:
+    stride = ", stride=(" + ", ".join(str(s) for s in _column_major(shape)) + ")" if transposed else ""
+    x = f"T({shape}, {dtype}{stride})"
+    size = {"f32": 4, "f16": 2, "i64": 8, "b8": 1}[dtype]
+    n = size * int(torch.tensor(shape).prod())
+    for op, args in [
+        ("aten.split.Tensor", f"{x}, {chunk}"),
+        ("aten.unbind.int", f"{x}, {len(shape) - 1}"),
+        ("aten.transpose.int", f"{x}, 0, 1"),
+        ("aten.select.int", f"{x}, 0, 0"),
+        ("aten.narrow.default", f"{x}, 0, 0, 1"),
+        ("aten.expand.default", f"{x}, [2, {', '.join(map(str, shape))}]"),
+        ("aten.new_empty.default", f"{x}, [{chunk}, 3]"),
+        ("aten.empty_like.default", x),
+    ]:
+        assert _work(op, args).bytes == 0.0, (op, args)
+    assert _work("aten.clone.default", x).bytes == 2 * n
+    if dtype != "b8":
+        assert _work("aten.add_.Tensor", f"{x}, {x}").bytes == 2 * n
+        assert _work("aten.add.Tensor", f"{x}, {x}").bytes == 3 * n
+
+
+def _column_major(shape: list[int]) -> list[int]:
+    strides, step = [], 1
+    for s in shape:
+        strides.append(step)
+        step *= s
+    return strides
 
 
 # ---- end to end: the identity kernels of the operators are not flagged --------------------

@@ -18,8 +18,8 @@ shapes, dtypes, strides and which storage each tensor lives in, but no values:
 - every other tensor argument counts once as *read*, if the call produces data at all (a new
   initialised output or a written argument; which data comes from which argument is not
   known, so all of them), except the template of a ``*_like`` / ``new_*`` constructor
-  (torch's own list of them: only its dtype, device and shape are used). An output partly
-  views its arguments and is partly new: the new part counts, the views do not.
+  (torch's own list of them: only its dtype, device and shape are used). A result partly
+  of views and partly new counts its new part only.
 
 So a call that only views, allocates or changes metadata moves 0 bytes and, with no FLOPs,
 has no floor (:func:`sweep.schema.peaks.floor_ms`). When the operator has no ``meta`` kernel

@@ -11,7 +11,9 @@ and the flags ``impossible`` and ``suspicious``.
   calibrated ceiling is what one GEMM or copy reached, which a better kernel may beat), or,
   for a GPU the table lacks, from its calibrated ceilings. None on a CPU without a datasheet
   entry: nothing flushes its caches between timed calls, so a small workload may run from
-  cache far above any measured bandwidth.
+  cache far above any measured bandwidth. None for a call that moves no bytes and does no
+  FLOPs (one that only views its arguments, allocates, or changes metadata: its bytes are
+  counted per storage, ``_call_bytes``), so it is never ``impossible``.
 - ``impossible``: the latency is under :func:`sweep.schema.peaks.floor_margin` times the
   floor; the trace keeps its status, the store never ranks it, the log gives the floor.
 - ``suspicious``: the speedup is above ``settings.suspicious_speedup`` (KernelBench's 10x by
@@ -141,6 +143,8 @@ def _roofline(run: RunState, perf: Performance) -> tuple[dict[str, float | str],
             notes.append(f"peak fraction {max(shares):.1%} of {rate.source}")
     if floor_from is not None:
         floor = floor_ms(work.flops, work.bytes, work.dtypes, floor_from)
+        if floor is None and work.bytes == 0 and not work.flops:
+            notes.append("no floor: the call moves no bytes and does no FLOPs, so no latency is impossible")
         if floor is not None:
             floor_value, limit = floor
             fields["floor_ms"] = floor_value

@@ -3,16 +3,19 @@
 A sandbox runs exactly one task and exits: no process that ran one task's solution code runs
 another task's solution or reference, so nothing a solution leaves behind (a replaced
 function, a thread, a global, CUDA state, files in its working folder) reaches another task.
-The supervisor forks the next task's sandbox while this one runs, so its start (the fork,
-CUDA's initialisation) is off the GPU's critical path. Protocol over its socket (pickled
+The supervisor forks the next task's sandbox while this one runs, and lets it make CUDA ready
+once this one's timed calls are over, so its start is mostly off the GPU's critical path. Protocol over its socket (pickled
 tuples):
 
-- sandbox -> supervisor ``("ready", SandboxInfo)`` once set up (CUDA initialised on a GPU);
+- supervisor -> sandbox ``("start",)``: make the device ready (CUDA's context, on a GPU), which
+  it does only then, so that no other task's timing shares the GPU with it; then
+  sandbox -> supervisor ``("ready", SandboxInfo)``;
 - supervisor -> sandbox ``("eval", task_blob, records)``: the task's fields pickled without its
   definition, solution, settings and ceilings, which are the pickle ``records``;
 - sandbox -> supervisor ``("phase", name)`` as the evaluation reaches the solution's build
-  (``"build"``) and its run (``"run"``), when the backend says so (its ``evaluate`` takes
-  ``on_phase``; the real engine's does): before the first, the reference's side runs;
+  (``"build"``) and its run (``"run"``), and when nothing of it is timed any more
+  (``"timed"``), when the backend says so (its ``evaluate`` takes ``on_phase``; the real
+  engine's does): before the first, the reference's side runs;
 - sandbox -> supervisor ``("trace", trace_json, broken, started, finished)``, where ``broken``
   is ``None`` or why this process could not be reused (a sticky CUDA error, a change it made
   to the process: said in the log) and the times are ``time.time()`` around the evaluation;
@@ -67,7 +70,9 @@ class Backend:
     ``on_phase``, it calls it with ``"build"`` and ``"run"`` as the solution's build and run
     begin (each with its own deadline). Optional: ``prepare_process(device_kind)`` (called
     first), ``preload(device_kind)`` (called once in the zygote, after ``prepare_process``:
-    import what evaluations use, no CUDA), ``EngineCache`` (one per process) and
+    import what evaluations use, no CUDA), ``start_process(device_kind)`` (called in each
+    task's process before it says it is ready: make the device ready), ``EngineCache`` (one
+    per process) and
     ``cuda_problem(device) -> str | None`` (why this process's CUDA context is unusable: the
     sandbox asks after every failed evaluation on a GPU, since a kernel fault can surface only
     at the next synchronisation).
@@ -78,6 +83,7 @@ class Backend:
     cache_factory: Callable[[], Any] | None
     cuda_problem: Callable[[str], str | None] | None
     phases: bool = False
+    start: Callable[[str], Any] | None = None
 
 
 def load_backend(module: str) -> Backend:
@@ -96,6 +102,7 @@ def load_backend(module: str) -> Backend:
         cache_factory=getattr(mod, "EngineCache", None),
         cuda_problem=getattr(mod, "cuda_problem", None),
         phases=phases,
+        start=getattr(mod, "start_process", None),
     )
 
 
@@ -187,6 +194,18 @@ def _device_for(kind: str) -> str:
     return "cuda:0" if kind == "cuda" else "cpu"
 
 
+def _wait_for(conn: Connection, kind: str) -> tuple[Any, ...] | None:
+    """The next message of ``kind`` from the supervisor (others are ignored); ``None`` when it
+    closed the socket."""
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return None
+        if isinstance(msg, tuple) and msg and msg[0] == kind:
+            return msg
+
+
 def _enter_folder(folder: str | None) -> None:
     """Make ``folder`` this process's working and temporary folder (the task's own)."""
     if not folder:
@@ -221,19 +240,21 @@ def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
         backend = load_backend(str(params["backend"]))
         if backend.prepare is not None:
             backend.prepare(kind)
+        # The device is made ready only when the supervisor says so: on a GPU, a context made
+        # (or a kernel run) while another task's process is timing would share the GPU with it.
+        if _wait_for(conn, "start") is None:
+            return 0
+        if backend.start is not None:
+            backend.start(kind)
         cache = backend.cache_factory() if backend.cache_factory is not None else None
         conn.send(("ready", _describe(device, backend.phases)))
     except BaseException:  # noqa: BLE001 - any start failure is reported through the log
         traceback.print_exc()
         sys.stderr.flush()
         return 3
-    while True:
-        try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            return 0
-        if msg[0] == "eval":
-            break
+    msg = _wait_for(conn, "eval")
+    if msg is None:
+        return 0
     _, blob, records = msg
     state = ProcessState.capture((conn_fd, 1, 2, log_fd))
 

@@ -3,9 +3,11 @@
 One :class:`Sandbox` per GPU (or CPU slot). Every task runs in a process of its own, forked
 from a zygote (see ``_zygote``) that imported torch and the engine and never touched CUDA:
 no process that ran one task's solution code runs another task's solution or reference. The
-next task's process is forked while a task runs (``SandboxSpec.prefork``), so its start (the
-fork, CUDA's initialisation) is off the GPU's critical path; the process of a finished task
-is killed and reaped before the next task is sent, so its memory is back first.
+next task's process is forked while a task runs (``SandboxSpec.prefork``); on a GPU it makes
+its CUDA context only once the running task says its timed calls are over (two processes
+using one GPU share it by time slices: a context made during another's timing would show in
+it), so most of its start is off the GPU's critical path. The process of a finished task is
+killed and reaped before the next task is sent, so its memory is back first.
 
 When a sandbox hangs past a deadline it is killed (SIGKILL) and the task gets a TIMEOUT
 trace; when it dies (segfault, ``os._exit``, ...) the task gets a RUNTIME_ERROR trace with
@@ -66,6 +68,7 @@ class _Child:
     conn: Connection
     log: Path
     folder: Path
+    started: bool = False  # told to make its device ready
     info: SandboxInfo | None = None  # once it said it is ready
 
 
@@ -159,12 +162,21 @@ class Sandbox:
             theirs.close()
         return _Child(pid=pid, conn=Connection(ours.detach()), log=log, folder=folder)
 
+    def _start(self, child: _Child) -> None:
+        """Tell ``child`` to make its device ready (it does nothing on the GPU before)."""
+        if child.started:
+            return
+        child.started = True
+        with contextlib.suppress(OSError):  # it died: _ready reports it
+            child.conn.send(("start",))
+
     def _ready(self, child: _Child) -> _Child:
-        """``child`` once it said it is ready (waited for here); ``SandboxStartError`` if it
-        does not in time."""
+        """``child`` once it said it is ready (started, and waited for here);
+        ``SandboxStartError`` if it does not in time."""
         if child.info is not None:
             return child
         t0 = time.monotonic()
+        self._start(child)
         msg: Any = None
         if child.conn.poll(self.spec.start_timeout_s):
             try:
@@ -195,13 +207,17 @@ class Sandbox:
         return self._ready(child or self._fork())
 
     def _prefork(self) -> None:
-        """Start the next task's process now, while this one runs (when the spec says so)."""
+        """Fork the next task's process now, while this one runs (when the spec says so). On a
+        CPU it starts at once; on a GPU once this task's timed calls are over (``timed``)."""
         if not self.spec.prefork or self._spare is not None:
             return
         try:
             self._spare = self._fork()
         except SandboxStartError:
             self._spare = None  # the next task tries again and reports it
+            return
+        if self.spec.device_kind != "cuda":
+            self._start(self._spare)
 
     def _retire(self, child: _Child) -> ExitState | None:
         """Kill and reap a task's process (its task is done), and remove its folder and log."""
@@ -291,6 +307,10 @@ class Sandbox:
             if msg is None:
                 return self._timed_out(env.task(), stamp, child, phase, budget)
             kind = msg[0]
+            if kind == "phase" and msg[1] == "timed":
+                if self._spare is not None:  # nothing of this task is timed any more
+                    self._start(self._spare)
+                continue
             if kind == "phase" and msg[1] in ("build", "run"):
                 phase = msg[1]
                 budget = env.compile_s if phase == "build" else env.run_s

@@ -12,7 +12,8 @@ Public API:
 - :class:`EngineCache`: builds, reference outputs and reference timings kept across tasks.
 - :func:`prepare_process`: call first in a fresh evaluating process (on CPU it sets
   ``TRITON_INTERPRET=1`` before triton is imported); :func:`preload`: in a zygote, import what
-  evaluations use and take the harness's snapshot (``_integrity``) before any solution runs.
+  evaluations use and take the harness's snapshot (``_integrity``) before any solution runs;
+  :func:`start_process`: in a task's fresh process, make CUDA ready before its task arrives.
 - :func:`profile_run`: profile mode, the solution's calls alone inside a CUDA profiler range
   (``python -m sweep.engine.profile_main TASKFILE`` is the process ``sweep profile`` runs under
   ncu or compute-sanitizer); :func:`gpu_problem`: why this machine cannot profile.
@@ -59,6 +60,7 @@ __all__ = [
     "profile_run",
     "resolve_op",
     "schema_mutations",
+    "start_process",
 ]
 
 
@@ -81,6 +83,23 @@ def preload(device_kind: str) -> None:
     from sweep.engine import _integrity
 
     _integrity.baseline()
+
+
+def start_process(device_kind: str) -> None:
+    """In a task's fresh process, before it says it is ready (a sandbox forks it while the
+    previous task runs): on a GPU, make the CUDA context, the allocator's first block, the
+    cuBLAS handle and the kernels every evaluation launches (random values, fills, copies,
+    reductions) ready, so the task's own time does not include them."""
+    if not device_kind.startswith("cuda"):
+        return
+    import torch
+
+    x = torch.rand(4096, device="cuda")
+    y = torch.empty_like(x).fill_(float("nan"))
+    y.copy_(x)
+    torch.softmax(x.view(64, 64), dim=-1).sum().item()
+    torch.cuda.current_blas_handle()  # type: ignore[no-untyped-call]
+    torch.cuda.synchronize()
 
 
 def device_of(device: str | None) -> str:

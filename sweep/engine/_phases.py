@@ -24,7 +24,8 @@ code of the solution can change the reference's results or its timing:
    PASSED.
 
 A supervisor is told when the solution's build begins and when its run begins
-(``RunState.on_phase``), to give each its deadline and to know whose a timeout is.
+(``RunState.on_phase``), to give each its deadline and to know whose a timeout is, and when
+nothing is timed any more (``"timed"``: another process may use the GPU from then on).
 
 :class:`EvalRun` holds the state every evaluation shares and runs the phases; what depends
 on the kind of workload (making inputs, calling, checking) is its :class:`CallPath`, which
@@ -233,6 +234,7 @@ class EvalRun(RunState):
         self.correctness()
         self.check_integrity("after the solution's trials")
         stats, ref_stats, clocks = self.timing()
+        self.phase("timed")  # nothing is timed from here on
         self.check_integrity("after the solution's timed calls")
         latency = stats.p50_ms
         ref_latency = ref_stats.p50_ms

@@ -210,6 +210,9 @@ class TimingPhase:
         try:
             stats, last = self._time_solution(self.timer, sol_warm)
             if self.timer in ("cudagraph", "cupti") and stats.p50_ms <= 0:
+                # What the timed calls left must be right before they are timed again: a call
+                # that does nothing while it is captured reads 0 here, and served stale results.
+                self._verify_last(last)
                 fallback = self._zero_median("solution")
         except CaptureFailed as failed:
             self.run.cache.retire = f"a CUDA-graph capture failed in this process ({failed})"
@@ -223,15 +226,19 @@ class TimingPhase:
             self.ref_stats = self._time_reference("events")
             stats, last = self._time_solution("events", sol_warm)
         self._check_l2()
-        try:
-            for j in range(sets):
-                self.rechecks.verify(
-                    path.snapshot(j, last[j]), f"last timed call on input set {self.first + j}"
-                )
-        except Stop as stop:
-            raise _cache_hint(stop) from None
+        self._verify_last(last)
         self.checked = self.rechecks.count
         return stats, self.ref_stats, self._clocks()
+
+    def _verify_last(self, last: list[object]) -> None:
+        """Check the last timed call on each input set against the reference."""
+        assert self.rechecks is not None
+        try:
+            for j in range(self.sets):
+                where = f"last timed call on input set {self.first + j}"
+                self.rechecks.verify(self.path.snapshot(j, last[j]), where)
+        except Stop as stop:
+            raise _cache_hint(stop) from None
 
     def _zero_median(self, who: str) -> str:
         """Why a median of 0 cannot be used: a call that launches nothing (an empty tensor), or

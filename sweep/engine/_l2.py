@@ -7,8 +7,9 @@ harness's flush between timed calls and reads it from there, faster than any hon
 on a cold cache (pygpubench issue 49; nvbench's ``--disable-persisting-l2-cache``). With the
 set-aside at zero, a persisting window has nothing to persist into: every access is normal.
 
-So before each side is timed the limit is set to zero and the persisting lines are reset
-(:func:`reset`), and after the solution's timed calls the limit is read again
+So before each side is timed the limit is set to zero, the persisting lines are reset and the
+current stream's access-policy window is cleared (:func:`reset`), and after the solution's
+timed calls the limit is read again
 (:func:`limit`): one set while they ran is tampering. Through the driver API (``libcuda``), on
 the context torch made current; off a GPU, or where the driver lacks the calls, both do nothing.
 """
@@ -24,6 +25,21 @@ __all__ = ["limit", "reset"]
 
 #: ``CU_LIMIT_PERSISTING_L2_CACHE_SIZE`` of the driver API's ``CUlimit``.
 _PERSISTING_L2 = 0x06
+#: ``CU_STREAM_ATTRIBUTE_ACCESS_POLICY_WINDOW`` of ``CUstreamAttrID``.
+_ACCESS_POLICY_WINDOW = 1
+
+
+class _Window(ctypes.Structure):
+    """``CUaccessPolicyWindow``, padded to the size of the attribute value union (64 bytes)."""
+
+    _fields_ = [
+        ("base_ptr", ctypes.c_void_p),
+        ("num_bytes", ctypes.c_size_t),
+        ("hit_ratio", ctypes.c_float),
+        ("hit_prop", ctypes.c_int),
+        ("miss_prop", ctypes.c_int),
+        ("pad", ctypes.c_char * 36),
+    ]
 
 
 @functools.cache
@@ -32,7 +48,7 @@ def _driver() -> ctypes.CDLL | None:
         lib = ctypes.CDLL("libcuda.so.1")
     except OSError:
         return None
-    for name in ("cuCtxGetLimit", "cuCtxSetLimit", "cuCtxResetPersistingL2Cache"):
+    for name in ("cuCtxGetLimit", "cuCtxSetLimit", "cuCtxResetPersistingL2Cache", "cuStreamSetAttribute"):
         if not hasattr(lib, name):
             return None
     return lib
@@ -52,8 +68,9 @@ def limit(device: torch.device) -> int | None:
 
 
 def reset(device: torch.device) -> int | None:
-    """Set the persisting set-aside to zero and evict persisting lines; return the limit found
-    before (``None`` off a GPU, or when the driver cannot)."""
+    """Set the persisting set-aside to zero, evict persisting lines and clear the access-policy
+    window of the current stream; return the limit found before (``None`` off a GPU, or when
+    the driver cannot)."""
     before = limit(device)
     lib = _driver()
     if before is None or lib is None:
@@ -62,4 +79,10 @@ def reset(device: torch.device) -> int | None:
     if before:
         lib.cuCtxSetLimit(ctypes.c_int(_PERSISTING_L2), ctypes.c_size_t(0))
     lib.cuCtxResetPersistingL2Cache()
+    stream = torch.cuda.current_stream(device).cuda_stream
+    if stream:  # the legacy default stream (0) takes no attributes
+        none = _Window(None, 0, 0.0, 0, 0)  # nothing persisting: normal hits, streaming misses
+        lib.cuStreamSetAttribute(
+            ctypes.c_void_p(stream), ctypes.c_int(_ACCESS_POLICY_WINDOW), ctypes.byref(none)
+        )
     return before

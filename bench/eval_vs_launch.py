@@ -23,9 +23,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sweep.launch import evaluate_from_dataset  # noqa: E402
-from sweep.launch.driver import LaunchOptions, launch  # noqa: E402
-from sweep.schema import Trace  # noqa: E402
+from sweep.launch import evaluate_from_dataset
+from sweep.launch.driver import LaunchOptions, launch
+from sweep.schema import Trace
 
 PAIRS = [("softmax_f32", "softmax_f32_torch"), ("rmsnorm_h1024", "rmsnorm_h1024_torch")]
 EVALUATION = {"trials": 2, "warmup_ms": 10, "rep_ms": 50}
@@ -57,7 +57,7 @@ def via_launch(folder: Path) -> list[Trace]:
         for line in log.read_text().splitlines():
             if line.strip():
                 trace = Trace.model_validate_json(line)
-                if trace.evaluation is not None and trace.solution in dict((s, d) for d, s in PAIRS):
+                if trace.evaluation is not None and trace.solution in {s for _, s in PAIRS}:
                     traces.append(trace)
     return traces
 

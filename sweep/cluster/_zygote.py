@@ -18,6 +18,7 @@ The zygote exits, killing its children, when the control socket closes (its owne
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import json
@@ -268,6 +269,11 @@ class ZygoteClient:
     def alive(self) -> bool:
         """Whether the zygote process is still running."""
         return self._proc.poll() is None
+
+    def wait_dead(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the zygote process to end (and be reaped)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=timeout)
 
     def exit_state(self) -> ExitState:
         """How the zygote ended (``running`` while it has not)."""

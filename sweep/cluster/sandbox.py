@@ -238,10 +238,22 @@ class Sandbox:
         with contextlib.suppress(OSError):
             child.log.unlink()
 
-    def _parent_gone(self) -> str | None:
-        """Why the current sandbox has no parent any more (the zygote died), or ``None``."""
+    def _parent_gone(self, child: _Child | None = None) -> str | None:
+        """Why the current sandbox has no parent any more (the zygote died), or ``None``.
+
+        With ``child`` (its trace just arrived), the zygote is also asked to wait for it: a
+        zygote a solution sent a kill to cannot answer (a killed process runs none of its own
+        code again), though on a loaded host it may not be reaped yet."""
         zygote = self._zygote
-        if zygote is None or zygote.alive():
+        if zygote is None:
+            return None
+        if child is not None and zygote.alive():
+            try:
+                zygote.wait(child.pid, 0.0)  # a question it answers at once
+                return None  # it answered: nothing happened to it
+            except ZygoteError:
+                zygote.wait_dead(10.0)  # dying: reaped, for how it ended
+        if zygote.alive():
             return None
         zygote.close()
         return (
@@ -299,7 +311,12 @@ class Sandbox:
             except ZygoteError:
                 state = ExitState(running=False)
             # Whatever the sandbox did or said, a dead parent means the task broke out of it.
-            gone = self._parent_gone() if state is not None or (msg and msg[0] == "trace") else None
+            if state is not None:
+                gone = self._parent_gone()
+            elif msg and msg[0] == "trace":
+                gone = self._parent_gone(child)
+            else:
+                gone = None
             if gone is not None:
                 return self._orphaned(env.task(), stamp, child, gone)
             if state is not None:

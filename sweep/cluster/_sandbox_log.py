@@ -7,13 +7,15 @@ tail of that task's output only.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
 from sweep.cluster._sandbox_main import LOST_CONNECTION
 from sweep.cluster._zygote import ExitState
 
-__all__ = ["crash_log", "file_size", "orphan_log", "output_tail", "timeout_log", "wait_quiet"]
+__all__ = ["crash_log", "dump_stacks", "file_size", "orphan_log", "output_tail", "timeout_log", "wait_quiet"]
 
 
 def crash_log(pid: int, state: ExitState, phase: str, tail: str) -> str:
@@ -53,6 +55,17 @@ def timeout_log(pid: int, phase: str, budget: float, tail: str) -> str:
     else:
         what = f"the evaluation exceeded timeouts.compile_s + run_s = {budget:g} s"
     return f"{what}; sandbox process {pid} was killed (SIGKILL).\n--- sandbox output (tail) ---\n{tail}"
+
+
+def dump_stacks(pid: int, log: Path) -> None:
+    """Ask a hung sandbox where it is (faulthandler on SIGUSR1) before it is killed; wait until
+    its report is in ``log``."""
+    start = file_size(log)
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except OSError:
+        return
+    wait_quiet(log, start, 2.0)
 
 
 def file_size(path: Path) -> int:

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import os
 import shutil
-import signal
 import socket
 import tempfile
 import time
@@ -38,26 +36,16 @@ from typing import Any
 from typing_extensions import Self
 
 from sweep.cluster._failure_traces import failure_trace, now_iso
-from sweep.cluster._packing import Done, Envelope, TaskPacker, build_key, load_task
+from sweep.cluster._packing import Done, Envelope
 from sweep.cluster._process_guard import kill_group
-from sweep.cluster._sandbox_log import crash_log, file_size, orphan_log, output_tail, timeout_log, wait_quiet
+from sweep.cluster._sandbox_log import crash_log, dump_stacks, orphan_log, output_tail, timeout_log
 from sweep.cluster._sandbox_main import SandboxInfo
 from sweep.cluster._sandbox_spec import SandboxSpec, SandboxStartError, SandboxStats
 from sweep.cluster._zygote import ExitState, ZygoteClient, ZygoteError
-from sweep.schema import FLAG_REFERENCE_FAILED, Provenance, Status, Trace
+from sweep.schema import Provenance, Status, Trace
 from sweep.schema.task import Task
 
-__all__ = [
-    "Done",
-    "Envelope",
-    "Sandbox",
-    "SandboxSpec",
-    "SandboxStartError",
-    "SandboxStats",
-    "TaskPacker",
-    "build_key",
-    "load_task",
-]
+__all__ = ["Sandbox", "SandboxSpec", "SandboxStartError", "SandboxStats"]
 
 _POLL_SLICE_S = 0.5
 
@@ -374,20 +362,12 @@ class Sandbox:
         return state
 
     def _failure(self, task: Task, status: Status, log: str, stamp: Provenance, phase: str) -> Done:
-        """The result for a task the sandbox could not finish: a trace written here. Before the
-        solution's build began (``phase`` ``reference``) it is the reference's failure."""
+        """The result for a task the sandbox could not finish: a trace written here (before the
+        solution's build began, ``phase`` ``reference``, the reference's failure)."""
         info = self._info
         done = stamp.model_copy(update={"finished_at": now_iso()})
-        whose = phase == "reference"
-        trace = failure_trace(
-            task,
-            Status.RUNTIME_ERROR if whose else status,
-            log,
-            done,
-            device_name=info.device_name if info else None,
-            libs=info.libs if info else None,
-            flags=[FLAG_REFERENCE_FAILED] if whose else None,
-        )
+        device_name, libs = (info.device_name, info.libs) if info else (None, None)
+        trace = failure_trace(task, status, log, done, device_name=device_name, libs=libs, phase=phase)
         return Done(trace.to_json().encode(), done)
 
     def _died(self, task: Task, stamp: Provenance, child: _Child, state: ExitState, phase: str) -> Done:
@@ -407,18 +387,9 @@ class Sandbox:
         tail = output_tail(child.log, 0, task.settings.log_limit_bytes)
         return self._failure(task, Status.RUNTIME_ERROR, orphan_log(child.pid, why, tail), stamp, "run")
 
-    def _dump_stacks(self, child: _Child) -> None:
-        """Ask a hung sandbox where it is (faulthandler on SIGUSR1) before it is killed."""
-        start = file_size(child.log)
-        try:
-            os.kill(child.pid, signal.SIGUSR1)
-        except OSError:
-            return
-        wait_quiet(child.log, start, 2.0)
-
     def _timed_out(self, task: Task, stamp: Provenance, child: _Child, phase: str, budget: float) -> Done:
         self.stats.timeouts += 1
-        self._dump_stacks(child)
+        dump_stacks(child.pid, child.log)
         if self._zygote is not None and self._zygote.alive():
             with contextlib.suppress(ZygoteError):
                 self._zygote.kill(child.pid)

@@ -6,7 +6,7 @@ import pickle
 from pathlib import Path
 
 from sweep.cluster import Sandbox, SandboxSpec
-from sweep.cluster.sandbox import Done, Envelope, TaskPacker, load_task
+from sweep.cluster._packing import Done, Envelope, TaskPacker, load_task
 from sweep.schema import Provenance, Status
 
 from .conftest import FAKE_BACKEND, toy_tasks

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sweep.cluster import Sandbox, SandboxSpec, SandboxStartError
-from sweep.cluster.sandbox import Envelope
+from sweep.cluster._packing import Envelope
 from sweep.config import EvalSettings, Timeouts
 from sweep.plan.dataset import load_dataset
 from sweep.schema import Provenance, Status

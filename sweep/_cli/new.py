@@ -79,7 +79,8 @@ def new_solution(
 
     Example: sweep new solution rmsnorm_h1024 my_kernel.py --author me
     """
-    from sweep.plan.new_records import pack_solution, record_text, write_record
+    from sweep.plan.new_records import pack_solution
+    from sweep.plan.record_files import record_text, write_record
 
     packed = pack_solution(
         root or [Path(".")],
@@ -97,7 +98,7 @@ def new_solution(
     if print_only:
         typer.echo(text, nl=False)
         return
-    write_record(packed.path, text, force=force)
+    write_record(packed.path, text, force=force, root=packed.root)
     typer.echo(f"wrote {packed.path}")
     for note in packed.notes:
         typer.echo(f"  {note}")
@@ -125,7 +126,7 @@ def new_definition(
     Example: sweep new definition layernorm_h4096 --op-type layernorm
     """
     from sweep.plan.new_definition import GUIDE, definition_skeleton
-    from sweep.plan.new_records import definition_path, name_part, record_text, write_record
+    from sweep.plan.record_files import definition_path, name_part, record_text, write_record
 
     name_part(name, "definition name")
     op = name_part(op_type or name.split("_", 1)[0], "op_type", "--op-type")
@@ -134,6 +135,6 @@ def new_definition(
         typer.echo(text, nl=False)
         return
     path = definition_path(root, op, name)
-    write_record(path, text, force=force)
+    write_record(path, text, force=force, root=root)
     typer.echo(f"wrote {path}")
     typer.echo(GUIDE)

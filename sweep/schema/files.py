@@ -197,12 +197,14 @@ def atomic_output(
         ValueError: The path holds a NUL character.
     """
     problem = output_problem(path, protected=protected)
+    if problem is None and inside is not None:
+        problem = inside_problem(inside, path)  # before a folder is made outside
     if problem is not None:
         raise OutputRefused(problem)
     folder = path.parent
     folder.mkdir(parents=True, exist_ok=True)
     if inside is not None:
-        problem = inside_problem(inside, path)
+        problem = inside_problem(inside, path)  # a link put on the way meanwhile
         if problem is not None:
             raise OutputRefused(problem)
     fd, tmp = _fresh_file(folder, path.name)

@@ -15,9 +15,10 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from sweep.errors import clip, shown
+from sweep.errors import clip, did_you_mean, shown
 from sweep.schema.definition import Definition
 from sweep.schema.entry_signature import signature_problem, static_entry
+from sweep.schema.hardware import ANY_GPU_WORDS, ANY_WORDS, CPU, KNOWN_MODELS, short_name
 from sweep.schema.params import constraint_name_problems
 from sweep.schema.solution import BuildSpec, Solution, close_key
 
@@ -101,10 +102,27 @@ def _params(solution: Solution, definition: Definition) -> list[SolutionProblem]
     return [SolutionProblem(True, p) for p in problems]
 
 
+def _targets(solution: Solution) -> list[SolutionProblem]:
+    """Targets that no GPU type kernel-sweep knows (a typo runs nowhere; a new GPU is fine)."""
+    out = []
+    for i, entry in enumerate(solution.spec.target_hardware):
+        word, short = entry.strip().lower(), short_name(entry)
+        if word in ANY_WORDS or word in ANY_GPU_WORDS or short == CPU or short in KNOWN_MODELS:
+            continue
+        out.append(
+            SolutionProblem(
+                False,
+                f"spec.target_hardware[{i}]: {shown(entry)} is no GPU type kernel-sweep knows"
+                f"{did_you_mean(short, KNOWN_MODELS)}; the solution runs only where the target is {short}",
+            )
+        )
+    return out
+
+
 def solution_problems(solution: Solution, definition: Definition | None) -> list[SolutionProblem]:
     """What is wrong with ``solution`` short of building it (``definition``: the one it names,
     ``None`` when not loaded: only its keys are checked)."""
-    out = _unknown_keys(solution)
+    out = _unknown_keys(solution) + _targets(solution)
     if definition is not None:
         out.extend(_signature(solution, definition))
         out.extend(_params(solution, definition))

@@ -186,8 +186,11 @@ def report(
 
     Example: sweep report --compare sweep:nightly-prev sweep:nightly --html results/report.html
     """
+    from sweep.store import check_output, write_output
     from sweep.store.render import build_report, render_html, render_text
 
+    if html is not None:
+        check_output(html, store_path=store, results_dir=results_dir, flag="--html")
     rep = build_report(store, results_dir=results_dir, top=top)
     if compare_sides is not None:
         from sweep._cli.compare import render_summary, rows_of
@@ -207,11 +210,7 @@ def report(
         )
     typer.echo(report_json(rep) if as_json else render_text(rep))
     if html is not None:
-        try:
-            html.parent.mkdir(parents=True, exist_ok=True)
-            html.write_text(render_html(rep), encoding="utf-8")
-        except OSError as e:
-            raise StoreError(f"cannot write {html}: {e.strerror}") from None
+        write_output(html, render_html(rep), store_path=store, results_dir=results_dir, flag="--html")
         typer.echo(f"wrote {html}", err=as_json)
 
 

@@ -37,6 +37,7 @@ from typing import cast
 from sweep.engine._built import CPP_SUFFIXES, BuildError, Built
 from sweep.engine._lock import FileLock
 from sweep.schema import Solution
+from sweep.schema.files import write_atomic
 
 __all__ = ["INSTALL_HINT", "build_tvm_ffi", "import_tvm_ffi"]
 
@@ -178,9 +179,7 @@ def build_tvm_ffi(solution: Solution, folder: Path, cuda_ok: bool, lock_timeout_
                 name = marker.read_text(encoding="utf-8").strip()
             else:
                 name = _compile(tvm_ffi, solution, folder, build_dir, arch)
-                tmp = marker.with_name(f"{_MARKER}.{os.getpid()}")
-                tmp.write_text(name, encoding="utf-8")
-                os.replace(tmp, marker)
+                write_atomic(marker, name)
     fn = _entry(tvm_ffi, solution, build_dir / name)
     built = Built(fn=fn, kind="tvm_ffi", folder=folder, build_s=time.monotonic() - start)
     if lock.waited_s > 0.5:

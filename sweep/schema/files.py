@@ -22,6 +22,7 @@ Reading is :mod:`sweep.schema.limits`'s (regular files only, under a size cap).
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 import secrets
 import shutil
@@ -39,6 +40,7 @@ __all__ = [
     "inside_problem",
     "name_problem",
     "output_problem",
+    "protected_problem",
     "publish_folder",
     "write_atomic",
 ]
@@ -132,18 +134,32 @@ def _is_duckdb(path: Path) -> bool:
         os.close(fd)
 
 
-def output_problem(path: Path, *, protected: Iterable[Path] = ()) -> str | None:
-    """Why ``path`` must not be written as an output file, or ``None``.
-
-    Refused: one of ``protected`` (a store the command reads) or its write-ahead log
-    (``<store>.wal``), also through a link or a second name; an existing folder, device, FIFO or
-    socket (also behind a link); a DuckDB database file. A missing path, or a regular file of
-    other content, may be written (over).
-    """
+def protected_problem(path: Path, protected: Iterable[Path]) -> str | None:
+    """Why ``path`` is one of ``protected`` (a store, a folder a store reads), a protected
+    store's write-ahead log (``<store>.wal``) or a path inside a protected folder, also through
+    a link or a second name; or ``None``."""
     for p in protected:
         for guarded in (Path(p), Path(f"{p}.wal")):
             if _same_file(path, guarded):
                 return f"is the store {guarded}"
+        real = Path(os.path.realpath(p))
+        if real in Path(os.path.realpath(path)).parents:
+            return f"is inside {p}, which the store reads"
+    return None
+
+
+def output_problem(path: Path, *, protected: Iterable[Path] = ()) -> str | None:
+    """Why ``path`` must not be written as an output file, or ``None``.
+
+    Refused: one of ``protected`` (a store the command reads, a folder of logs a store reads)
+    or a path inside one, or a protected store's write-ahead log (``<store>.wal``), also
+    through a link or a second name; an existing folder, device, FIFO or socket (also behind a
+    link); a DuckDB database file, or the write-ahead log beside one. A missing path, or a
+    regular file of other content, may be written (over).
+    """
+    problem = protected_problem(path, protected)
+    if problem is not None:
+        return problem
     try:
         st = os.stat(path)
     except FileNotFoundError:
@@ -155,7 +171,18 @@ def output_problem(path: Path, *, protected: Iterable[Path] = ()) -> str | None:
         return f"is {kind}, not a regular file"
     if _is_duckdb(path):
         return "is a DuckDB store"
+    name = os.path.realpath(path)
+    if name.endswith(".wal") and _is_duckdb(Path(name[: -len(".wal")])):
+        return f"is the write-ahead log of the DuckDB store {name[: -len('.wal')]}"
     return None
+
+
+def _make_folder(folder: Path) -> None:
+    """``folder`` and those above it, made where missing (a file in the way: ``ENOTDIR``)."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except FileExistsError:
+        raise NotADirectoryError(errno.ENOTDIR, os.strerror(errno.ENOTDIR), str(folder)) from None
 
 
 def _fresh_file(folder: Path, name: str) -> tuple[int, Path]:
@@ -202,7 +229,7 @@ def atomic_output(
     if problem is not None:
         raise OutputRefused(problem)
     folder = path.parent
-    folder.mkdir(parents=True, exist_ok=True)
+    _make_folder(folder)
     if inside is not None:
         problem = inside_problem(inside, path)  # a link put on the way meanwhile
         if problem is not None:
@@ -253,7 +280,7 @@ def fresh_folder(target: Path) -> Path:
     Raises:
         OSError: The folder above ``target`` cannot be created or written.
     """
-    target.parent.mkdir(parents=True, exist_ok=True)
+    _make_folder(target.parent)
     return Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name[:100]}.", suffix=".tmp"))
 
 

@@ -22,14 +22,15 @@ from typing import TYPE_CHECKING
 
 import pydantic
 
-from sweep.errors import StoreError, ValidationError, shown
+from sweep.errors import StoreError, ValidationError, reason, shown
 from sweep.schema import Definition, Solution, Trace, Workload
+from sweep.schema.limits import FileRefused, open_regular, read_bytes
 from sweep.schema.trace import EARLIEST_TIME, LATEST_TIME
 from sweep.store._checks import describe_invalid
 from sweep.store._insert import AddCounts, insert_batch
 from sweep.store._row_batch import Known, RowBatch
 from sweep.store._schema import SCHEMA_VERSION, arrow_schema
-from sweep.store._trace_files import EXPORT_FORMAT
+from sweep.store._trace_files import EXPORT_FORMAT, MAX_MANIFEST_BYTES
 from sweep.store._writable_store import WritableStore
 
 if TYPE_CHECKING:
@@ -77,9 +78,9 @@ def read_manifest(folder: Path) -> dict[str, int]:
     """
     path = folder / "manifest.json"
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError) as e:
-        raise StoreError(f"{path}: cannot read the export manifest ({e}); {_REEXPORT}") from None
+        data = json.loads(read_bytes(path, MAX_MANIFEST_BYTES))
+    except (OSError, ValueError) as e:  # FileRefused: not a regular file, too large
+        raise StoreError(f"{path}: cannot read the export manifest ({reason(e)}); {_REEXPORT}") from None
     if not isinstance(data, dict):
         raise StoreError(f"{path}: must be a JSON object (got {type(data).__name__}); {_REEXPORT}")
     if data.get("format") != EXPORT_FORMAT:
@@ -172,7 +173,11 @@ def _batches(path: Path, table: str) -> Iterator[dict[str, list[object]]]:
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
+        f = open_regular(path)
+    except (OSError, FileRefused) as e:  # a device or FIFO named *.parquet: never opened as one
+        raise _Refused(f"cannot read: {reason(e)}") from None
+    try:
+        pf = pq.ParquetFile(f)
         columns = _columns(table, pf.schema_arrow)
         for rb in pf.iter_batches(batch_size=_READ_ROWS, columns=columns):
             out: dict[str, list[object]] = {}
@@ -188,6 +193,8 @@ def _batches(path: Path, table: str) -> Iterator[dict[str, list[object]]]:
         # ValueError: a damaged page can hold bytes that are not UTF-8 in a string column.
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise _Refused(f"not a readable Parquet file ({first[:200]})") from None
+    finally:
+        f.close()
 
 
 def _text(value: object, field: str) -> str:

@@ -1,0 +1,184 @@
+"""Ingest reads regular files only, each under a bound: devices, FIFOs and links to them in
+loose folders and in export folders are skipped or refused with a word (never read, never a
+hang), a line longer than any trace ends its file with a warning, folders linked back up the
+tree are walked once; what is valid beside them is stored."""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from sweep.cli import app
+from sweep.errors import StoreError
+from sweep.store import export_parquet, ingest, query
+
+from .conftest import make_trace
+
+pytestmark = pytest.mark.hostile
+runner = CliRunner()
+
+
+def _soon(fn: Callable[[], object], limit_s: float = 120.0) -> object:
+    """``fn()``, failed if it has not returned within ``limit_s`` (a read that blocks on a FIFO
+    or never ends on /dev/zero)."""
+    box: list[object] = []
+
+    def run() -> None:
+        try:
+            box.append(fn())
+        except BaseException as e:  # noqa: BLE001 - handed to the test
+            box.append(e)
+
+    t = threading.Thread(target=run, daemon=True)
+    t.start()
+    t.join(limit_s)
+    assert not t.is_alive(), f"did not return within {limit_s} s (a blocking or endless read)"
+    if isinstance(box[0], BaseException):
+        raise box[0]
+    return box[0]
+
+
+def _good(folder: Path, name: str = "good.jsonl", n: int = 2) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / name).write_text("".join(make_trace(f"s{i}").to_json() + "\n" for i in range(n)))
+
+
+def _stored(db: Path) -> int:
+    return int(str(query(db, "SELECT count(*) FROM traces").rows[0][0]))
+
+
+HOSTILE: dict[str, Callable[[Path], None]] = {
+    "json to /dev/zero": lambda d: (d / "zero.json").symlink_to("/dev/zero"),
+    "jsonl to /dev/zero": lambda d: (d / "zero.jsonl").symlink_to("/dev/zero"),
+    "json to /dev/urandom": lambda d: (d / "random.json").symlink_to("/dev/urandom"),
+    "fifo jsonl": lambda d: os.mkfifo(d / "pipe.jsonl"),
+    "fifo json": lambda d: os.mkfifo(d / "pipe.json"),
+    "link to a fifo": lambda d: (
+        os.mkfifo(d.parent / "outside_pipe"),
+        (d / "lp.jsonl").symlink_to(d.parent / "outside_pipe"),
+    ),
+    "folder named json": lambda d: (d / "dir.json").mkdir(),
+    "loop": lambda d: (d / "loop").symlink_to(d),
+}
+
+
+@settings(
+    max_examples=15,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(kinds=st.sets(st.sampled_from(sorted(HOSTILE)), min_size=1))
+def test_a_loose_folder_with_devices_and_fifos_stores_what_is_valid(tmp_path: Path, kinds: set[str]) -> None:
+    import shutil
+
+    base = tmp_path / "case"
+    shutil.rmtree(base, ignore_errors=True)
+    folder = base / "traces"
+    _good(folder)
+    for k in kinds:
+        HOSTILE[k](folder)
+    db = base / "s.duckdb"
+    res = _soon(lambda: runner.invoke(app, ["ingest", str(folder), "--store", str(db)]))
+    assert res.exit_code == 0, res.output  # type: ignore[attr-defined]
+    assert _stored(db) == 2
+    out = res.stderr  # type: ignore[attr-defined]
+    files = {k for k in kinds if k not in ("loop", "folder named json")}
+    assert out.count("ingest reads regular files only") == len(files), out
+    assert "Traceback" not in res.output  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("make", ["dev_zero", "fifo", "folder"])
+def test_a_named_file_that_is_no_regular_file_is_refused(tmp_path: Path, make: str) -> None:
+    path = tmp_path / "t.jsonl"
+    if make == "dev_zero":
+        path.symlink_to("/dev/zero")
+    elif make == "fifo":
+        os.mkfifo(path)
+    else:
+        path.mkdir()
+    db = tmp_path / "s.duckdb"
+    res = _soon(lambda: runner.invoke(app, ["ingest", str(path), "--store", str(db)]))
+    assert res.exit_code == 1, res.output  # type: ignore[attr-defined]
+    assert res.stderr.startswith("error:")  # type: ignore[attr-defined]
+    if make != "folder":
+        assert "ingest reads regular files only" in res.stderr  # type: ignore[attr-defined]
+
+
+@pytest.fixture
+def export(tmp_path: Path) -> Path:
+    src = tmp_path / "src"
+    _good(src, n=3)
+    db = tmp_path / "a.duckdb"
+    ingest([src], db)
+    out = tmp_path / "export"
+    export_parquet(db, out)
+    return out
+
+
+@pytest.mark.parametrize("make", ["dev_zero", "fifo", "urandom"])
+@pytest.mark.parametrize("what", ["parquet", "manifest"])
+def test_an_export_folder_with_a_device_or_fifo_stores_nothing(
+    tmp_path: Path, export: Path, make: str, what: str
+) -> None:
+    target = next((export / "traces").rglob("*.parquet")) if what == "parquet" else export / "manifest.json"
+    if what == "manifest":  # keep a table's Parquet beside it: still an export folder
+        pass
+    target.unlink()
+    if make == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/zero" if make == "dev_zero" else "/dev/urandom")
+    db = tmp_path / "b.duckdb"
+    res = _soon(lambda: runner.invoke(app, ["ingest", str(export), "--store", str(db)]))
+    assert res.exit_code == 1, res.output  # type: ignore[attr-defined]
+    assert res.stderr.startswith("error:") and "regular file" in res.stderr, res.stderr  # type: ignore[attr-defined]
+    assert not db.exists() or _stored(db) == 0
+
+
+def test_a_line_longer_than_any_trace_ends_its_file_with_a_warning(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sweep.store import _ingest, _jsonl_chunks
+
+    monkeypatch.setattr(_jsonl_chunks, "MAX_LINE_BYTES", 4096)
+    monkeypatch.setattr(_ingest, "MAX_LINE_BYTES", 4096)
+    log = tmp_path / "t.jsonl"
+    good = make_trace("s1").to_json() + "\n"
+    log.write_text(good + "x" * 10_000 + "\n" + make_trace("s2").to_json() + "\n")
+    db = tmp_path / "s.duckdb"
+    report = ingest([log], db, workers=1)
+    assert report.traces_added == 1 and report.skipped == 1
+    assert report.warnings == [
+        f"{log}:2: a line longer than 4,096 bytes (no trace is that long); it and the rest of the file were not read, skipped"
+    ]
+    log.write_text(good + "y" * 10_000)  # and one without its newline, as long
+    report = ingest([log], tmp_path / "t.duckdb", workers=1)
+    assert report.traces_added == 1 and report.skipped == 1
+
+
+def test_a_log_of_the_results_folder_that_is_a_device_is_left_out_of_queries(tmp_path: Path) -> None:
+    results = tmp_path / "results"
+    _good(results / "traces" / "elementwise", "vec_add.jsonl")
+    (results / "traces" / "elementwise" / "zero.jsonl").symlink_to("/dev/zero")
+    os.mkfifo(results / "traces" / "elementwise" / "pipe.jsonl")
+    db = results / "sweep.duckdb"
+    result = _soon(lambda: query(db, "SELECT count(*) FROM traces"))
+    assert result.rows == [(2,)]  # type: ignore[attr-defined]
+    assert sum("regular file" in n for n in result.notes) == 2, result.notes  # type: ignore[attr-defined]
+
+
+def test_a_store_error_names_a_file_swapped_for_a_fifo(tmp_path: Path) -> None:
+    from sweep.store._jsonl_chunks import split_log
+
+    pipe = tmp_path / "p.jsonl"
+    os.mkfifo(pipe)
+    with pytest.raises(StoreError, match="ingest reads regular files only"):
+        _soon(lambda: list(split_log(pipe)))

@@ -1,9 +1,11 @@
 """What the store needs of a record beyond its schema, and messages that say what is wrong.
 
 A record the schema accepts can still be one the store cannot hold or should not: an axis of
-0, -5 or 2**70 (a dimension size; ``MAP(VARCHAR, BIGINT)`` holds 64 bits), or a trace that
+0, -5 or 2**70 (a dimension size; ``MAP(VARCHAR, BIGINT)`` holds 64 bits), a trace that
 names a solution but carries no evaluation (a result without an outcome; a workload-only
-record has neither). Every write builds its rows through :class:`~sweep.store.RowBatch`,
+record has neither), or numbers no measurement gives (a negative, infinite or NaN latency,
+rate, percentile or ratio; percentiles out of order; finished before started), which would
+rank or average as if measured. Every write builds its rows through :class:`~sweep.store.RowBatch`,
 which calls these checks, so a writer's batch, an ingest and a Parquet merge refuse the same
 records with the same words.
 """
@@ -19,6 +21,7 @@ import pydantic_core
 from sweep.errors import ValidationError, format_validation_error, shown
 from sweep.schema import Definition, Trace
 from sweep.schema.limits import INT64_MAX
+from sweep.schema.trace import check_time
 
 __all__ = ["check_definition", "check_trace", "check_workload_axes", "describe_invalid"]
 
@@ -37,6 +40,66 @@ def check_workload_axes(axes: Mapping[str, object], field: str = "workload.axes"
             )
 
 
+#: Fields of ``evaluation.performance`` that are times, rates, amounts or ratios.
+_PERFORMANCE = (
+    "latency_ms",
+    "reference_latency_ms",
+    "speedup_factor",
+    "work_flops",
+    "work_bytes",
+    "tflops",
+    "gbps",
+    "peak_fraction",
+    "floor_ms",
+)
+#: Fields of a timing's statistics that are times or ratios.
+_TIMING = ("p10_ms", "p50_ms", "p90_ms", "mean_ms", "cv", "rel_error", "target_rel_error")
+_INF = float("inf")
+
+
+def _finite_non_negative(value: float | None, field: str) -> None:
+    # One chained comparison: false for NaN, infinities and negatives alike.
+    if value is not None and not 0.0 <= value < _INF:
+        raise ValidationError(
+            f"{field}: must be a finite number of at least 0 (a time, a rate or a ratio; no run "
+            f"measures {shown(value)}) (got {shown(value)})"
+        )
+
+
+def _check_numbers(trace: Trace) -> None:
+    """Refuse values no measurement gives: a negative, infinite or NaN time, rate or ratio;
+    percentiles out of order; a run that finished before it started."""
+    ev = trace.evaluation
+    if ev is None:
+        return
+    perf = ev.performance
+    if perf is not None:
+        for name in _PERFORMANCE:
+            _finite_non_negative(getattr(perf, name), f"evaluation.performance.{name}")
+    for part in ("timing", "reference_timing"):
+        stats = getattr(ev, part)
+        if stats is None:
+            continue
+        for name in _TIMING:
+            _finite_non_negative(getattr(stats, name), f"evaluation.{part}.{name}")
+        if not stats.p10_ms <= stats.p50_ms <= stats.p90_ms:
+            raise ValidationError(
+                f"evaluation.{part}: p10_ms <= p50_ms <= p90_ms must hold, percentiles of one set of "
+                f"samples (got {shown(stats.p10_ms)}, {shown(stats.p50_ms)}, {shown(stats.p90_ms)})"
+            )
+    prov = trace.provenance
+    if (
+        prov is not None
+        and prov.started_at
+        and prov.finished_at
+        and check_time(prov.finished_at) < check_time(prov.started_at)
+    ):
+        raise ValidationError(
+            f"provenance.finished_at: {shown(prov.finished_at)} is before started_at "
+            f"{shown(prov.started_at)}; a run cannot take a negative time"
+        )
+
+
 def check_trace(trace: Trace) -> None:
     """Refuse a trace the store cannot hold (see the module docstring).
 
@@ -49,6 +112,7 @@ def check_trace(trace: Trace) -> None:
             f"solution: names {shown(trace.solution)} but the trace has no evaluation; a result "
             "needs both (a workload-only record has neither: set solution to null)"
         )
+    _check_numbers(trace)
 
 
 def check_definition(defn: Definition) -> None:

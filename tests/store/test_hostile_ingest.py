@@ -182,3 +182,120 @@ def test_a_store_error_names_a_file_swapped_for_a_fifo(tmp_path: Path) -> None:
     os.mkfifo(pipe)
     with pytest.raises(StoreError, match="ingest reads regular files only"):
         _soon(lambda: list(split_log(pipe)))
+
+
+# ---- numbers no measurement gives (issue 27, 9.6) ----
+
+_TIMING = {
+    "clock": "cuda_event",
+    "iterations": 10,
+    "p10_ms": 1.0,
+    "p50_ms": 1.5,
+    "p90_ms": 2.0,
+    "mean_ms": 1.5,
+    "cv": 0.1,
+}
+
+
+def _trace_obj(**at: object) -> dict[str, object]:
+    """A PASSED trace with timing stats as JSON, with values set at dotted paths."""
+    obj = make_trace(
+        "s1", extra_eval={"timing": dict(_TIMING), "reference_timing": dict(_TIMING)}
+    ).to_json_obj()
+    obj["provenance"] = {"started_at": "2026-01-01T00:00:00Z", "finished_at": "2026-01-01T00:00:05Z"}
+    for path, value in at.items():
+        *parents, last = path.split(".")
+        cur: dict[str, object] = obj
+        for p in parents:
+            cur = cur[p]  # type: ignore[assignment]
+        cur[last] = value
+    return obj
+
+
+IMPOSSIBLE = {
+    "evaluation.timing.p50_ms": -1.0,
+    "evaluation.timing.p10_ms": "NaN",
+    "evaluation.timing.mean_ms": "Infinity",
+    "evaluation.timing.cv": -0.5,
+    "evaluation.timing.rel_error": "NaN",
+    "evaluation.reference_timing.p90_ms": -3.0,
+    "evaluation.reference_timing.mean_ms": "-Infinity",
+    "evaluation.performance.latency_ms": "Infinity",
+    "evaluation.performance.speedup_factor": "Infinity",
+    "evaluation.performance.tflops": "Infinity",
+    "evaluation.performance.floor_ms": "Infinity",
+}
+
+
+@pytest.mark.parametrize(("path", "value"), sorted(IMPOSSIBLE.items()))
+def test_a_trace_with_an_impossible_number_is_refused_naming_file_line_and_field(
+    tmp_path: Path, path: str, value: object
+) -> None:
+    import json
+
+    log = tmp_path / "t.jsonl"
+    log.write_text(make_trace("s0").to_json() + "\n" + json.dumps(_trace_obj(**{path: value})) + "\n")
+    db = tmp_path / "s.duckdb"
+    res = runner.invoke(app, ["ingest", str(log), "--store", str(db)])
+    assert res.exit_code == 0, res.output
+    line = next(x for x in res.stderr.splitlines() if x.startswith("warning:"))
+    assert line.startswith(f"warning: {log}:2: ") and path in line, line
+    assert _stored(db) == 1
+
+
+@pytest.mark.parametrize(
+    "changes",
+    [
+        {"evaluation.timing.p10_ms": 3.0},
+        {"evaluation.reference_timing.p90_ms": 0.5},
+        {"provenance.finished_at": "2025-12-31T23:59:59Z"},
+    ],
+)
+def test_a_trace_whose_numbers_contradict_each_other_is_refused(changes: dict[str, object]) -> None:
+    from sweep.errors import ValidationError
+    from sweep.schema import Trace
+    from sweep.store import RowBatch
+
+    field = next(iter(changes)).rsplit(".", 1)[0]
+    with pytest.raises(
+        ValidationError, match=field.split(".", 1)[1] if field.startswith("evaluation") else "finished_at"
+    ):
+        RowBatch().add_trace(Trace.model_validate(_trace_obj(**changes)))
+
+
+_NUMBER = st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-5, 5).map(float))
+
+
+@settings(max_examples=200, deadline=None, derandomize=True)
+@given(p10=_NUMBER, p50=_NUMBER, cv=_NUMBER, latency=_NUMBER)
+def test_any_number_is_stored_only_when_a_measurement_could_give_it(
+    p10: float, p50: float, cv: float, latency: float
+) -> None:
+    import math
+
+    from sweep.errors import ValidationError
+    from sweep.schema import Trace
+    from sweep.store import RowBatch
+
+    obj = _trace_obj(
+        **{"evaluation.timing.p10_ms": p10, "evaluation.timing.p50_ms": p50, "evaluation.timing.cv": cv}
+    )
+    try:
+        obj = _trace_obj(
+            **{
+                "evaluation.timing.p10_ms": p10,
+                "evaluation.timing.p50_ms": p50,
+                "evaluation.timing.cv": cv,
+                "evaluation.performance.latency_ms": latency,
+            }
+        )
+        trace = Trace.model_validate(obj)
+    except Exception:  # noqa: BLE001 - the schema refuses some already (a negative latency)
+        return
+    good = all(math.isfinite(v) and v >= 0 for v in (p10, p50, cv, latency)) and p10 <= p50 <= 2.0
+    try:
+        RowBatch().add_trace(trace)
+    except ValidationError:
+        assert not good
+    else:
+        assert good

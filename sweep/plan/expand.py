@@ -230,6 +230,7 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
     with_any = {s.definition for s in dataset.solutions.values()}
     with_selected = {s.definition for s in selection.solutions}
     settings = config.evaluation
+    settings_hash = settings.settings_hash()  # once: every task of the plan has these settings
     config_hash = config.config_hash()
     tasks: list[Task] = []
     for d in selection.definitions:
@@ -272,6 +273,7 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
                         config_hash=config_hash,
                         ported=s.name in ported,
                         params=point,
+                        settings_hash=settings_hash,
                     )
                     for point in points
                 )

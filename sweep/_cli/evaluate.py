@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 from sweep._cli.options import make_overrides
 from sweep.schema import Trace
 from sweep.store.render import percent, ratio
@@ -119,7 +119,7 @@ def eval_command(
 
     def emit(trace: Trace) -> None:
         if json_out:
-            typer.echo(trace.to_json())
+            echo(trace.to_json())
 
     traces = evaluate_from_dataset(
         root or [Path(".")],
@@ -132,4 +132,4 @@ def eval_command(
         ceilings=load_calibrations(Path(DEFAULT_RESULTS_DIR)),
     )
     if not json_out:
-        typer.echo(render_traces(traces))
+        echo(render_traces(traces))

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 from sweep.schema import Language
 
 __all__ = ["new_app"]
@@ -96,13 +96,13 @@ def new_solution(
     )
     text = record_text(packed.solution.to_json_obj())
     if print_only:
-        typer.echo(text, nl=False)
+        echo(text, nl=False)
         return
     write_record(packed.path, text, force=force, root=packed.root)
-    typer.echo(f"wrote {packed.path}")
+    echo(f"wrote {packed.path}")
     for note in packed.notes:
-        typer.echo(f"  {note}")
-    typer.echo(
+        echo(f"  {note}")
+    echo(
         f"next: sweep validate {' '.join(str(r) for r in root or [Path('.')])}; "
         f"sweep eval {definition} {packed.solution.name}"
     )
@@ -132,9 +132,9 @@ def new_definition(
     op = name_part(op_type or name.split("_", 1)[0], "op_type", "--op-type")
     text = record_text(definition_skeleton(name, op))
     if print_only:
-        typer.echo(text, nl=False)
+        echo(text, nl=False)
         return
     path = definition_path(root, op, name)
     write_record(path, text, force=force, root=root)
-    typer.echo(f"wrote {path}")
-    typer.echo(GUIDE)
+    echo(f"wrote {path}")
+    echo(GUIDE)

@@ -207,7 +207,9 @@ _FIRST_US = (EARLIEST_TIME - _EPOCH) // timedelta(microseconds=1)
 _LAST_US = (LATEST_TIME - _EPOCH) // timedelta(microseconds=1)
 
 
-def _ingested_at(micros: object) -> datetime | None:
+def _ingested_at(micros: object, now: datetime) -> datetime | None:
+    """When the other store stored the row, never later than ``now``: a time this store did
+    not see is a claim, and a claimed time never outranks a stored one (``_newest.py``)."""
     if micros is None:
         return None
     if not isinstance(micros, int) or not _FIRST_US <= micros < _LAST_US:
@@ -215,7 +217,7 @@ def _ingested_at(micros: object) -> datetime | None:
             f"ingested_at: must be a time between {EARLIEST_TIME:%Y-%m-%d} and "
             f"{LATEST_TIME:%Y-%m-%d} UTC (got {shown(micros)} microseconds since 1970)"
         )
-    return _EPOCH + timedelta(microseconds=micros)
+    return min(_EPOCH + timedelta(microseconds=micros), now)
 
 
 def _same(column: object, record: object) -> bool:
@@ -242,7 +244,7 @@ def _check_identity(row: dict[str, object], trace: Trace) -> None:
             )
 
 
-def _add_row(batch: RowBatch, table: str, row: dict[str, object]) -> None:
+def _add_row(batch: RowBatch, table: str, row: dict[str, object], now: datetime) -> None:
     """Validate one row and add it to ``batch`` (rows are built again from the record).
 
     Raises:
@@ -266,7 +268,9 @@ def _add_row(batch: RowBatch, table: str, row: dict[str, object]) -> None:
                 raise _Refused("record: a workload-only record (no evaluation) in the traces table")
             _check_identity(row, trace)
             known = Known(**{c: row.get(c) for c in _KNOWN_COLUMNS})  # type: ignore[arg-type]
-            batch.add_trace(trace, record=text, known=known, now=_ingested_at(row.get("ingested_at")))
+            batch.add_trace(
+                trace, record=text, known=known, now=_ingested_at(row.get("ingested_at"), now) or now
+            )
     except pydantic.ValidationError as e:
         reason = describe_invalid(e, text)
     except ValidationError as e:
@@ -292,6 +296,7 @@ def ingest_export(store: WritableStore, folder: Path, *, batch_rows: int) -> Add
     """
     promised = read_manifest(folder)
     counts = AddCounts()
+    now = datetime.now(timezone.utc)
     with store.writing() as con:
         con.execute("BEGIN")
         try:
@@ -304,7 +309,7 @@ def ingest_export(store: WritableStore, folder: Path, *, batch_rows: int) -> Add
                         for cols in _batches(path, table):
                             for i in range(len(cols["record"])):
                                 try:
-                                    _add_row(batch, table, {c: v[i] for c, v in cols.items()})
+                                    _add_row(batch, table, {c: v[i] for c, v in cols.items()}, now)
                                 except _Refused as e:
                                     raise _Refused(f"row {n + 1}: {e}") from None
                                 n += 1

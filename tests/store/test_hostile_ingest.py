@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from typer.testing import CliRunner
 
 from sweep.cli import app
 from sweep.errors import StoreError
+from sweep.schema import Trace
 from sweep.store import export_parquet, ingest, query
 
 from .conftest import make_trace
@@ -299,3 +301,105 @@ def test_any_number_is_stored_only_when_a_measurement_could_give_it(
         assert not good
     else:
         assert good
+
+
+# ---- a claimed time never outranks the time a trace was stored (issue 27, 9.10) ----
+
+
+def _now_iso(delta_s: float = 0.0) -> str:
+    from datetime import datetime, timedelta, timezone
+
+    return (datetime.now(timezone.utc) + timedelta(seconds=delta_s)).isoformat()
+
+
+def _run(ts: str, latency: float, run: str, hw: str = "NVIDIA_H100") -> str:
+    t = make_trace(
+        "s1",
+        "wl-1",
+        hw,
+        latency=latency,
+        ts=ts,
+        provenance={"sweep": "nightly", "run_id": run, "task_id": f"t-{hw}"},
+    )
+    return t.to_json()
+
+
+def _views(db: Path) -> dict[str, object]:
+    return {
+        "latest": query(db, "SELECT run_id, latency_ms FROM latest ORDER BY hardware").rows,
+        "best": query(db, "SELECT latency_ms FROM best ORDER BY hardware").rows,
+        "cross": query(db, "SELECT latency_ms_a, latency_ms_b FROM cross_hardware").rows,
+        "compare": query(db, "SELECT run_id_a, run_id_b FROM compare ORDER BY hardware").rows,
+    }
+
+
+@pytest.mark.parametrize(
+    "future", ["2199-12-31T23:59:59Z", "2150-01-01T00:00:00+05:00", "2027-01-01T00:00:00"]
+)
+def test_a_trace_dated_in_the_future_never_outranks_newer_genuine_runs(tmp_path: Path, future: str) -> None:
+    from sweep.store import RowBatch, Store
+
+    db = tmp_path / "s.duckdb"
+    genuine = [_run(_now_iso(-3600), 3.0, "r1", hw) for hw in ("NVIDIA_H100", "NVIDIA_H200")]
+    b = RowBatch()
+    for line in genuine:
+        b.add_trace(Trace.model_validate_json(line), record=line)
+    Store(db).add(b)
+    other = tmp_path / "other_cluster.jsonl"  # dated in the future, faster: would win for good
+    other.write_text("".join(_run(future, 0.1, "evil", hw) + "\n" for hw in ("NVIDIA_H100", "NVIDIA_H200")))
+    assert ingest([other], db, workers=1).traces_added == 2
+    time.sleep(0.01)
+    later = tmp_path / "later.jsonl"  # genuine runs after the ingest
+    later.write_text("".join(_run(_now_iso(), 2.0, "r2", hw) + "\n" for hw in ("NVIDIA_H100", "NVIDIA_H200")))
+    assert ingest([later], db, workers=1).traces_added == 2
+    views = _views(db)
+    assert views["latest"] == [("r2", 2.0), ("r2", 2.0)]
+    assert views["best"] == [(2.0,), (2.0,)]
+    assert views["cross"] == [(2.0, 2.0)]
+    assert views["compare"] == [("evil", "r2"), ("evil", "r2")]  # the claim ranks at its storing
+
+
+def test_an_export_claiming_a_future_storing_time_is_clamped(tmp_path: Path) -> None:
+    import duckdb
+
+    src = tmp_path / "src.duckdb"
+    other = tmp_path / "other.jsonl"
+    other.write_text(
+        "".join(_run("2199-01-01T00:00:00Z", 0.1, "evil", hw) + "\n" for hw in ("NVIDIA_H100", "NVIDIA_H200"))
+    )
+    ingest([other], src, workers=1)
+    con = duckdb.connect(str(src))
+    con.execute("UPDATE traces SET ingested_at = TIMESTAMPTZ '2199-06-01 00:00:00+00'")
+    con.close()
+    export_parquet(src, tmp_path / "export")
+    db = tmp_path / "s.duckdb"
+    ingest([tmp_path / "export"], db, workers=1)
+    assert query(db, "SELECT count(*) FROM traces WHERE ingested_at > now()").rows == [(0,)]
+    time.sleep(0.01)
+    later = tmp_path / "later.jsonl"
+    later.write_text("".join(_run(_now_iso(), 2.0, "r2", hw) + "\n" for hw in ("NVIDIA_H100", "NVIDIA_H200")))
+    ingest([later], db, workers=1)
+    assert _views(db)["latest"] == [("r2", 2.0), ("r2", 2.0)]
+
+
+def test_a_store_of_schema_7_with_future_storing_times_migrates_to_the_rule(tmp_path: Path) -> None:
+    import duckdb
+
+    db = tmp_path / "s.duckdb"
+    other = tmp_path / "other.jsonl"
+    other.write_text(_run("2199-01-01T00:00:00Z", 0.1, "evil") + "\n")
+    ingest([other], db, workers=1)
+    con = duckdb.connect(str(db))  # as an older kernel-sweep left it: a claimed storing time
+    con.execute("UPDATE traces SET ingested_at = TIMESTAMPTZ '2199-06-01 00:00:00+00'")
+    con.execute("ALTER TABLE cross_hardware_latest DROP COLUMN ingested_at")
+    con.execute("UPDATE store_meta SET value = '7' WHERE key = 'schema_version'")
+    con.close()
+    from sweep.store import RowBatch, Store
+
+    Store(db).add(RowBatch())  # the migration, at the next write
+    assert query(db, "SELECT count(*) FROM traces WHERE ingested_at > now()").rows == [(0,)]
+    time.sleep(0.01)
+    later = tmp_path / "later.jsonl"
+    later.write_text(_run(_now_iso(), 2.0, "r2") + "\n")
+    ingest([later], db, workers=1)
+    assert _views(db)["latest"] == [("r2", 2.0)]

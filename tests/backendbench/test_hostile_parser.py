@@ -324,3 +324,29 @@ _VALUES = st.recursive(
 @given(args=st.lists(_VALUES, max_size=4))
 def test_any_structured_row_is_refused_or_imported(args: list[str]) -> None:
     _refused_or_imported("(" + ", ".join(args) + ("," if len(args) == 1 else "") + ")", "1")
+
+
+@pytest.mark.parametrize("target", ["store", "wal", "fifo", "folder"])
+def test_an_exported_trace_file_is_never_written_over_a_store_or_a_non_file(
+    tmp_path: Path, target: str
+) -> None:
+    import duckdb
+
+    from sweep.backendbench import export_backendbench
+
+    trace = tmp_path / "t.txt"
+    trace.write_text(OP + "cnt: 1, ((T([2], f32), T([2], f32)), {})\n")
+    import_backendbench(trace, tmp_path / "ds")
+    store = tmp_path / "sweep.duckdb"
+    duckdb.connect(str(store)).close()
+    out = {"store": store, "wal": Path(f"{store}.wal"), "fifo": tmp_path / "fifo", "folder": tmp_path / "ds"}[
+        target
+    ]
+    if target == "wal":
+        out.write_bytes(b"log")
+    if target == "fifo":
+        os.mkfifo(out)
+    before = store.read_bytes()
+    with pytest.raises(DatasetError, match="cannot write"):
+        export_backendbench(tmp_path / "ds", out)
+    assert store.read_bytes() == before

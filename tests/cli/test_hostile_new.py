@@ -276,3 +276,26 @@ def test_validate_refuses_a_solution_file_whose_target_never_runs(root: Path, ta
     res = runner.invoke(app, ["validate", str(root)])
     assert res.exit_code == 1, res.output
     assert "spec.target_hardware" in res.output and "Traceback" not in res.output
+
+
+@pytest.mark.parametrize("kind", ["fifo", "folder", "store"])
+def test_a_record_path_that_is_no_file_is_never_written_even_with_force(
+    tmp_path: Path, root: Path, kind: str
+) -> None:
+    import os
+
+    path = root / "definitions" / "x" / "x_y.json"
+    path.parent.mkdir(parents=True)
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "folder":
+        path.mkdir()
+    else:
+        import duckdb
+
+        duckdb.connect(str(path)).close()
+    before = path.read_bytes() if kind == "store" else None
+    res = runner.invoke(app, ["new", "definition", "x_y", "--op-type", "x", "-r", str(root), "--force"])
+    assert res.exit_code == 1 and res.stderr.startswith("error: cannot write"), res.output
+    if kind == "store":
+        assert path.read_bytes() == before and "DuckDB store" in res.stderr

@@ -27,7 +27,6 @@ import os
 import secrets
 import shutil
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
@@ -187,7 +186,7 @@ def _make_folder(folder: Path) -> None:
 
 def _fresh_file(folder: Path, name: str) -> tuple[int, Path]:
     """A new empty file in ``folder`` opened for writing, created exclusively (never a link)."""
-    stem = name[:100]
+    stem = _stem(name)
     for _ in range(100):
         tmp = folder / f".{stem}.{secrets.token_hex(6)}.tmp"
         try:
@@ -273,15 +272,30 @@ def _link_new(tmp: Path, path: Path) -> None:
         os.replace(tmp, path)
 
 
+def _stem(name: str) -> str:
+    """The start of ``name`` for a temporary name beside it: at most 100 bytes, so the whole
+    temporary name stays within :data:`MAX_NAME_BYTES`."""
+    return name.encode("utf-8", "surrogatepass")[:100].decode("utf-8", "ignore")
+
+
 def fresh_folder(target: Path) -> Path:
-    """A new empty folder beside ``target`` (private to this user) to write a folder of outputs
-    into, then :func:`publish_folder` it; nothing can be planted in it meanwhile.
+    """A new empty folder beside ``target`` to write a folder of outputs into, then
+    :func:`publish_folder` it. Created by this call alone (an unguessable name, never one that
+    was there), with the permissions the umask gives, so only its owner can plant anything in
+    it meanwhile.
 
     Raises:
         OSError: The folder above ``target`` cannot be created or written.
     """
     _make_folder(target.parent)
-    return Path(tempfile.mkdtemp(dir=target.parent, prefix=f".{target.name[:100]}.", suffix=".tmp"))
+    for _ in range(100):
+        tmp = target.parent / f".{_stem(target.name)}.{secrets.token_hex(6)}.tmp"
+        try:
+            os.mkdir(tmp, 0o777)
+        except FileExistsError:
+            continue
+        return tmp
+    raise FileExistsError(f"no fresh temporary name in {target.parent}")
 
 
 def publish_folder(tmp: Path, target: Path) -> None:
@@ -292,15 +306,7 @@ def publish_folder(tmp: Path, target: Path) -> None:
         OSError: ``target`` is not empty, not a folder, or cannot be replaced.
     """
     try:
-        os.chmod(tmp, 0o777 & ~_umask())
         os.rename(tmp, target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-
-
-def _umask() -> int:
-    # Read by setting it (there is no other way) and putting it back at once.
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return mask

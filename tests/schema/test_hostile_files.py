@@ -234,3 +234,12 @@ def test_many_writers_of_one_file_leave_one_whole_file(tmp_path: Path) -> None:
         t.join()
     assert target.read_text() in texts
     assert [p.name for p in tmp_path.iterdir()] == ["x.json"]
+
+
+def test_the_longest_names_get_temporary_names_that_fit(tmp_path: Path) -> None:
+    for name in ("é" * 120 + ".json", "x" * 255):
+        write_atomic(tmp_path / name, "x")
+        assert (tmp_path / name).read_text() == "x"
+        folder = tmp_path / "f" / name
+        publish_folder(fresh_folder(folder), folder)
+        assert folder.is_dir()

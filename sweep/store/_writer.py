@@ -29,7 +29,7 @@ from types import TracebackType
 
 from typing_extensions import Self
 
-from sweep.errors import StoreError, reason
+from sweep.errors import StoreError, printable, reason
 from sweep.schema import Provenance, Trace
 from sweep.schema.files import write_atomic
 from sweep.schema.limits import read_bytes
@@ -156,7 +156,7 @@ class ResultsWriter:
             batch.add_context(self.context)
             marks, warnings = read_log_tails(self.results_dir, self.store.log_marks(con), batch, self.context)
             for w in warnings:
-                _log.warning("%s", w)
+                _log.warning("%s", printable(w))  # it may quote names from the logs
             insert_batch(con, batch, marks)
 
     # -- writing ---------------------------------------------------------------------------
@@ -310,7 +310,7 @@ class ResultsWriter:
                     self._pending -= n
                     lags.append((now - when, n))
         for w in answer.warnings:
-            _log.warning("%s", w)
+            _log.warning("%s", printable(w))  # it may quote names from the logs
         if self.on_stored is not None:
             for lag, n in lags:
                 self.on_stored(lag, n)
@@ -356,7 +356,7 @@ class ResultsWriter:
             if self.pending:
                 _log.warning(
                     "%s; %d traces are in the logs only: run 'sweep ingest %s' to store them",
-                    self.last_error or "the store did not catch up",
+                    printable(self.last_error or "the store did not catch up"),
                     self.pending,
                     self.results_dir,
                 )

@@ -12,8 +12,10 @@ records with the same words.
 
 from __future__ import annotations
 
+import operator
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
 
 import pydantic
 import pydantic_core
@@ -21,7 +23,7 @@ import pydantic_core
 from sweep.errors import ValidationError, format_validation_error, shown
 from sweep.schema import Definition, Trace
 from sweep.schema.limits import INT64_MAX
-from sweep.schema.trace import check_time
+from sweep.schema.trace import TimingStats
 
 __all__ = ["check_definition", "check_trace", "check_workload_axes", "describe_invalid"]
 
@@ -57,13 +59,40 @@ _TIMING = ("p10_ms", "p50_ms", "p90_ms", "mean_ms", "cv", "rel_error", "target_r
 _INF = float("inf")
 
 
-def _finite_non_negative(value: float | None, field: str) -> None:
-    # One chained comparison: false for NaN, infinities and negatives alike.
-    if value is not None and not 0.0 <= value < _INF:
+def _refuse_number(value: object, field: str) -> None:
+    raise ValidationError(
+        f"{field}: must be a finite number of at least 0 (a time, a rate or a ratio; no run "
+        f"measures {shown(value)}) (got {shown(value)})"
+    )
+
+
+_PERFORMANCE_OF = operator.attrgetter(*_PERFORMANCE)
+_TIMING_OF = operator.attrgetter(*_TIMING)
+
+
+def _check_fields(
+    record: object, get: Callable[[object], tuple[float | None, ...]], names: tuple[str, ...], where: str
+) -> None:
+    # One chained comparison per value: false for NaN, infinities and negatives alike. Field
+    # names are formatted only for a value refused (this runs for every trace stored).
+    for value, name in zip(get(record), names):
+        if value is not None and not 0.0 <= value < _INF:
+            _refuse_number(value, f"{where}.{name}")
+
+
+def _check_timing(stats: TimingStats, where: str) -> None:
+    _check_fields(stats, _TIMING_OF, _TIMING, where)
+    if not stats.p10_ms <= stats.p50_ms <= stats.p90_ms:
         raise ValidationError(
-            f"{field}: must be a finite number of at least 0 (a time, a rate or a ratio; no run "
-            f"measures {shown(value)}) (got {shown(value)})"
+            f"{where}: p10_ms <= p50_ms <= p90_ms must hold, percentiles of one set of samples "
+            f"(got {shown(stats.p10_ms)}, {shown(stats.p50_ms)}, {shown(stats.p90_ms)})"
         )
+
+
+def _when(text: str) -> datetime:
+    # The schema has checked the text (sweep.schema.trace.check_time): only read it here.
+    ts = datetime.fromisoformat(text)
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=timezone.utc)
 
 
 def _check_numbers(trace: Trace) -> None:
@@ -72,32 +101,23 @@ def _check_numbers(trace: Trace) -> None:
     ev = trace.evaluation
     if ev is None:
         return
-    perf = ev.performance
-    if perf is not None:
-        for name in _PERFORMANCE:
-            _finite_non_negative(getattr(perf, name), f"evaluation.performance.{name}")
-    for part in ("timing", "reference_timing"):
-        stats = getattr(ev, part)
-        if stats is None:
-            continue
-        for name in _TIMING:
-            _finite_non_negative(getattr(stats, name), f"evaluation.{part}.{name}")
-        if not stats.p10_ms <= stats.p50_ms <= stats.p90_ms:
-            raise ValidationError(
-                f"evaluation.{part}: p10_ms <= p50_ms <= p90_ms must hold, percentiles of one set of "
-                f"samples (got {shown(stats.p10_ms)}, {shown(stats.p50_ms)}, {shown(stats.p90_ms)})"
-            )
+    if ev.performance is not None:
+        _check_fields(ev.performance, _PERFORMANCE_OF, _PERFORMANCE, "evaluation.performance")
+    if ev.timing is not None:
+        _check_timing(ev.timing, "evaluation.timing")
+    if ev.reference_timing is not None:
+        _check_timing(ev.reference_timing, "evaluation.reference_timing")
     prov = trace.provenance
-    if (
-        prov is not None
-        and prov.started_at
-        and prov.finished_at
-        and check_time(prov.finished_at) < check_time(prov.started_at)
-    ):
-        raise ValidationError(
-            f"provenance.finished_at: {shown(prov.finished_at)} is before started_at "
-            f"{shown(prov.started_at)}; a run cannot take a negative time"
-        )
+    if prov is not None and prov.started_at and prov.finished_at and prov.finished_at != prov.started_at:
+        try:
+            backwards = _when(prov.finished_at) < _when(prov.started_at)
+        except ValueError:  # not ISO 8601 after all: the schema says so where it reads it
+            return
+        if backwards:
+            raise ValidationError(
+                f"provenance.finished_at: {shown(prov.finished_at)} is before started_at "
+                f"{shown(prov.started_at)}; a run cannot take a negative time"
+            )
 
 
 def check_trace(trace: Trace) -> None:

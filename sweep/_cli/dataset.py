@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 from sweep._cli.options import (
     AddressOpt,
     HardwareOpt,
@@ -116,7 +116,7 @@ def validate(
     from sweep.plan.dataset import validate_roots
 
     ds, errors = validate_roots(roots)
-    typer.echo(validation_json(ds, errors) if as_json else render_validation(ds, errors))
+    echo(validation_json(ds, errors) if as_json else render_validation(ds, errors))
     if errors:
         raise typer.Exit(1)
 
@@ -139,7 +139,7 @@ def schema(
         RecordKind.workload: records.Workload,
         RecordKind.trace: records.Trace,
     }
-    typer.echo(json.dumps(models[kind].model_json_schema(), indent=2))
+    echo(json.dumps(models[kind].model_json_schema(), indent=2))
 
 
 def plan_rows(plan: Plan) -> list[dict[str, str]]:
@@ -243,6 +243,6 @@ def plan(
     )
     plans = plan_config_targets(config, overrides, unavailable=operator_check)
     if as_json:
-        typer.echo(json.dumps([row for p in plans for row in plan_rows(p)], indent=2))
+        echo(json.dumps([row for p in plans for row in plan_rows(p)], indent=2))
     else:
-        typer.echo(render_plans(plans, verbose=verbose))
+        echo(render_plans(plans, verbose=verbose))

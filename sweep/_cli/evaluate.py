@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 from sweep._cli.options import make_overrides
 from sweep.schema import Trace
 from sweep.store.render import percent, ratio
@@ -122,7 +122,7 @@ def eval_command(
 
     def emit(trace: Trace) -> None:
         if json_out:
-            typer.echo(trace.to_json())
+            echo(trace.to_json())
 
     traces = evaluate_from_dataset(
         root or [Path(".")],
@@ -136,4 +136,4 @@ def eval_command(
         on_warning=lambda w: typer.echo(f"warning: {w}", err=True),
     )
     if not json_out:
-        typer.echo(render_traces(traces))
+        echo(render_traces(traces))

@@ -221,7 +221,7 @@ def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
     global _CRASH_LOG
     isolate()
     set_parent_death_signal()
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
     # Crash reports get a descriptor of their own: the engine points fds 1 and 2 at a

@@ -9,6 +9,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple, TextIO
 
+from sweep.errors import printable
 from sweep.schema import FLAG_REFERENCE_FAILED, FLAG_TAMPERED, Status, Trace
 from sweep.store.render import ratio
 
@@ -105,18 +106,20 @@ class Progress:
 
     def _draw(self, text: str, end: str = "") -> None:
         """Rewrite the terminal's line; spaces blank what a longer line left (``ETA 18ss``)."""
+        text = printable(text, one_line=True)
         self.stream.write("\r" + text.ljust(self._width) + end)
         self.stream.flush()
         self._width = 0 if end else len(text)
 
     def _print(self, text: str) -> None:
-        self.stream.write(text + "\n")
+        self.stream.write(printable(text) + "\n")
         self.stream.flush()
         self._printed_done = self.done
 
     def note(self, text: str) -> None:
-        """A message that does not break the progress line."""
-        self.stream.write(("\n" if self.tty and self._width else "") + text + "\n")
+        """A message that does not break the progress line (what a terminal would act on in
+        it escaped: it may quote names from the data)."""
+        self.stream.write(("\n" if self.tty and self._width else "") + printable(text) + "\n")
         self.stream.flush()
         self._width = 0
 

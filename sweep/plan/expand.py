@@ -238,6 +238,7 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
     with_any = {s.definition for s in selectable_solutions(dataset).values()}
     with_selected = {s.definition for s in selection.solutions}
     settings = config.evaluation
+    settings_hash = settings.settings_hash()  # once: every task of the plan has these settings
     config_hash = config.config_hash()
     tasks: list[Task] = []
     for d in selection.definitions:
@@ -283,6 +284,7 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
                         ported=s.name in ported,
                         params=point,
                         broken=broken.reason if broken else None,
+                        settings_hash=settings_hash,
                     )
                     for point in points
                 )

@@ -18,9 +18,8 @@ from sweep.schema import Definition, Solution, Workload
 from sweep.schema.params import (
     Point,
     constraint_name_problems,
-    grid_points,
+    grid_violations,
     params_json,
-    point_violation,
     sample_points,
 )
 
@@ -88,11 +87,10 @@ def param_points(
         return [None], excluded
     axes = {**d.const_axes(), **w.axes}
     valid: list[Point] = []
-    for point in grid_points(space):
-        violation = point_violation(point, s.params_constraints or [], axes)
+    # Constraints compiled once, each evaluated as soon as its names are bound (grid_violations).
+    for point, violation in grid_violations(space, s.params_constraints or [], axes):
         if violation:
-            name = f"{s.name} {params_json(point)} on {w.uuid}"
-            excluded.append((name, violation))
+            excluded.append((f"{s.name} {params_json(point)} on {w.uuid}", violation))
         else:
             valid.append(point)
     sample = config.solutions.params_sample

@@ -26,6 +26,7 @@ from sweep.schema.entry_signature import (
     static_entry,
     top_level_functions,
 )
+from sweep.schema.hardware import ANY_GPU_WORDS, ANY_WORDS, CPU, KNOWN_MODELS, short_name
 from sweep.schema.params import constraint_name_problems
 from sweep.schema.solution import BuildSpec, Solution, close_key
 
@@ -127,10 +128,27 @@ def _params(solution: Solution, definition: Definition) -> list[SolutionProblem]
     return [SolutionProblem(True, p) for p in problems]
 
 
+def _targets(solution: Solution) -> list[SolutionProblem]:
+    """Targets that no GPU type kernel-sweep knows (a typo runs nowhere; a new GPU is fine)."""
+    out = []
+    for i, entry in enumerate(solution.spec.target_hardware):
+        word, short = entry.strip().lower(), short_name(entry)
+        if word in ANY_WORDS or word in ANY_GPU_WORDS or short == CPU or short in KNOWN_MODELS:
+            continue
+        out.append(
+            SolutionProblem(
+                False,
+                f"spec.target_hardware[{i}]: {shown(entry)} is no GPU type kernel-sweep knows"
+                f"{did_you_mean(short, KNOWN_MODELS)}; the solution runs only where the target is {short}",
+            )
+        )
+    return out
+
+
 def solution_problems(solution: Solution, definition: Definition | None) -> list[SolutionProblem]:
     """What is wrong with ``solution`` short of building it (``definition``: the one it names,
-    ``None`` when not loaded: its keys and its entry file are checked, not its signature)."""
-    out = _unknown_keys(solution)
+    ``None`` when not loaded: its keys, targets and entry file are checked, not its signature)."""
+    out = _unknown_keys(solution) + _targets(solution)
     out.extend(_entry(solution, definition))
     if definition is not None:
         out.extend(_params(solution, definition))

@@ -7,6 +7,7 @@ In dependency order (:data:`VIEW_DEPENDS` says which each reads), over evaluated
 from __future__ import annotations
 
 from sweep.store._compare_view import COMPARE_VIEW
+from sweep.store._newest import NEWEST_FIRST
 
 __all__ = ["MACROS", "RANKED", "VIEWS", "VIEW_DEPENDS", "VIEW_NAMES"]
 
@@ -18,7 +19,8 @@ RANKED = "NOT coalesce(list_contains(flags, 'impossible') OR list_contains(flags
 # The identity of a solution across stores: its content hash when known, else its name.
 _SOL_KEY = "coalesce(solution_hash, 'name:' || solution)"
 
-_NEWEST = "ORDER BY timestamp DESC, trace_key DESC"
+# Newest first: the time a trace claims, never later than when it was stored (_newest.py).
+_NEWEST = NEWEST_FIRST
 
 #: (name, body) of every view, in dependency order. Over evaluated traces only (workload-only
 #: records live in ``workloads``).

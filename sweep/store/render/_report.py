@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sweep.errors import StoreError
+from sweep.store._newest import RANK_TIME
 from sweep.store._query import run_sql
 from sweep.store._store import Session, Store
 from sweep.store._views import RANKED
@@ -120,13 +121,13 @@ def build_report(store_path: Path, *, results_dir: Path | None = None, top: int 
         summary = _table(
             s,
             "Traces per hardware (newest per solution, workload and settings)",
-            """
+            f"""
 SELECT hardware, count(*) AS traces, count(*) FILTER (WHERE status = 'PASSED') AS passed,
        count(*) FILTER (WHERE list_contains(coalesce(flags, []), 'reference_failed')) AS reference_failed,
        count(*) FILTER (WHERE list_contains(coalesce(flags, []), 'tampered')) AS tampered,
        count(DISTINCT definition) AS definitions,
        count(DISTINCT coalesce(solution_hash, solution)) AS solutions,
-       count(DISTINCT workload_uuid) AS workloads, max(timestamp) AS newest
+       count(DISTINCT workload_uuid) AS workloads, max({RANK_TIME}) AS newest
 FROM latest GROUP BY hardware ORDER BY hardware""",
         )
         leaderboard = _table(

@@ -133,7 +133,7 @@ def eval_command(
         device=device,
         on_trace=emit,
         ceilings=load_calibrations(Path(DEFAULT_RESULTS_DIR)),
-        on_warning=lambda w: typer.echo(f"warning: {w}", err=True),
+        on_warning=lambda w: echo(f"warning: {w}", err=True),
     )
     if not json_out:
         echo(render_traces(traces))

@@ -47,10 +47,12 @@ from sweep.schema.trace_log import sticky_cuda_error
 __all__ = [
     "GRAPH_MAX_CALLS",
     "GRAPH_REPLAY_MS",
+    "UNJOINED",
     "CaptureFailed",
     "GraphTimer",
     "calls_per_replay",
     "capture_stream",
+    "stray_streams",
 ]
 
 #: About how long one replay of the graph with the call lasts (calls and flushes).
@@ -150,6 +152,33 @@ def _drain_pending_error() -> None:
             return
         except RuntimeError:
             continue
+
+
+#: What the driver says when a capture ends with work on another stream not joined back.
+UNJOINED = "unjoined work"
+
+
+def _discard(_value: object) -> None:
+    pass
+
+
+def stray_streams(call: Callable[[], object]) -> str | None:
+    """Capture one ``call`` (already warmed up) and throw the graph away: the driver's words
+    when it left work running on a stream it did not join back to the calling one (the
+    capture ends with "unjoined work"), else ``None`` (captured, or refused for another
+    reason, which says nothing of streams)."""
+    torch.cuda.synchronize()
+    stream = capture_stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    try:
+        _capture(lambda: _discard(call()), stream, None)
+    except Exception as e:  # noqa: BLE001 - any refusal; only one kind is a verdict
+        _drain_pending_error()
+        reason = _reason(e)
+        return reason if UNJOINED in reason else None
+    finally:
+        torch.cuda.current_stream().wait_stream(stream)
+    return None
 
 
 class GraphTimer:

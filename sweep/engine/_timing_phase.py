@@ -37,7 +37,7 @@ from sweep.engine._callpath import CallPath
 from sweep.engine._cupti_timer import CuptiUnavailable, cupti_problem
 from sweep.engine._fresh import CheckSchedule, Freshener, Rechecks
 from sweep.engine._global_state import pinned_flags
-from sweep.engine._graph_timer import CaptureFailed
+from sweep.engine._graph_timer import UNJOINED, CaptureFailed, stray_streams
 from sweep.engine._nvml import ClockReading, Nvml
 from sweep.engine._outcome import Stop, reference_stop, traceback_text
 from sweep.engine._run_state import RunState
@@ -61,6 +61,17 @@ def timing_words(stats: TimingStats) -> str:
     if stats.discarded:
         words += f", {stats.discarded} throttled samples discarded"
     return words
+
+
+def _stray_stop(reason: str) -> Stop:
+    """The solution returned with work still running on a stream it did not join back."""
+    return Stop(
+        Status.RUNTIME_ERROR,
+        "the solution returns with work still running on another CUDA stream, not joined back to "
+        f"the calling stream ({reason}): its outputs are not ready when the call returns (a caller "
+        "on that stream would read them too early), and timing on that stream would not see the "
+        "work. Make the calling stream wait for it (stream.wait_stream / an event) before returning",
+    )
 
 
 def _cache_hint(stop: Stop) -> Stop:
@@ -205,6 +216,8 @@ class TimingPhase:
             lambda: warm_up(path.call_solution, sets, settings, run.device, self.flush, prep_sol)
         )
         self.run.check_threads("after the solution's warm-up")
+        if run.device.type == "cuda" and self.timer == "events":
+            self._no_stray_streams()
         self._reset_l2()
         fallback: str | None = None
         try:
@@ -215,12 +228,15 @@ class TimingPhase:
                 self._verify_last(last)
                 fallback = self._zero_median("solution")
         except CaptureFailed as failed:
+            if UNJOINED in str(failed):
+                raise _stray_stop(str(failed)) from None
             self.run.cache.retire = f"a CUDA-graph capture failed in this process ({failed})"
             fallback = f"CUDA graphs cannot time the solution ({failed})"
         except CuptiUnavailable as failed:
             fallback = f"{failed}, timing the solution"
         if fallback is not None:
             self._fall_back(fallback)
+            self._no_stray_streams()
             run.check_integrity("before the reference is timed again, with events")
             self._restore_all(self._prep("reference"))
             self.ref_stats = self._time_reference("events")
@@ -229,6 +245,16 @@ class TimingPhase:
         self._verify_last(last)
         self.checked = self.rechecks.count
         return stats, self.ref_stats, self._clocks()
+
+    def _no_stray_streams(self) -> None:
+        """Before the events timer: one call of the solution captured (and thrown away), which
+        the driver refuses when the call leaves work running on another stream. Events on the
+        calling stream would close its window before that work ends."""
+        path = self.path
+        self._prep("solution")(0)
+        reason = self._solution(lambda: stray_streams(lambda: path.call_solution(0)))
+        if reason is not None:
+            raise _stray_stop(reason)
 
     def _verify_last(self, last: list[object]) -> None:
         """Check the last timed call on each input set against the reference."""

@@ -216,7 +216,7 @@ class TimingPhase:
             lambda: warm_up(path.call_solution, sets, settings, run.device, self.flush, prep_sol)
         )
         self.run.check_threads("after the solution's warm-up")
-        if run.device.type == "cuda" and self.timer == "events":
+        if self.timer == "events":
             self._no_stray_streams()
         self._reset_l2()
         fallback: str | None = None
@@ -250,6 +250,8 @@ class TimingPhase:
         """Before the events timer: one call of the solution captured (and thrown away), which
         the driver refuses when the call leaves work running on another stream. Events on the
         calling stream would close its window before that work ends."""
+        if self.run.device.type != "cuda":
+            return
         path = self.path
         self._prep("solution")(0)
         reason = self._solution(lambda: stray_streams(lambda: path.call_solution(0)))

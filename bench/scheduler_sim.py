@@ -225,7 +225,7 @@ def measure_ray(sweep: Sweep, batch: int = 2, calls: int = 2000) -> RayCosts:
     of a call, per ``get()`` of its result, and per reference in ``wait`` (1,000 ready refs)."""
     import ray
 
-    from sweep.cluster.sandbox import Done, TaskPacker
+    from sweep.cluster import Done, TaskPacker
     from sweep.schema import Provenance
 
     # "local": a Ray of our own, even when another one runs on this machine.

@@ -7,6 +7,7 @@ and exits 1; nothing else should reach the user as a traceback.
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -33,6 +34,7 @@ __all__ = [
     "format_validation_error",
     "listing",
     "loc_path",
+    "printable",
     "reason",
     "shown",
 ]
@@ -115,6 +117,33 @@ def shown(value: object, limit: int = MAX_SHOWN) -> str:
     except (RecursionError, ValueError, MemoryError):  # a deeply nested list, a huge int inside
         return f"<a {type(value).__name__}>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# What a terminal acts on instead of showing: C0 controls but newline and tab (ESC starts the
+# sequences that move the cursor, recolour, retitle the window or write to the clipboard; CR
+# and BS overwrite what was printed), DEL, C1 controls (CSI 0x9b is ESC [ on many
+# terminals), and the Unicode marks that reorder the text shown (the "Trojan source" ones).
+_UNPRINTABLE = "\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069"
+_CONTROL = re.compile(f"[{_UNPRINTABLE}]")
+_CONTROL_OR_BREAK = re.compile(f"[{_UNPRINTABLE}\n\t]")
+_NAMED = {"\n": "\\n", "\t": "\\t", "\r": "\\r"}
+
+
+def _escape(m: re.Match[str]) -> str:
+    c = m.group()
+    return _NAMED.get(c) or f"\\u{ord(c):04x}"
+
+
+def printable(text: str, *, one_line: bool = False) -> str:
+    """``text`` safe to print on a terminal: every character a terminal would act on rather
+    than show (controls but newline and tab, DEL, C1 controls, bidirectional overrides) written
+    out as an escape (``\\u001b``, ``\\r``), so data (a name in an ingested trace, a query's
+    answer) can neither recolour, move nor hide what is printed. With ``one_line``, newlines
+    and tabs too (a table cell). The escapes are JSON's: printed JSON stays JSON of the same
+    data. Everything the CLI prints goes through here (``sweep._cli.app.echo``). Never raises.
+    """
+    pattern = _CONTROL_OR_BREAK if one_line else _CONTROL
+    return pattern.sub(_escape, text) if pattern.search(text) else text
 
 
 def clip(text: str, limit: int = MAX_SHOWN) -> str:

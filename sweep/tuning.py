@@ -24,6 +24,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
@@ -55,14 +57,33 @@ def axes_distance(a: Mapping[str, object], b: Mapping[str, object]) -> float:
     return math.sqrt(total)
 
 
+#: The largest table file read (one entry per shape is a few hundred bytes).
+MAX_TABLE_BYTES = 256 * 2**20
+
+
+def _read_regular(path: str | Path) -> bytes:
+    """The bytes of a regular file of at most :data:`MAX_TABLE_BYTES`: a device or FIFO (also
+    behind a link) is refused, never read, and the open cannot block. (The rule of
+    ``sweep.schema.limits.read_bytes``, here again: this module imports nothing of ``sweep``.)"""
+    if not stat.S_ISREG(os.stat(path).st_mode):
+        raise ValueError(f"{path}: not a regular file (a folder, device, FIFO or socket)")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as f:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise ValueError(f"{path}: not a regular file (a folder, device, FIFO or socket)")
+        raw = f.read(MAX_TABLE_BYTES + 1)
+    if len(raw) > MAX_TABLE_BYTES:
+        raise ValueError(f"{path}: larger than {MAX_TABLE_BYTES:,} bytes; no tuning table is")
+    return raw
+
+
 def load_table(source: str | Path | Mapping[str, Any]) -> Mapping[str, Any]:
     """A tuning table from a path or an already-loaded dict; raises ``ValueError`` when it is
     not one (wrong format or version)."""
     if isinstance(source, Mapping):
         table = source
     else:
-        with open(source, encoding="utf-8") as f:
-            table = json.load(f)
+        table = json.loads(_read_regular(source))
     if not isinstance(table, Mapping) or table.get("format") != FORMAT:
         raise ValueError(f"not a {FORMAT} table")
     if table.get("version") != VERSION:

@@ -3,6 +3,9 @@
 - The error boundary: a :class:`SweepError` raised by a command, and every usage error of the
   flag parser (unknown option or command, missing argument, bad choice), print
   ``error: ...`` on stderr and exit 1.
+- Output: everything a command prints goes through :func:`echo`, which escapes what a
+  terminal would act on (:func:`sweep.errors.printable`): names from data cannot recolour,
+  move or hide what is printed.
 - ``--version``, ``-h`` as ``--help``, shell completion (``--install-completion``).
 - Commands listed in workflow order (:data:`COMMAND_ORDER`; a command missing from it comes
   after, in the order it was registered), each help text with its examples first, and
@@ -30,7 +33,14 @@ except ImportError:  # older typer uses the click package
     from click.exceptions import ClickException as _ClickException  # type: ignore[assignment]
     from click.exceptions import UsageError as _UsageError  # type: ignore[assignment]
 
-from sweep.errors import SweepError, clip_lines
+from sweep.errors import SweepError, clip_lines, printable
+
+
+def echo(message: str = "", *, err: bool = False, nl: bool = True) -> None:
+    """Print ``message`` (on stderr with ``err``), every character a terminal would act on
+    escaped (:func:`sweep.errors.printable`). The one way a command prints."""
+    typer.echo(printable(message), err=err, nl=nl)
+
 
 __all__ = ["COMMAND_ORDER", "app", "fail"]
 
@@ -164,7 +174,7 @@ class _Group(TyperGroup):
         except SweepError as e:
             # Messages quote user values clipped (sweep.errors.shown); clip_lines is the last
             # guard so that no error floods a terminal with a huge token.
-            typer.echo(clip_lines(f"error: {e}"), err=True)
+            echo(clip_lines(f"error: {e}"), err=True)
             raise SystemExit(1) from None
 
     def main(  # type: ignore[override]
@@ -182,22 +192,22 @@ class _Group(TyperGroup):
             if not standalone_mode:
                 raise
             if type(e).__name__ == "NoArgsIsHelpError" and e.ctx is not None:
-                typer.echo(e.ctx.get_help())
+                echo(e.ctx.get_help())
                 sys.exit(0)
-            typer.echo(clip_lines(f"error: {_usage_message(e)}"), err=True)
+            echo(clip_lines(f"error: {_usage_message(e)}"), err=True)
             if e.ctx is not None:
                 usage = _lower_first(e.ctx.get_usage())
-                typer.echo(clip_lines(f"{usage}\n(see '{e.ctx.command_path} -h')"), err=True)
+                echo(clip_lines(f"{usage}\n(see '{e.ctx.command_path} -h')"), err=True)
             sys.exit(1)
         except _ClickException as e:
             if not standalone_mode:
                 raise
-            typer.echo(clip_lines(f"error: {_lower_first(e.format_message())}"), err=True)
+            echo(clip_lines(f"error: {_lower_first(e.format_message())}"), err=True)
             sys.exit(1)
         except _Abort:
             if not standalone_mode:
                 raise
-            typer.echo("error: aborted", err=True)
+            echo("error: aborted", err=True)
             sys.exit(1)
         if not standalone_mode:
             return rv
@@ -224,7 +234,7 @@ def _show_version(value: bool) -> None:
             v = version("kernel-sweep")
         except PackageNotFoundError:  # run from a checkout that was never installed
             v = "unknown (not installed)"
-        typer.echo(f"kernel-sweep {v}")
+        echo(f"kernel-sweep {v}")
         raise typer.Exit(0)
 
 

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 
 if TYPE_CHECKING:
     from sweep.backendbench import ExportReport, ImportReport, KernelImportReport
@@ -83,7 +83,7 @@ def import_backendbench_cmd(
     from sweep.backendbench import import_backendbench
 
     report = import_backendbench(file, out, ops=split_ops(ops), include_synthetic=include_synthetic)
-    typer.echo(render_import(report))
+    echo(render_import(report))
 
 
 @app.command("export-backendbench")
@@ -100,7 +100,7 @@ def export_backendbench_cmd(
     """
     from sweep.backendbench import export_backendbench
 
-    typer.echo(render_export(export_backendbench(root, out, ops=split_ops(ops))))
+    echo(render_export(export_backendbench(root, out, ops=split_ops(ops))))
 
 
 @app.command("import-backendbench-kernels")
@@ -117,4 +117,4 @@ def import_backendbench_kernels_cmd(
     """
     from sweep.backendbench import import_kernels
 
-    typer.echo(render_kernel_import(import_kernels(kernel_dir, out, author=author)))
+    echo(render_kernel_import(import_kernels(kernel_dir, out, author=author)))

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 from sweep.config import DEFAULT_RESULTS_DIR, default_store_path
 from sweep.schema import Ceilings
 from sweep.schema.peaks import RATE_KEYS, datasheet_ceilings
@@ -70,5 +70,5 @@ def calibrate(
     ceilings = measure(device)
     store_path = store if store is not None else default_store_path(results_dir)
     path = save_calibration(ceilings, results_dir, store_path)
-    typer.echo(render_calibration(ceilings))
-    typer.echo(f"wrote {path}; added rows to the calibrations table of {store_path}")
+    echo(render_calibration(ceilings))
+    echo(f"wrote {path}; added rows to the calibrations table of {store_path}")

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 from sweep.config import DEFAULT_STORE_PATH
 from sweep.errors import StoreError
 
@@ -136,14 +136,14 @@ def compare(
         raise StoreError("choose one of --json and --csv")
     result = run_compare(a, b, store=store, results_dir=results_dir, threshold=threshold / 100)
     for note in result.notes:
-        typer.echo(f"note: {note}", err=True)
+        echo(f"note: {note}", err=True)
     if as_json:
-        typer.echo(to_json(rows_of(result)))
+        echo(to_json(rows_of(result)))
     elif as_csv:
-        typer.echo(to_csv(rows_of(result)), nl=False)
+        echo(to_csv(rows_of(result)), nl=False)
     else:
-        typer.echo(_text_table(result, width))
-        typer.echo(render_summary(result))
+        echo(_text_table(result, width))
+        echo(render_summary(result))
     if fail_on_slower is not None:
         bad = result.regressions(fail_on_slower)
         if bad:
@@ -154,5 +154,5 @@ def compare(
                 f"  {t.label}: " + (f"ratio {t.ratio:.4g}" if t.ratio is not None else f"status {t.status_b}")
                 for t in bad
             ]
-            typer.echo("\n".join(lines), err=True)
+            echo("\n".join(lines), err=True)
             raise SystemExit(1)

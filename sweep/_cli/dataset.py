@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 from sweep._cli.options import (
     AddressOpt,
     HardwareOpt,
@@ -73,7 +73,7 @@ def render_validation(ds: Dataset, errors: list[str]) -> str:
     """The report ``sweep validate`` prints: counts, warnings, then every error."""
     lines = [f"roots: {', '.join(str(r) for r in ds.roots)}"]
     lines.append(f"definitions: {len(ds.definitions)}")
-    lines.append(f"solutions: {len(ds.solutions)}")
+    lines.append(f"solutions: {ds.valid_solutions()}")
     lines.append(f"workloads: {ds.num_workloads()}")
     width = max((len(n) for n in ds.workloads), default=0)
     for name in sorted(ds.workloads):
@@ -91,7 +91,7 @@ def validation_json(ds: Dataset, errors: list[str]) -> str:
     data = {
         "roots": [str(r) for r in ds.roots],
         "definitions": len(ds.definitions),
-        "solutions": len(ds.solutions),
+        "solutions": ds.valid_solutions(),
         "workloads": ds.num_workloads(),
         "workloads_per_definition": {name: len(ds.workloads[name]) for name in sorted(ds.workloads)},
         "traces": len(ds.traces),
@@ -116,7 +116,7 @@ def validate(
     from sweep.plan.dataset import validate_roots
 
     ds, errors = validate_roots(roots)
-    typer.echo(validation_json(ds, errors) if as_json else render_validation(ds, errors))
+    echo(validation_json(ds, errors) if as_json else render_validation(ds, errors))
     if errors:
         raise typer.Exit(1)
 
@@ -139,11 +139,12 @@ def schema(
         RecordKind.workload: records.Workload,
         RecordKind.trace: records.Trace,
     }
-    typer.echo(json.dumps(models[kind].model_json_schema(), indent=2))
+    echo(json.dumps(models[kind].model_json_schema(), indent=2))
 
 
 def plan_rows(plan: Plan) -> list[dict[str, str]]:
-    """One JSON-ready row per task (what ``sweep plan --json`` prints)."""
+    """One JSON-ready row per task (what ``sweep plan --json`` prints); a broken solution's task
+    says why (``broken``: its COMPILE_ERROR message)."""
     from sweep.schema.params import params_json
 
     return [
@@ -155,6 +156,7 @@ def plan_rows(plan: Plan) -> list[dict[str, str]]:
             "workload": t.workload.uuid,
             "hardware": t.hardware,
             **({"solution_params": params_json(t.params)} if t.params is not None else {}),
+            **({"broken": t.broken} if t.broken is not None else {}),
         }
         for t in plan.tasks
     ]
@@ -241,6 +243,6 @@ def plan(
     )
     plans = plan_config_targets(config, overrides, unavailable=operator_check)
     if as_json:
-        typer.echo(json.dumps([row for p in plans for row in plan_rows(p)], indent=2))
+        echo(json.dumps([row for p in plans for row in plan_rows(p)], indent=2))
     else:
-        typer.echo(render_plans(plans, verbose=verbose))
+        echo(render_plans(plans, verbose=verbose))

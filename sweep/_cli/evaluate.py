@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 from sweep._cli.options import make_overrides
 from sweep.schema import Trace
 from sweep.store.render import percent, ratio
@@ -109,6 +109,9 @@ def eval_command(
     Fractions of peak use the ceilings 'sweep calibrate' measured (results/calibration/) when
     there are some for this hardware, else the datasheet's.
 
+    A problem of another record of the roots is a warning (stderr), said once; a solution
+    that is not valid (its file, its entry point) gives COMPILE_ERROR traces.
+
     Example: sweep eval rmsnorm_h1024 rmsnorm_h1024_triton --device cpu -w 9160fce7
     """
     from sweep.config import DEFAULT_RESULTS_DIR, EvalSettings, apply_settings_overrides
@@ -119,7 +122,7 @@ def eval_command(
 
     def emit(trace: Trace) -> None:
         if json_out:
-            typer.echo(trace.to_json())
+            echo(trace.to_json())
 
     traces = evaluate_from_dataset(
         root or [Path(".")],
@@ -130,6 +133,7 @@ def eval_command(
         device=device,
         on_trace=emit,
         ceilings=load_calibrations(Path(DEFAULT_RESULTS_DIR)),
+        on_warning=lambda w: echo(f"warning: {w}", err=True),
     )
     if not json_out:
-        typer.echo(render_traces(traces))
+        echo(render_traces(traces))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 from sweep._cli.dataset import VerboseOpt, render_left_out
 from sweep._cli.options import (
     HardwareOpt,
@@ -231,10 +231,10 @@ def launch(
     try:
         result = run_launch(config, options)
     except KeyboardInterrupt:
-        typer.echo("interrupted: the traces written so far are stored; launch again to resume", err=True)
+        echo("interrupted: the traces written so far are stored; launch again to resume", err=True)
         raise typer.Exit(130) from None
     state = sweep_state(result) if result.skipped else None
     if as_json:
-        typer.echo(launch_json(result, state))
+        echo(launch_json(result, state))
     else:
-        typer.echo(render_launch(result, verbose=verbose, state=state))
+        echo(render_launch(result, verbose=verbose, state=state))

@@ -8,7 +8,7 @@ from typing import Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 from sweep.schema import Language
 
 __all__ = ["new_app"]
@@ -79,7 +79,8 @@ def new_solution(
 
     Example: sweep new solution rmsnorm_h1024 my_kernel.py --author me
     """
-    from sweep.plan.new_records import pack_solution, record_text, write_record
+    from sweep.plan.new_records import pack_solution
+    from sweep.plan.record_files import record_text, write_record
 
     packed = pack_solution(
         root or [Path(".")],
@@ -95,13 +96,13 @@ def new_solution(
     )
     text = record_text(packed.solution.to_json_obj())
     if print_only:
-        typer.echo(text, nl=False)
+        echo(text, nl=False)
         return
-    write_record(packed.path, text, force=force)
-    typer.echo(f"wrote {packed.path}")
+    write_record(packed.path, text, force=force, root=packed.root)
+    echo(f"wrote {packed.path}")
     for note in packed.notes:
-        typer.echo(f"  {note}")
-    typer.echo(
+        echo(f"  {note}")
+    echo(
         f"next: sweep validate {' '.join(str(r) for r in root or [Path('.')])}; "
         f"sweep eval {definition} {packed.solution.name}"
     )
@@ -125,15 +126,15 @@ def new_definition(
     Example: sweep new definition layernorm_h4096 --op-type layernorm
     """
     from sweep.plan.new_definition import GUIDE, definition_skeleton
-    from sweep.plan.new_records import definition_path, name_part, record_text, write_record
+    from sweep.plan.record_files import definition_path, name_part, record_text, write_record
 
     name_part(name, "definition name")
     op = name_part(op_type or name.split("_", 1)[0], "op_type", "--op-type")
     text = record_text(definition_skeleton(name, op))
     if print_only:
-        typer.echo(text, nl=False)
+        echo(text, nl=False)
         return
     path = definition_path(root, op, name)
-    write_record(path, text, force=force)
-    typer.echo(f"wrote {path}")
-    typer.echo(GUIDE)
+    write_record(path, text, force=force, root=root)
+    echo(f"wrote {path}")
+    echo(GUIDE)

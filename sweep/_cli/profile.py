@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 
 if TYPE_CHECKING:
     from sweep.launch.profile import ProfileResult
@@ -87,6 +87,6 @@ def profile(
         ncu_set=ncu_set,
         device=device,
         local=local,
-        on_step=lambda text: typer.echo(text, err=True),
+        on_step=lambda text: echo(text, err=True),
     )
-    typer.echo(render_profiles(run_profile(config, opts)))
+    echo(render_profiles(run_profile(config, opts)))

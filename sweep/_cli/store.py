@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 from sweep.config import DEFAULT_STORE_PATH
 from sweep.errors import StoreError
 
@@ -74,7 +74,7 @@ def render_export(r: ExportReport) -> str:
 
 def _notes(notes: list[str]) -> None:
     for n in notes:
-        typer.echo(f"note: {n}", err=True)
+        echo(f"note: {n}", err=True)
 
 
 @app.command()
@@ -96,10 +96,10 @@ def ingest(
 
     report = ingest_paths(paths, store)
     for w in report.warnings[:_MAX_WARNINGS]:
-        typer.echo(f"warning: {w}", err=True)
+        echo(f"warning: {w}", err=True)
     if len(report.warnings) > _MAX_WARNINGS:
-        typer.echo(f"warning: ... and {len(report.warnings) - _MAX_WARNINGS} more", err=True)
-    typer.echo(render_ingest(report))
+        echo(f"warning: ... and {len(report.warnings) - _MAX_WARNINGS} more", err=True)
+    echo(render_ingest(report))
 
 
 @app.command()
@@ -127,14 +127,14 @@ def query(
     result = run_query(store, sql, results_dir=results_dir)
     _notes(result.notes)
     if as_json:
-        typer.echo(to_json(result))
+        echo(to_json(result))
     elif as_csv:
-        typer.echo(to_csv(result), nl=False)
+        echo(to_csv(result), nl=False)
     elif result.columns:
-        typer.echo(format_table(result.columns, result.rows, width=width))
-        typer.echo(f"({_plural(len(result.rows), 'row')})")
+        echo(format_table(result.columns, result.rows, width=width))
+        echo(f"({_plural(len(result.rows), 'row')})")
     else:
-        typer.echo("ok")
+        echo("ok")
 
 
 def report_json(rep: Report) -> str:
@@ -186,8 +186,11 @@ def report(
 
     Example: sweep report --compare sweep:nightly-prev sweep:nightly --html results/report.html
     """
+    from sweep.store import check_output, write_output
     from sweep.store.render import build_report, render_html, render_text
 
+    if html is not None:
+        check_output(html, store_path=store, results_dir=results_dir, flag="--html")
     rep = build_report(store, results_dir=results_dir, top=top)
     if compare_sides is not None:
         from sweep._cli.compare import render_summary, rows_of
@@ -205,14 +208,10 @@ def report(
             table.rows,
             render_summary(result).replace("\n", "; "),
         )
-    typer.echo(report_json(rep) if as_json else render_text(rep))
+    echo(report_json(rep) if as_json else render_text(rep))
     if html is not None:
-        try:
-            html.parent.mkdir(parents=True, exist_ok=True)
-            html.write_text(render_html(rep), encoding="utf-8")
-        except OSError as e:
-            raise StoreError(f"cannot write {html}: {e.strerror}") from None
-        typer.echo(f"wrote {html}", err=as_json)
+        write_output(html, render_html(rep), store_path=store, results_dir=results_dir, flag="--html")
+        echo(f"wrote {html}", err=as_json)
 
 
 @app.command()
@@ -228,4 +227,4 @@ def export(
     """
     from sweep.store import export_parquet
 
-    typer.echo(render_export(export_parquet(store, parquet, results_dir=results_dir)))
+    echo(render_export(export_parquet(store, parquet, results_dir=results_dir)))

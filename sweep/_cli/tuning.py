@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 from sweep.config import DEFAULT_STORE_PATH
 
 __all__ = ["app"]
@@ -30,4 +30,4 @@ def export_tuning(
 
     table = write_tuning(store, out, results_dir=results_dir)
     n = sum(len(e) for sols in table["tables"].values() for hws in sols.values() for e in hws.values())
-    typer.echo(f"wrote {out}: {n} shapes of {len(table['tables'])} definitions")
+    echo(f"wrote {out}: {n} shapes of {len(table['tables'])} definitions")

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from sweep._cli.app import app
+from sweep._cli.app import app, echo
 from sweep.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -124,7 +124,7 @@ def workers(ctx: typer.Context, address: AddressFlag = None) -> None:
 
     with attached(_address(address)):
         found = warm_workers()
-    typer.echo(render_workers(found))
+    echo(render_workers(found))
 
 
 @workers_app.command("stop")
@@ -150,4 +150,4 @@ def stop(
         raise ConfigError("say which workers to stop: --all or --stale (one of the two)")
     with attached(_address(address or ctx.obj)):
         result = stop_warm_workers(stale_only=stale, force=force)
-    typer.echo(render_stop(result))
+    echo(render_stop(result))

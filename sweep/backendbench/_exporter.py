@@ -18,6 +18,7 @@ from sweep.backendbench._ops import select_ops
 from sweep.errors import DatasetError, clip, reason, shown
 from sweep.schema import BackendBenchArgsInput, Definition, Workload
 from sweep.schema.call_json import decode_call
+from sweep.schema.files import write_atomic
 from sweep.schema.op_tags import op_from_tags
 
 __all__ = ["ExportReport", "export_backendbench", "export_text"]
@@ -156,8 +157,7 @@ def export_backendbench(
             "'aten:<op>.<overload>' tag) to export; import a trace with 'sweep import-backendbench'"
         )
     try:
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        dest.write_text(text, encoding="utf-8")
-    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        write_atomic(dest, text)
+    except (OSError, ValueError) as e:  # OutputRefused: a folder, a device, a store; a NUL
         raise DatasetError(f"cannot write {clip(str(dest))}: {reason(e)}") from None
     return report

@@ -23,10 +23,11 @@ import pydantic
 
 from sweep.backendbench._ops import mutation_tags, select_ops
 from sweep.backendbench._parser import MAX_FILE_BYTES, TraceRow, parse_trace_file
-from sweep.errors import DatasetError, TraceParseError, clip, format_validation_error, reason
+from sweep.errors import DatasetError, TraceParseError, clip, format_validation_error, reason, shown
 from sweep.schema import BackendBenchSource, Definition, Workload
 from sweep.schema.call_args import OpName, parse_op_name
 from sweep.schema.call_json import Json, encode_call
+from sweep.schema.files import name_problem, write_atomic
 from sweep.schema.limits import load_json, read_text
 from sweep.schema.op_tags import BACKENDBENCH_OP_TYPE, CALL_INPUT, op_tag
 from sweep.schema.trace import workload_line
@@ -226,11 +227,13 @@ def _write_op(root: Path, item: ImportedOp, report: ImportReport) -> None:
     name = item.definition.name
     dpath = root / "definitions" / BACKENDBENCH_OP_TYPE / f"{name}.json"
     wpath = root / "workloads" / BACKENDBENCH_OP_TYPE / f"{name}.jsonl"
-    dpath.parent.mkdir(parents=True, exist_ok=True)
-    wpath.parent.mkdir(parents=True, exist_ok=True)
-    dpath.write_text(json.dumps(item.definition.to_json_obj(), indent=2) + "\n", encoding="utf-8")
+    problem = name_problem(f"{name}.json")
+    if problem is not None:
+        raise DatasetError(f"the operator {shown(name)} cannot name a file: it {problem}")
+    write_atomic(dpath, json.dumps(item.definition.to_json_obj(), indent=2) + "\n", inside=root)
     present: set[str] = set()
-    if wpath.exists():
+    existing = ""
+    if wpath.exists() or wpath.is_symlink():
         try:
             existing = read_text(wpath, MAX_FILE_BYTES)
         except (OSError, ValueError) as e:  # ValueError: not a regular file, too large, not UTF-8
@@ -253,8 +256,9 @@ def _write_op(root: Path, item: ImportedOp, report: ImportReport) -> None:
         present.add(uid)
         lines.append(workload_line(name, record) + b"\n")
     if lines:
-        with wpath.open("ab") as f:
-            f.writelines(lines)
+        # The whole file again, through a fresh one renamed over it: never half a line.
+        head = existing.encode() + (b"\n" if existing and not existing.endswith("\n") else b"")
+        write_atomic(wpath, head + b"".join(lines), inside=root)
     report.workloads_added += len(lines)
 
 
@@ -267,8 +271,9 @@ def import_backendbench(
 ) -> ImportReport:
     """Import a BackendBench trace file into a dataset root.
 
-    Writes ``<out>/definitions/backendbench/<op__overload>.json`` and appends new workloads
-    to ``<out>/workloads/backendbench/<op__overload>.jsonl`` (workloads already there, by
+    Writes ``<out>/definitions/backendbench/<op__overload>.json`` and adds new workloads
+    to ``<out>/workloads/backendbench/<op__overload>.jsonl`` (each file written whole through a
+    fresh one renamed over it, never through a link, never out of ``out``) (workloads already there, by
     uuid, are kept and not duplicated, so importing twice changes nothing).
 
     Args:

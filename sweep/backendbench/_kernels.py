@@ -17,6 +17,7 @@ from pathlib import Path
 
 from sweep.errors import DatasetError, clip, reason, shown
 from sweep.schema import BuildSpec, Language, Solution, SourceFile
+from sweep.schema.files import name_problem, write_atomic
 from sweep.schema.limits import read_text
 from sweep.schema.op_tags import BACKENDBENCH_OP_TYPE
 
@@ -110,10 +111,9 @@ def import_kernels(
             cannot be written, or ``author`` is not a plain name (it names a folder).
     """
     # The author names a folder of the dataset: one plain name, never a way out of it.
-    if author in ("", ".", "..") or any(c in author for c in "/\\") or any(ord(c) < 32 for c in author):
-        raise DatasetError(
-            f"--author {shown(author)}: must be a plain name (no '/', '\\', control characters)"
-        )
+    problem = name_problem(author)
+    if problem is not None:
+        raise DatasetError(f"--author {shown(author)}: must be a plain name: it {problem}")
     src = Path(kernel_dir)
     try:
         is_dir = src.is_dir()
@@ -139,11 +139,16 @@ def import_kernels(
             except (ValueError, OSError) as e:  # not Python, too large, not a regular file...
                 report.skipped.append(f"{f}: {reason(e)}")
                 continue
+            problem = name_problem(f"{sol.name}.json")
+            if problem is not None:
+                report.skipped.append(
+                    f"{f}: the solution name {shown(sol.name)} cannot name a file: it {problem}"
+                )
+                continue
             dest = root / "solutions" / author / BACKENDBENCH_OP_TYPE / folder.name / f"{sol.name}.json"
             try:
-                dest.parent.mkdir(parents=True, exist_ok=True)
-                dest.write_text(json.dumps(sol.to_json_obj(), indent=2) + "\n", encoding="utf-8")
-            except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+                write_atomic(dest, json.dumps(sol.to_json_obj(), indent=2) + "\n", inside=root)
+            except (OSError, ValueError) as e:  # OutputRefused: a link out of the root; a NUL
                 raise DatasetError(f"cannot write {clip(str(dest))}: {reason(e)}") from None
             report.solutions.append(dest)
     if not report.solutions:

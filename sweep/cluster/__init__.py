@@ -17,6 +17,7 @@ The evaluating code is a backend module named by the caller (``sweep.engine``); 
 imports it, ray or torch at module level.
 """
 
+from sweep.cluster._packing import Done, Envelope, TaskPacker
 from sweep.cluster.sandbox import Sandbox, SandboxSpec, SandboxStartError, SandboxStats
 
-__all__ = ["Sandbox", "SandboxSpec", "SandboxStartError", "SandboxStats"]
+__all__ = ["Done", "Envelope", "Sandbox", "SandboxSpec", "SandboxStartError", "SandboxStats", "TaskPacker"]

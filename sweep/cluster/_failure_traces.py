@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from sweep.schema import Environment, Evaluation, Provenance, Status, Trace
+from sweep.schema import FLAG_REFERENCE_FAILED, Environment, Evaluation, Provenance, Status, Trace
 from sweep.schema.hardware import record_name
 from sweep.schema.task import Task
 from sweep.schema.trace_log import clip_log
@@ -56,6 +56,7 @@ def failure_trace(
     *,
     device_name: str | None = None,
     libs: dict[str, str] | None = None,
+    phase: str = "",
 ) -> Trace:
     """A RUNTIME_ERROR or TIMEOUT trace for ``task`` that the engine could not write.
 
@@ -66,7 +67,12 @@ def failure_trace(
         stamp: Where and when it ran.
         device_name: The raw device name, when the sandbox reported one.
         libs: Library versions, when the sandbox reported them.
+        phase: Where the evaluation was: before the solution's build began (``reference``)
+            the failure is the reference's, a RUNTIME_ERROR flagged ``reference_failed``.
     """
+    whose = phase == "reference"
+    if whose:
+        status = Status.RUNTIME_ERROR
     env = Environment(
         hardware=record_name(task.hardware),
         libs=dict(libs or {}),
@@ -78,6 +84,7 @@ def failure_trace(
         timestamp=stamp.finished_at or now_iso(),
         log=clip_log(f"{status.value}: {log}", task.settings.log_limit_bytes),
         seed=task.settings.seed,
+        flags=[FLAG_REFERENCE_FAILED] if whose else None,
     )
     trace = Trace(
         definition=task.definition.name,

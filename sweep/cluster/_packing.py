@@ -114,7 +114,8 @@ class TaskPacker:
         fields = {k: v for k, v in task.__dict__.items() if k not in _RECORDS}
         blob = pickle.dumps((fields, task.model_fields_set), protocol=pickle.HIGHEST_PROTOCOL)
         t = task.settings.timeouts
-        compiled = task.solution.spec.language.value in COMPILED_LANGUAGES
+        # A broken solution's task is a COMPILE_ERROR the engine gives at once: nothing to compile.
+        compiled = task.broken is None and task.solution.spec.language.value in COMPILED_LANGUAGES
         return Envelope(
             blob, records, records_key, task.task_id, t.compile_s, t.run_s, attempt, key, compiled
         )

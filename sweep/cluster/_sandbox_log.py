@@ -7,36 +7,38 @@ tail of that task's output only.
 
 from __future__ import annotations
 
+import os
+import signal
 import time
 from pathlib import Path
 
 from sweep.cluster._sandbox_main import LOST_CONNECTION
 from sweep.cluster._zygote import ExitState
 
-__all__ = ["crash_log", "file_size", "orphan_log", "output_tail", "timeout_log", "wait_quiet"]
+__all__ = ["crash_log", "dump_stacks", "file_size", "orphan_log", "output_tail", "timeout_log", "wait_quiet"]
 
 
 def crash_log(pid: int, state: ExitState, phase: str, tail: str) -> str:
-    """The log of a task whose sandbox process died in ``phase`` (``build``, ``run`` or ``""``)."""
-    what = {"build": "while building/importing the solution", "run": "while running"}.get(
-        phase, "during the evaluation"
-    )
+    """The log of a task whose sandbox process died in ``phase`` (``reference``, ``build``,
+    ``run`` or ``evaluation``)."""
+    what = {
+        "reference": "while running the reference (before the solution was imported)",
+        "build": "while building/importing the solution",
+        "run": "while running",
+    }.get(phase, "during the evaluation")
     why = ""
     if state.code == LOST_CONNECTION or state.socket_closed:
         why = (
             ": it could not send its result, its socket to the supervisor was closed or replaced "
             "(a solution closing file descriptors it does not own)"
         )
-    return (
-        f"sandbox process {pid} {state.describe()} {what}{why}; it was replaced.\n"
-        f"--- sandbox output (tail) ---\n{tail}"
-    )
+    return f"sandbox process {pid} {state.describe()} {what}{why}.\n--- sandbox output (tail) ---\n{tail}"
 
 
 def orphan_log(pid: int, why: str, tail: str) -> str:
     """The log of a task during which its sandbox's parent (the zygote) died: ``why`` says how."""
     return (
-        f"{why}; sandbox process {pid} was killed and both were replaced. A solution must not "
+        f"{why}; sandbox process {pid} was killed and the zygote replaced. A solution must not "
         "signal processes other than its own (os.kill(os.getppid(), ...) and the like).\n"
         f"--- sandbox output (tail) ---\n{tail}"
     )
@@ -44,16 +46,26 @@ def orphan_log(pid: int, why: str, tail: str) -> str:
 
 def timeout_log(pid: int, phase: str, budget: float, tail: str) -> str:
     """The log of a task whose sandbox process was killed after ``budget`` seconds in ``phase``."""
-    if phase == "build":
+    if phase == "reference":
+        what = f"the reference's side (before the solution was imported) exceeded timeouts.run_s={budget:g} s"
+    elif phase == "build":
         what = f"the build phase (import, compile) exceeded timeouts.compile_s={budget:g} s"
     elif phase == "run":
         what = f"the run phase exceeded timeouts.run_s={budget:g} s"
     else:
         what = f"the evaluation exceeded timeouts.compile_s + run_s = {budget:g} s"
-    return (
-        f"{what}; sandbox process {pid} was killed (SIGKILL) and replaced.\n"
-        f"--- sandbox output (tail) ---\n{tail}"
-    )
+    return f"{what}; sandbox process {pid} was killed (SIGKILL).\n--- sandbox output (tail) ---\n{tail}"
+
+
+def dump_stacks(pid: int, log: Path) -> None:
+    """Ask a hung sandbox where it is (faulthandler on SIGUSR1) before it is killed; wait until
+    its report is in ``log``."""
+    start = file_size(log)
+    try:
+        os.kill(pid, signal.SIGUSR1)
+    except OSError:
+        return
+    wait_quiet(log, start, 2.0)
 
 
 def file_size(path: Path) -> int:

@@ -1,33 +1,41 @@
-"""The sandbox: the process that runs evaluations, forked from the zygote.
+"""The sandbox: the process that runs one task's evaluation, forked from the zygote.
 
-It lives as long as it stays healthy, so the engine's cache (built solutions, reference
-outputs) and the CUDA context are paid for once. Protocol over its socket (pickled tuples):
+A sandbox runs exactly one task and exits: no process that ran one task's solution code runs
+another task's solution or reference, so nothing a solution leaves behind (a replaced
+function, a thread, a global, CUDA state, files in its working folder) reaches another task.
+The supervisor forks the next task's sandbox while this one runs, and lets it make CUDA ready
+once this one's timed calls are over, so its start is mostly off the GPU's critical path. Protocol over its socket (pickled
+tuples):
 
-- sandbox -> supervisor ``("ready", SandboxInfo)`` once set up.
-- supervisor -> sandbox ``("eval", task_blob, build_key, records_key, records, forget)``: the
-  task's fields pickled without its definition, solution, settings and ceilings, which are
-  those of ``records_key``; ``records`` is their pickle when this process does not hold them yet
-  (else ``None``), ``forget`` a records key it may drop (or ``None``).
-- sandbox -> supervisor ``("built",)`` after the build phase (when the backend has one),
-  then ``("trace", trace_json, broken, started, finished)``, where ``broken`` is ``None``
-  or why this process must not be reused (a sticky CUDA error) and the times are
-  ``time.time()`` around the evaluation; or ``("error", text)`` when the backend raised.
+- supervisor -> sandbox ``("start",)``: make the device ready (CUDA's context, on a GPU), which
+  it does only then, so that no other task's timing shares the GPU with it; then
+  sandbox -> supervisor ``("ready", SandboxInfo)``;
+- supervisor -> sandbox ``("eval", task_blob, records)``: the task's fields pickled without its
+  definition, solution, settings and ceilings, which are the pickle ``records``;
+- sandbox -> supervisor ``("phase", name)`` as the evaluation reaches the solution's build
+  (``"build"``) and its run (``"run"``), and when nothing of it is timed any more
+  (``"timed"``), when the backend says so (its ``evaluate`` takes ``on_phase``; the real
+  engine's does): before the first, the reference's side runs;
+- sandbox -> supervisor ``("trace", trace_json, broken, started, finished)``, where ``broken``
+  is ``None`` or why this process could not be reused (a sticky CUDA error, a change it made
+  to the process: said in the log) and the times are ``time.time()`` around the evaluation;
+  or ``("error", text)`` when the backend raised. Then it exits.
 
-Between two evaluations this process does only what it must (unpickle a workload, serialize
-a trace): that time is the GPU's idle time. Stamping the trace is left to the receiver.
-
-Its stdout and stderr go to a log file that the supervisor reads when the sandbox dies.
+Its working folder and temporary folder are a folder of its own, which the supervisor removes
+once the task is done. Its stdout and stderr go to a log file the supervisor reads when it dies.
 """
 
 from __future__ import annotations
 
 import faulthandler
 import importlib
+import inspect
 import os
 import pickle
 import platform
 import signal
 import sys
+import tempfile
 import time
 import traceback
 from collections.abc import Callable
@@ -44,32 +52,38 @@ __all__ = ["LOST_CONNECTION", "Backend", "SandboxInfo", "child_main", "load_back
 
 @dataclass(frozen=True)
 class SandboxInfo:
-    """What a sandbox reports once it is ready."""
+    """What a sandbox reports once it is ready; ``phases``: its backend says when the
+    solution's build and run begin (the reference's side runs before)."""
 
     pid: int
     device: str
     device_name: str | None = None
     libs: dict[str, str] = field(default_factory=dict)
-    has_build: bool = False
+    phases: bool = False
 
 
 @dataclass(frozen=True)
 class Backend:
     """The evaluation functions of one backend module (``sweep.engine`` by default).
 
-    The module must define ``evaluate(task, *, device, cache) -> Trace``. Optional:
-    ``prepare_process(device_kind)`` (called first), ``EngineCache`` (one per process) and
-    ``build(task, *, device, cache)`` (the compile phase, timed by its own deadline) and
-    ``cuda_problem(device) -> str | None`` (why this process's CUDA context is unusable:
-    the sandbox asks after every failed evaluation on a GPU, since a kernel fault can
-    surface only at the next synchronisation).
+    The module must define ``evaluate(task, *, device, cache) -> Trace``; when it also takes
+    ``on_phase``, it calls it with ``"build"`` and ``"run"`` as the solution's build and run
+    begin (each with its own deadline). Optional: ``prepare_process(device_kind)`` (called
+    first), ``preload(device_kind)`` (called once in the zygote, after ``prepare_process``:
+    import what evaluations use, no CUDA), ``start_process(device_kind)`` (called in each
+    task's process before it says it is ready: make the device ready), ``EngineCache`` (one
+    per process) and
+    ``cuda_problem(device) -> str | None`` (why this process's CUDA context is unusable: the
+    sandbox asks after every failed evaluation on a GPU, since a kernel fault can surface only
+    at the next synchronisation).
     """
 
     evaluate: Callable[..., Any]
     prepare: Callable[[str], Any] | None
     cache_factory: Callable[[], Any] | None
-    build: Callable[..., Any] | None
     cuda_problem: Callable[[str], str | None] | None
+    phases: bool = False
+    start: Callable[[str], Any] | None = None
 
 
 def load_backend(module: str) -> Backend:
@@ -78,16 +92,21 @@ def load_backend(module: str) -> Backend:
     evaluate = getattr(mod, "evaluate", None)
     if evaluate is None:
         raise ImportError(f"backend module {module!r} has no 'evaluate' function")
+    try:
+        phases = "on_phase" in inspect.signature(evaluate).parameters
+    except (TypeError, ValueError):
+        phases = False
     return Backend(
         evaluate=evaluate,
         prepare=getattr(mod, "prepare_process", None),
         cache_factory=getattr(mod, "EngineCache", None),
-        build=getattr(mod, "build", None),
         cuda_problem=getattr(mod, "cuda_problem", None),
+        phases=phases,
+        start=getattr(mod, "start_process", None),
     )
 
 
-def _describe(device: str, has_build: bool) -> SandboxInfo:
+def _describe(device: str, phases: bool) -> SandboxInfo:
     libs = {"python": platform.python_version()}
     name: str | None = None
     torch = sys.modules.get("torch")
@@ -99,7 +118,7 @@ def _describe(device: str, has_build: bool) -> SandboxInfo:
     triton = sys.modules.get("triton")
     if triton is not None:
         libs["triton"] = str(getattr(triton, "__version__", "?"))
-    return SandboxInfo(pid=os.getpid(), device=device, device_name=name, libs=libs, has_build=has_build)
+    return SandboxInfo(pid=os.getpid(), device=device, device_name=name, libs=libs, phases=phases)
 
 
 def _broken(device: str, trace: Any, backend: Backend) -> str | None:
@@ -163,7 +182,8 @@ def _lost_connection(e: OSError, problems: str | None) -> int:
 
 
 def _restore(state: ProcessState) -> str | None:
-    """Undo what the evaluation did to this process; why it must be replaced, if it must."""
+    """Undo what the evaluation did to this process (its children killed first); what it
+    changed that cannot be undone, if anything."""
     problems = state.restore()
     if not problems:
         return None
@@ -174,12 +194,34 @@ def _device_for(kind: str) -> str:
     return "cuda:0" if kind == "cuda" else "cpu"
 
 
+def _wait_for(conn: Connection, kind: str) -> tuple[Any, ...] | None:
+    """The next message of ``kind`` from the supervisor (others are ignored); ``None`` when it
+    closed the socket."""
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return None
+        if isinstance(msg, tuple) and msg and msg[0] == kind:
+            return msg
+
+
+def _enter_folder(folder: str | None) -> None:
+    """Make ``folder`` this process's working and temporary folder (the task's own)."""
+    if not folder:
+        return
+    os.makedirs(folder, exist_ok=True)
+    os.chdir(folder)
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = folder
+
+
 def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
-    """Run evaluations until the supervisor closes the socket. Returns the exit code."""
+    """Run one evaluation, once the supervisor sends it. Returns the exit code."""
     global _CRASH_LOG
     isolate()
     set_parent_death_signal()
-    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644)
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
     os.dup2(log_fd, 1)
     os.dup2(log_fd, 2)
     # Crash reports get a descriptor of their own: the engine points fds 1 and 2 at a
@@ -192,65 +234,64 @@ def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
     faulthandler.register(signal.SIGUSR1, file=_CRASH_LOG, all_threads=True)
     conn = Connection(conn_fd)
     kind = str(params.get("device_kind", "cpu"))
-    built: set[str] = set()
-    held: dict[str, tuple[Any, ...]] = {}  # records key -> (definition, solution, settings, ceilings)
     device = _device_for(kind)
     try:
+        _enter_folder(params.get("folder"))
         backend = load_backend(str(params["backend"]))
         if backend.prepare is not None:
             backend.prepare(kind)
+        # The device is made ready only when the supervisor says so: on a GPU, a context made
+        # (or a kernel run) while another task's process is timing would share the GPU with it.
+        if _wait_for(conn, "start") is None:
+            return 0
+        if backend.start is not None:
+            backend.start(kind)
         cache = backend.cache_factory() if backend.cache_factory is not None else None
-        conn.send(("ready", _describe(device, backend.build is not None)))
+        conn.send(("ready", _describe(device, backend.phases)))
     except BaseException:  # noqa: BLE001 - any start failure is reported through the log
         traceback.print_exc()
         sys.stderr.flush()
         return 3
-    while True:
+    msg = _wait_for(conn, "eval")
+    if msg is None:
+        return 0
+    _, blob, records = msg
+    state = ProcessState.capture((conn_fd, 1, 2, log_fd))
+
+    def on_phase(name: str) -> None:
+        conn.send(("phase", name))
+
+    try:
+        task = load_task(blob, pickle.loads(records))
+        started = time.time()
+        kwargs: dict[str, Any] = {"device": device, "cache": cache}
+        if backend.phases:
+            kwargs["on_phase"] = on_phase
+        trace = backend.evaluate(task, **kwargs)
+        broken = getattr(cache, "fatal_error", None) or _broken(device, trace, backend)
+        finished = time.time()
+        payload = trace.to_json().encode()
+    except BaseException:  # noqa: BLE001 - even SystemExit from a solution is a result
+        text = traceback.format_exc()
+        print(text, file=sys.stderr, flush=True)
+        _restore(state)
         try:
-            msg = conn.recv()
-        except (EOFError, OSError):
-            return 0
-        if msg[0] != "eval":
-            continue
-        _, blob, key, records_key, records, forget = msg
-        state = ProcessState.capture((conn_fd, 1, 2, log_fd))
-        try:
-            if forget is not None:
-                held.pop(forget, None)
-            if records is not None:
-                held[records_key] = pickle.loads(records)
-            task = load_task(blob, held[records_key])
-            started = time.time()
-            # The build step exists for its deadline; once this process has built a key,
-            # the engine's cache makes it a no-op that still costs its bookkeeping, so it is
-            # skipped, silently (the supervisor keeps the same set of keys).
-            if backend.build is not None and key not in built:
-                backend.build(task, device=device, cache=cache)
-                built.add(key)
-                conn.send(("built",))
-            trace = backend.evaluate(task, device=device, cache=cache)
-            broken = getattr(cache, "fatal_error", None) or _broken(device, trace, backend)
-            # The backend may also ask to be replaced once this trace is written.
-            broken = broken or getattr(cache, "retire", None)
-            finished = time.time()
-            payload = trace.to_json().encode()
-        except BaseException:  # noqa: BLE001 - even SystemExit from a solution is a result
-            text = traceback.format_exc()
-            print(text, file=sys.stderr, flush=True)
-            problems = _restore(state)
-            try:
-                conn.send(("error", text))
-            except OSError as e:
-                return _lost_connection(e, problems)
-            continue
-        broken = broken or _restore(state)
-        sys.stdout.flush()
-        sys.stderr.flush()
-        try:
-            # send_bytes of a plain pickle reads the same as conn.send at the other end, without
-            # multiprocessing's per-call pickler set-up (~9 us, on the GPU's idle time)
-            conn.send_bytes(
-                pickle.dumps(("trace", payload, broken, started, finished), pickle.HIGHEST_PROTOCOL)
-            )
+            conn.send(("error", text))
         except OSError as e:
-            return _lost_connection(e, broken)
+            return _lost_connection(e, None)
+        return 0
+    # What it did to the process is said in the log (the process ends anyway).
+    problems = _restore(state)
+    if problems:
+        print(f"sandbox: {problems}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        # send_bytes of a plain pickle reads the same as conn.send at the other end, without
+        # multiprocessing's per-call pickler set-up (~9 us, on the GPU's idle time)
+        conn.send_bytes(
+            pickle.dumps(("trace", payload, broken or problems, started, finished), pickle.HIGHEST_PROTOCOL)
+        )
+    except OSError as e:
+        return _lost_connection(e, broken)
+    return 0

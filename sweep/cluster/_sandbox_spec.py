@@ -25,6 +25,10 @@ class SandboxSpec:
         workdir: Folder for sandbox logs; a fresh temporary one when ``None``.
         compile_workers: Compile processes beside each GPU worker (``_compile_pool``): 0
             none, -1 as many as the node's CPUs per GPU allow (``compile_workers_for``).
+        prefork: Fork the next task's process while a task runs (its start, CUDA's
+            initialisation on a GPU, off the critical path).
+        env: Environment variables set for the zygote and so for every sandbox, over the
+            caller's (``CUDA_VISIBLE_DEVICES`` for the GPU of ``sweep eval --device cuda:N``).
     """
 
     backend: str = "sweep.engine"
@@ -33,6 +37,8 @@ class SandboxSpec:
     start_timeout_s: float = 300.0
     workdir: str | None = None
     compile_workers: int = 0
+    prefork: bool = True
+    env: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass

@@ -27,8 +27,9 @@ from typing import Any
 
 from sweep.cluster._compile_pool import CompilePool, PoolStats, compile_workers_for, run_with_pool
 from sweep.cluster._lease import Claim, Wanted, WarmState
+from sweep.cluster._packing import Done, Envelope
 from sweep.cluster._warm_keeper import Place, WarmKeeper
-from sweep.cluster.sandbox import Done, Envelope, Sandbox, SandboxSpec, SandboxStats
+from sweep.cluster.sandbox import Sandbox, SandboxSpec, SandboxStats
 from sweep.schema import Provenance
 
 __all__ = ["CONTROL_GROUP", "SweepWorker", "WorkerInfo", "actor_class", "resolve_device_kind"]

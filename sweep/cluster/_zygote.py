@@ -18,6 +18,7 @@ The zygote exits, killing its children, when the control socket closes (its owne
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import json
@@ -184,7 +185,8 @@ def zygote_main(argv: list[str]) -> int:
 
     The backend's ``prepare_process(DEVICE_KIND)`` runs first (it must be fork-safe: no CUDA),
     so e.g. ``TRITON_INTERPRET`` is set before anything imports triton; then the modules
-    named are imported, so every sandbox forked afterwards starts with them loaded.
+    named are imported and the backend's ``preload(DEVICE_KIND)`` runs, so every sandbox
+    forked afterwards starts with them loaded.
 
     No parent-death signal here: Linux ties it to the *thread* that started us, and a Ray
     worker may start us from a thread that ends. The closed control socket is the signal.
@@ -193,11 +195,17 @@ def zygote_main(argv: list[str]) -> int:
     backend, kind, preload = argv[1], argv[2], argv[3]
     _become_subreaper()
     try:
-        prepare = getattr(importlib.import_module(backend), "prepare_process", None)
+        module = importlib.import_module(backend)
+        prepare = getattr(module, "prepare_process", None)
         if prepare is not None:
             prepare(kind)
         for name in filter(None, preload.split(",")):
             importlib.import_module(name)
+        # What every evaluation imports, and the harness's snapshot taken before any solution
+        # code runs in a process forked from here (``sweep.engine.preload``).
+        ready = getattr(module, "preload", None)
+        if ready is not None:
+            ready(kind)
     except Exception as e:  # noqa: BLE001 - each sandbox fails on it again, with a clear log
         print(f"zygote: preloading failed: {e!r}", file=sys.stderr)
     # What is loaded now is shared with every sandbox: keep the collector off it, so the
@@ -221,10 +229,16 @@ class ZygoteClient:
     """Starts a zygote subprocess and asks it to fork, wait for and kill sandboxes."""
 
     def __init__(
-        self, backend: str, device_kind: str, preload: tuple[str, ...], *, start_timeout_s: float = 300.0
+        self,
+        backend: str,
+        device_kind: str,
+        preload: tuple[str, ...],
+        *,
+        start_timeout_s: float = 300.0,
+        env_over: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self._ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = dict(os.environ)
+        env = {**os.environ, **dict(env_over)}
         # The sweep package must be importable in the zygote even when it reached this
         # worker through a runtime_env (on sys.path, not on PYTHONPATH).
         pkg_parent = str(Path(__file__).resolve().parents[2])
@@ -255,6 +269,11 @@ class ZygoteClient:
     def alive(self) -> bool:
         """Whether the zygote process is still running."""
         return self._proc.poll() is None
+
+    def wait_dead(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the zygote process to end (and be reaped)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=timeout)
 
     def exit_state(self) -> ExitState:
         """How the zygote ended (``running`` while it has not)."""

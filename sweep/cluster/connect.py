@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from sweep.cluster._address import address_problem
 from sweep.config import SweepConfig
-from sweep.errors import ClusterError
+from sweep.errors import ClusterError, shown
 from sweep.schema.hardware import CPU, short_name
 
 __all__ = [
@@ -178,6 +179,14 @@ def connect(config: SweepConfig, address: str | None) -> RayConnection:
     if ray.is_initialized():
         return RayConnection(ClusterInfo(None, False, _nodes()), started_here=False, portable_paths=False)
     target = address or None
+    if target is not None and target != "local":
+        problem = address_problem(target)
+        if problem is not None:
+            raise ClusterError(
+                f"cannot connect to the Ray cluster at {shown(target)}: {problem}. Check the address "
+                "(--address, RAY_ADDRESS or ray.address in the config) and that the cluster runs "
+                "(ray status), or leave all three unset to run on an embedded local Ray."
+            )
     # Ray's own INFO lines ("Started a local Ray instance") would break the progress output.
     kwargs: dict[str, Any] = {"include_dashboard": False, "log_to_driver": False, "logging_level": "WARNING"}
     try:
@@ -194,12 +203,12 @@ def connect(config: SweepConfig, address: str | None) -> RayConnection:
             ray.init(address="local", num_cpus=config.ray.num_cpus, num_gpus=config.ray.num_gpus, **kwargs)
     except ConnectionError as e:
         raise ClusterError(
-            f"cannot connect to the Ray cluster at {target!r}: {e}. Check the address "
+            f"cannot connect to the Ray cluster at {shown(target)}: {e}. Check the address "
             "(--address, RAY_ADDRESS or ray.address in the config), or leave all three unset "
             "to run on an embedded local Ray."
         ) from None
     except (RuntimeError, ValueError) as e:
-        where = f"the Ray cluster at {target!r}" if target else "an embedded local Ray"
+        where = f"the Ray cluster at {shown(target)}" if target else "an embedded local Ray"
         raise ClusterError(f"cannot start {where}: {e}") from None
     info = ClusterInfo(target, target is None or target == "local", _nodes())
     # Paths inside the working dir become relative, so they resolve on every node.

@@ -16,6 +16,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.cluster._process_guard import kill_group
+from sweep.schema.files import atomic_output
+from sweep.schema.limits import open_regular
 
 __all__ = ["ToolRun", "find_tool", "run_tool"]
 
@@ -60,8 +62,8 @@ def run_tool(
         OSError: The tool cannot be started or the log cannot be written.
     """
     t0 = time.monotonic()
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    with log_path.open("wb") as log:
+    # The log is renamed into place once the tool is done (never written through a link).
+    with atomic_output(log_path) as log:
         proc = subprocess.Popen(
             list(argv),
             stdin=subprocess.DEVNULL,
@@ -81,6 +83,6 @@ def run_tool(
             kill_group(proc.pid)
             proc.wait()
             raise
-    with log_path.open("rb") as f:
+    with open_regular(log_path) as f:
         text = f.read(_OUTPUT_LIMIT).decode("utf-8", errors="replace")
     return ToolRun(list(argv), code, text, time.monotonic() - t0)

@@ -1,27 +1,34 @@
-"""The supervisor: runs tasks in a long-lived sandbox process, with deadlines.
+"""The supervisor: runs each task in a fresh sandbox process, with deadlines.
 
-One :class:`Sandbox` per GPU (or CPU slot). The sandbox process is forked from a zygote
-(see ``_zygote``) and reused for task after task, keeping the engine's cache and its CUDA
-context. When it hangs past a deadline it is killed (SIGKILL) and the task gets a TIMEOUT
+One :class:`Sandbox` per GPU (or CPU slot). Every task runs in a process of its own, forked
+from a zygote (see ``_zygote``) that imported torch and the engine and never touched CUDA:
+no process that ran one task's solution code runs another task's solution or reference. The
+next task's process is forked while a task runs (``SandboxSpec.prefork``); on a GPU it makes
+its CUDA context only once the running task says its timed calls are over (two processes
+using one GPU share it by time slices: a context made during another's timing would show in
+it), so most of its start is off the GPU's critical path. The process of a finished task is
+killed and reaped before the next task is sent, so its memory is back first.
+
+When a sandbox hangs past a deadline it is killed (SIGKILL) and the task gets a TIMEOUT
 trace; when it dies (segfault, ``os._exit``, ...) the task gets a RUNTIME_ERROR trace with
-the exit signal or code and the tail of its output; after a sticky CUDA error it is
-replaced once the trace is written. A replaced sandbox is never reused.
+the exit signal or code and the tail of its output.
 
-Two deadlines per task: ``settings.timeouts.compile_s`` until the build phase ends (the
-sandbox says ``built``), then ``settings.timeouts.run_s`` for the rest. With a backend that
-has no separate build step, the whole evaluation gets ``compile_s + run_s``.
+Deadlines follow the phases the sandbox reports (a backend that says them, as the engine
+does): ``settings.timeouts.run_s`` for the reference's side, which runs first, then
+``compile_s`` for the solution's build, then ``run_s`` for its trials and timing. A timeout
+or a crash before the solution's build began is the reference's (flag ``reference_failed``).
+A backend that says no phases gets ``compile_s + run_s`` for the whole evaluation.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
-import os
-import signal
+import shutil
 import socket
 import tempfile
 import time
-from collections import OrderedDict
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
@@ -29,32 +36,18 @@ from typing import Any
 from typing_extensions import Self
 
 from sweep.cluster._failure_traces import failure_trace, now_iso
-from sweep.cluster._packing import Done, Envelope, TaskPacker, build_key, load_task
+from sweep.cluster._packing import Done, Envelope
 from sweep.cluster._process_guard import kill_group
-from sweep.cluster._sandbox_log import crash_log, file_size, orphan_log, output_tail, timeout_log, wait_quiet
+from sweep.cluster._sandbox_log import crash_log, dump_stacks, orphan_log, output_tail, timeout_log
 from sweep.cluster._sandbox_main import SandboxInfo
 from sweep.cluster._sandbox_spec import SandboxSpec, SandboxStartError, SandboxStats
 from sweep.cluster._zygote import ExitState, ZygoteClient, ZygoteError
 from sweep.schema import Provenance, Status, Trace
 from sweep.schema.task import Task
 
-__all__ = [
-    "Done",
-    "Envelope",
-    "Sandbox",
-    "SandboxSpec",
-    "SandboxStartError",
-    "SandboxStats",
-    "TaskPacker",
-    "build_key",
-    "load_task",
-]
+__all__ = ["Sandbox", "SandboxSpec", "SandboxStartError", "SandboxStats"]
 
 _POLL_SLICE_S = 0.5
-_LOG_ROTATE_BYTES = 4 << 20
-#: Record sets (definition, solution, settings, ceilings) a sandbox keeps unpickled; the supervisor
-#: tells it which to forget beyond that.
-_MAX_RECORD_SETS = 64
 
 
 @dataclass
@@ -62,14 +55,13 @@ class _Child:
     pid: int
     conn: Connection
     log: Path
-    info: SandboxInfo
-    built: set[str] = field(default_factory=set)  # build keys this process has built
-    # record sets this process holds, oldest first (it forgets what the supervisor says)
-    records: OrderedDict[str, None] = field(default_factory=OrderedDict)
+    folder: Path
+    started: bool = False  # told to make its device ready
+    info: SandboxInfo | None = None  # once it said it is ready
 
 
 class Sandbox:
-    """Supervises one sandbox process and runs tasks in it, one at a time.
+    """Runs tasks one at a time, each in a fresh sandbox process it supervises.
 
     Args:
         spec: How to start sandboxes.
@@ -88,23 +80,29 @@ class Sandbox:
             self._workdir = Path(spec.workdir)
             self._workdir.mkdir(parents=True, exist_ok=True)
         self._zygote: ZygoteClient | None = None
-        self._child: _Child | None = None
+        self._spare: _Child | None = None
         self._info: SandboxInfo | None = None
 
     # -- lifecycle ------------------------------------------------------------------------
 
     def start(self) -> SandboxInfo:
-        """Start the sandbox now (else the first task starts it). Returns what it reported."""
-        return self._ensure_child().info
+        """Start the first task's sandbox now (else the first task starts it). Returns what
+        it reported."""
+        child = self._ready(self._spare or self._fork())
+        self._spare = child
+        assert child.info is not None
+        return child.info
 
     @property
     def info(self) -> SandboxInfo | None:
-        """What the current (or last) sandbox reported when it became ready."""
+        """What the last sandbox to start reported when it became ready."""
         return self._info
 
     def close(self) -> None:
-        """Stop the sandbox and the zygote."""
-        self._drop_child()
+        """Stop the spare sandbox and the zygote."""
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            self._retire(spare)
         if self._zygote is not None:
             self._zygote.close()
             self._zygote = None
@@ -128,20 +126,21 @@ class Sandbox:
                     self.spec.device_kind,
                     self.spec.preload,
                     start_timeout_s=self.spec.start_timeout_s,
+                    env_over=self.spec.env,
                 )
             except ZygoteError as e:
                 raise SandboxStartError(str(e)) from None
         return self._zygote
 
-    def _ensure_child(self) -> _Child:
-        if self._child is not None:
-            return self._child
-        t0 = time.monotonic()
+    def _fork(self) -> _Child:
+        """A new sandbox process, starting (not yet ready)."""
         zygote = self._ensure_zygote()
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.stats.started += 1
-        log = self._workdir / f"sandbox-{self.stats.started}.log"
-        params = {"backend": self.spec.backend, "device_kind": self.spec.device_kind}
+        n = self.stats.started
+        log = self._workdir / f"sandbox-{n}.log"
+        folder = self._workdir / f"task-{n}"
+        params = {"backend": self.spec.backend, "device_kind": self.spec.device_kind, "folder": str(folder)}
         try:
             pid = zygote.fork(theirs.fileno(), str(log), params)
         except ZygoteError as e:
@@ -149,46 +148,100 @@ class Sandbox:
             raise SandboxStartError(str(e)) from None
         finally:
             theirs.close()
-        conn = Connection(ours.detach())
+        return _Child(pid=pid, conn=Connection(ours.detach()), log=log, folder=folder)
+
+    def _start(self, child: _Child) -> None:
+        """Tell ``child`` to make its device ready (it does nothing on the GPU before)."""
+        if child.started:
+            return
+        child.started = True
+        with contextlib.suppress(OSError):  # it died: _ready reports it
+            child.conn.send(("start",))
+
+    def _ready(self, child: _Child) -> _Child:
+        """``child`` once it said it is ready (started, and waited for here);
+        ``SandboxStartError`` if it does not in time."""
+        if child.info is not None:
+            return child
+        t0 = time.monotonic()
+        self._start(child)
         msg: Any = None
-        if conn.poll(self.spec.start_timeout_s):
+        if child.conn.poll(self.spec.start_timeout_s):
             try:
-                msg = conn.recv()
+                msg = child.conn.recv()
             except (EOFError, OSError):
                 msg = None
         if not (isinstance(msg, tuple) and msg and msg[0] == "ready"):
-            state = zygote.wait(pid, 2.0 if msg is None else 0.0)  # it may be exiting still
+            zygote = self._ensure_zygote()
+            state = zygote.wait(child.pid, 2.0 if msg is None else 0.0)  # it may be exiting still
             if state.running:
-                state = zygote.kill(pid)
-            conn.close()
+                state = zygote.kill(child.pid)
+            child.conn.close()
+            tail = output_tail(child.log, 0, 8192)
+            self._clean(child)
             why = "did not report ready in time" if state.running else state.describe()
             raise SandboxStartError(
                 f"the sandbox process (backend {self.spec.backend!r}, device {self.spec.device_kind}) "
-                f"failed to start: {why}\n{output_tail(log, 0, 8192)}"
+                f"failed to start: {why}\n{tail}"
             )
-        info: SandboxInfo = msg[1]
-        self._info = info
-        self._child = _Child(pid=pid, conn=conn, log=log, info=info)
+        child.info = msg[1]
+        self._info = child.info
         self.stats.start_seconds.append(time.monotonic() - t0)
-        return self._child
+        return child
 
-    def _drop_child(self) -> ExitState | None:
-        child, self._child = self._child, None
-        if child is None:
-            return None
+    def _take(self) -> _Child:
+        """The process for the next task: the spare, else a new one; ready."""
+        child, self._spare = self._spare, None
+        return self._ready(child or self._fork())
+
+    def _prefork(self) -> None:
+        """Fork the next task's process now, while this one runs (when the spec says so). On a
+        CPU it starts at once; on a GPU once this task's timed calls are over (``timed``)."""
+        if not self.spec.prefork or self._spare is not None:
+            return
+        try:
+            self._spare = self._fork()
+        except SandboxStartError:
+            self._spare = None  # the next task tries again and reports it
+            return
+        if self.spec.device_kind != "cuda":
+            self._start(self._spare)
+
+    def _retire(self, child: _Child) -> ExitState | None:
+        """Kill and reap a task's process (its task is done), and remove its folder and log."""
         child.conn.close()
+        state: ExitState | None = None
         if self._zygote is not None and self._zygote.alive():
             try:
-                return self._zygote.kill(child.pid)
+                state = self._zygote.kill(child.pid)
             except ZygoteError:
-                pass
-        kill_group(child.pid)  # its parent is gone: nobody else will
-        return None
+                kill_group(child.pid)
+        else:
+            kill_group(child.pid)  # its parent is gone: nobody else will
+        self._clean(child)
+        return state
 
-    def _parent_gone(self) -> str | None:
-        """Why the current sandbox has no parent any more (the zygote died), or ``None``."""
+    def _clean(self, child: _Child) -> None:
+        shutil.rmtree(child.folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            child.log.unlink()
+
+    def _parent_gone(self, child: _Child | None = None) -> str | None:
+        """Why the current sandbox has no parent any more (the zygote died), or ``None``.
+
+        With ``child`` (its trace just arrived), the zygote is also asked to wait for it: a
+        zygote a solution sent a kill to cannot answer (a killed process runs none of its own
+        code again), though on a loaded host it may not be reaped yet."""
         zygote = self._zygote
-        if zygote is None or zygote.alive():
+        if zygote is None:
+            return None
+        if child is not None and zygote.alive():
+            try:
+                zygote.wait(child.pid, 0.0)  # a question it answers at once
+                return None  # it answered: nothing happened to it
+            except ZygoteError:
+                zygote.wait_dead(10.0)  # dying: reaped, for how it ended
+        if zygote.alive():
             return None
         zygote.close()
         return (
@@ -199,7 +252,7 @@ class Sandbox:
     # -- running tasks --------------------------------------------------------------------
 
     def run(self, task: Task, *, attempt: int = 0) -> Trace:
-        """Evaluate ``task`` in the sandbox; always returns exactly one trace.
+        """Evaluate ``task`` in a fresh sandbox; always returns exactly one trace.
 
         Raises:
             SandboxStartError: when no sandbox can be started (not a kernel's fault).
@@ -207,75 +260,36 @@ class Sandbox:
         return self.run_batch([Envelope.of(task, attempt)])[0].trace(task)
 
     def run_batch(self, envs: list[Envelope]) -> list[Done]:
-        """Run several tasks, one after the other; one result each, in order.
+        """Run several tasks, one after the other, each in a fresh process; one result each,
+        in order.
 
         The supervisor passes tasks and traces through without unpickling or parsing them
         (the receiver stamps them, see :meth:`Done.trace`), so a healthy evaluation costs it
-        no model work at all.
-
-        While a task runs, the next one is already written to the sandbox's pipe when both
-        are past their build step, so the sandbox starts it the moment it has sent the
-        previous trace: the round trip through this supervisor is off the GPU's critical
-        path. A task sent to a sandbox that then died or was replaced is sent again to the
-        new one; its deadline starts when the previous trace arrives.
+        no model work at all. While a task runs, the next task's process starts.
         """
         out: list[Done] = []
-        # (sandbox, task, log offset when sent): sent ahead to the current sandbox. Its crash
-        # report is read from that offset, which may include the end of the previous task's
-        # output but never misses its own.
-        queued: tuple[_Child, Envelope, int] | None = None
-        for i, env in enumerate(envs):
-            if queued is not None and queued[0] is self._child and queued[1] is env:
-                child, offset = queued[0], queued[2]
-            else:
-                child, offset = self._send(env)
-            queued = None
-            nxt = envs[i + 1] if i + 1 < len(envs) else None
-            if nxt is not None and env.build_key in child.built and nxt.build_key in child.built:
-                try:
-                    sent_at = file_size(child.log)
-                    self._post(child, nxt)
-                    queued = (child, nxt, sent_at)
-                except OSError:
-                    queued = None  # it died: the receive below reports env, nxt is sent anew
-            out.append(self._await(child, env, offset))
+        for env in envs:
+            child = self._take()
+            try:
+                child.conn.send(("eval", env.blob, env.records))
+            except OSError:
+                pass  # it died before its task: the receive below sees the end and reports it
+            self._prefork()
+            try:
+                out.append(self._await(child, env))
+            finally:
+                self._retire(child)
         return out
 
-    def _post(self, child: _Child, env: Envelope) -> None:
-        """Write ``env`` to ``child``, with its records unless the child holds them."""
-        records: bytes | None = None
-        forget: str | None = None
-        if env.records_key in child.records:
-            child.records.move_to_end(env.records_key)
-        else:
-            records = env.records
-            if len(child.records) >= _MAX_RECORD_SETS:
-                forget, _ = child.records.popitem(last=False)
-            child.records[env.records_key] = None
-        child.conn.send(("eval", env.blob, env.build_key, env.records_key, records, forget))
-
-    def _send(self, env: Envelope) -> tuple[_Child, int]:
-        child = self._ensure_child()
-        offset = file_size(child.log)
-        if offset > _LOG_ROTATE_BYTES:
-            os.truncate(child.log, 0)
-            offset = 0
-        try:
-            self._post(child, env)
-        except OSError:
-            pass  # it died between tasks: the receive below sees the end and reports it
-        return child, offset
-
-    def _await(self, child: _Child, env: Envelope, offset: int) -> Done:
+    def _await(self, child: _Child, env: Envelope) -> Done:
         """Wait for ``env``'s trace from ``child`` under its deadlines; always one result."""
         self.stats.tasks += 1
         stamp = self.stamp.model_copy(
             update={"worker_pid": child.pid, "started_at": now_iso(), "attempt": env.attempt}
         )
-        if env.build_key in child.built:  # the sandbox skips the build and says nothing
-            phase, budget = "run", env.run_s
-        elif child.info.has_build:
-            phase, budget = "build", env.compile_s
+        assert child.info is not None
+        if child.info.phases:
+            phase, budget = "reference", env.run_s
         else:
             phase, budget = "evaluation", env.compile_s + env.run_s
         deadline = time.monotonic() + budget
@@ -285,32 +299,39 @@ class Sandbox:
             except ZygoteError:
                 state = ExitState(running=False)
             # Whatever the sandbox did or said, a dead parent means the task broke out of it.
-            gone = self._parent_gone() if state is not None or (msg and msg[0] == "trace") else None
-            if gone is not None:
-                return self._orphaned(env.task(), stamp, child, offset, gone)
             if state is not None:
-                return self._died(env.task(), stamp, child, offset, state, phase)
+                gone = self._parent_gone()
+            elif msg and msg[0] == "trace":
+                gone = self._parent_gone(child)
+            else:
+                gone = None
+            if gone is not None:
+                return self._orphaned(env.task(), stamp, child, gone)
+            if state is not None:
+                return self._died(env.task(), stamp, child, state, phase)
             if msg is None:
-                return self._timed_out(env.task(), stamp, child, offset, phase, budget)
+                return self._timed_out(env.task(), stamp, child, phase, budget)
             kind = msg[0]
-            if kind == "built":
-                child.built.add(env.build_key)
-                phase, budget = "run", env.run_s
+            if kind == "phase" and msg[1] == "timed":
+                if self._spare is not None:  # nothing of this task is timed any more
+                    self._start(self._spare)
+                continue
+            if kind == "phase" and msg[1] in ("build", "run"):
+                phase = msg[1]
+                budget = env.compile_s if phase == "build" else env.run_s
                 deadline = time.monotonic() + budget
                 continue
             if kind == "trace":
                 payload, broken, started, finished = msg[1], msg[2], msg[3], msg[4]
                 if broken:
                     self.stats.replaced_broken += 1
-                    self._drop_child()
                 done = stamp.model_copy(
                     update={"started_at": now_iso(started), "finished_at": now_iso(finished)}
                 )
                 return Done(bytes(payload), done)
             if kind == "error":
-                self._drop_child()
                 log = f"the engine raised instead of returning a trace:\n{msg[1]}"
-                return self._failure(env.task(), Status.RUNTIME_ERROR, log, stamp)
+                return self._failure(env.task(), Status.RUNTIME_ERROR, log, stamp, phase)
 
     def _receive(self, child: _Child, deadline: float) -> tuple[Any, ExitState | None]:
         """Next message, or ``(None, state)`` if the sandbox died, ``(None, None)`` at the deadline."""
@@ -338,57 +359,39 @@ class Sandbox:
             # can be that late on a loaded host): say so rather than only "killed".
             if socket_closed:
                 state = dataclasses.replace(state, socket_closed=True)
-        child.conn.close()
-        self._child = None
         return state
 
-    def _failure(self, task: Task, status: Status, log: str, stamp: Provenance) -> Done:
-        """The result for a task the sandbox could not finish: a trace written here."""
+    def _failure(self, task: Task, status: Status, log: str, stamp: Provenance, phase: str) -> Done:
+        """The result for a task the sandbox could not finish: a trace written here (before the
+        solution's build began, ``phase`` ``reference``, the reference's failure)."""
         info = self._info
         done = stamp.model_copy(update={"finished_at": now_iso()})
-        trace = failure_trace(
-            task,
-            status,
-            log,
-            done,
-            device_name=info.device_name if info else None,
-            libs=info.libs if info else None,
-        )
+        device_name, libs = (info.device_name, info.libs) if info else (None, None)
+        trace = failure_trace(task, status, log, done, device_name=device_name, libs=libs, phase=phase)
         return Done(trace.to_json().encode(), done)
 
-    def _died(
-        self, task: Task, stamp: Provenance, child: _Child, offset: int, state: ExitState, phase: str
-    ) -> Done:
+    def _died(self, task: Task, stamp: Provenance, child: _Child, state: ExitState, phase: str) -> Done:
         self.stats.crashes += 1
-        tail = output_tail(child.log, offset, task.settings.log_limit_bytes)
-        return self._failure(task, Status.RUNTIME_ERROR, crash_log(child.pid, state, phase, tail), stamp)
+        tail = output_tail(child.log, 0, task.settings.log_limit_bytes)
+        return self._failure(
+            task, Status.RUNTIME_ERROR, crash_log(child.pid, state, phase, tail), stamp, phase
+        )
 
-    def _orphaned(self, task: Task, stamp: Provenance, child: _Child, offset: int, why: str) -> Done:
-        """The task's sandbox lost its parent: the task is blamed (nothing else ran there),
-        the sandbox killed, and the next task gets a new zygote and sandbox."""
+    def _orphaned(self, task: Task, stamp: Provenance, child: _Child, why: str) -> Done:
+        """The task's sandbox lost its parent: the task is blamed (nothing else ran there), the
+        sandbox killed (by ``run_batch``), and the next task gets a new zygote and sandbox."""
         self.stats.crashes += 1
-        if self._child is child:
-            self._drop_child()
-        else:
-            child.conn.close()
-            kill_group(child.pid)
-        tail = output_tail(child.log, offset, task.settings.log_limit_bytes)
-        return self._failure(task, Status.RUNTIME_ERROR, orphan_log(child.pid, why, tail), stamp)
+        spare, self._spare = self._spare, None
+        if spare is not None:  # forked by the zygote that died: no parent to report to
+            self._retire(spare)
+        tail = output_tail(child.log, 0, task.settings.log_limit_bytes)
+        return self._failure(task, Status.RUNTIME_ERROR, orphan_log(child.pid, why, tail), stamp, "run")
 
-    def _dump_stacks(self, child: _Child) -> None:
-        """Ask a hung sandbox where it is (faulthandler on SIGUSR1) before it is killed."""
-        start = file_size(child.log)
-        try:
-            os.kill(child.pid, signal.SIGUSR1)
-        except OSError:
-            return
-        wait_quiet(child.log, start, 2.0)
-
-    def _timed_out(
-        self, task: Task, stamp: Provenance, child: _Child, offset: int, phase: str, budget: float
-    ) -> Done:
+    def _timed_out(self, task: Task, stamp: Provenance, child: _Child, phase: str, budget: float) -> Done:
         self.stats.timeouts += 1
-        self._dump_stacks(child)
-        self._drop_child()
-        tail = output_tail(child.log, offset, task.settings.log_limit_bytes)
-        return self._failure(task, Status.TIMEOUT, timeout_log(child.pid, phase, budget, tail), stamp)
+        dump_stacks(child.pid, child.log)
+        if self._zygote is not None and self._zygote.alive():
+            with contextlib.suppress(ZygoteError):
+                self._zygote.kill(child.pid)
+        tail = output_tail(child.log, 0, task.settings.log_limit_bytes)
+        return self._failure(task, Status.TIMEOUT, timeout_log(child.pid, phase, budget, tail), stamp, phase)

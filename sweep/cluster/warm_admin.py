@@ -14,6 +14,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from sweep.cluster._address import address_problem
 from sweep.cluster._fingerprint import code_digest
 from sweep.cluster._lease import Claim, Wanted, WarmState
 from sweep.cluster.warm import ANSWER_S, NAMESPACE, answer, kill_worker, survey
@@ -108,21 +109,6 @@ def _actor(name: str) -> Any:
         return None
 
 
-def _unreachable(address: str) -> str | None:
-    """Why nothing listens at ``HOST:PORT`` (Ray itself would retry for minutes), or ``None``
-    (reachable, or an address of another form, which Ray resolves)."""
-    import socket
-
-    host, sep, port = address.rpartition(":")
-    if not sep or not host or "/" in address or not port.isdigit():
-        return None
-    try:
-        with socket.create_connection((host.strip("[]"), int(port)), timeout=10):
-            return None
-    except (OSError, ValueError, OverflowError) as e:
-        return f"nothing answers there ({e})"
-
-
 @contextlib.contextmanager
 def attached(address: str | None) -> Iterator[None]:
     """Connected to the Ray cluster at ``address`` for the duration (a Ray this process has
@@ -147,7 +133,7 @@ def attached(address: str | None) -> Iterator[None]:
             "warm workers live on a Ray cluster started apart (ray start --head), and no address "
             "was given: pass --address HOST:PORT or set RAY_ADDRESS"
         )
-    problem = _unreachable(address)
+    problem = address_problem(address)
     if problem is not None:
         raise ClusterError(
             f"cannot connect to the Ray cluster at {shown(address)}: {problem}. Check the address "

@@ -11,11 +11,14 @@ Public API:
 - :func:`build`: the build phase alone, for callers that give compilation its own deadline.
 - :class:`EngineCache`: builds, reference outputs and reference timings kept across tasks.
 - :func:`prepare_process`: call first in a fresh evaluating process (on CPU it sets
-  ``TRITON_INTERPRET=1`` before triton is imported).
+  ``TRITON_INTERPRET=1`` before triton is imported); :func:`preload`: in a zygote, import what
+  evaluations use and take the harness's snapshot (``_integrity``) before any solution runs;
+  :func:`start_process`: in a task's fresh process, make CUDA ready before its task arrives.
 - :func:`profile_run`: profile mode, the solution's calls alone inside a CUDA profiler range
   (``python -m sweep.engine.profile_main TASKFILE`` is the process ``sweep profile`` runs under
   ncu or compute-sanitizer); :func:`gpu_problem`: why this machine cannot profile.
-- :func:`cuda_problem`: whether this process's CUDA context still works (asked by the cluster).
+- :func:`cuda_problem`: whether this process's CUDA context still works (asked by the cluster);
+  :func:`device_of`: the device an evaluation asked for runs on (``cpu`` or ``cuda:N``).
 - :func:`calibrate`: measure this node's ceilings (copy bandwidth, dense GEMM rate per dtype)
   for ``sweep calibrate``.
 - :func:`resolve_op`, :func:`schema_mutations`: an ATen operator by name and the arguments
@@ -47,14 +50,17 @@ __all__ = [
     "build",
     "calibrate",
     "cuda_problem",
+    "device_of",
     "evaluate",
     "evaluate_pair",
     "gpu_problem",
     "operator_problem",
+    "preload",
     "prepare_process",
     "profile_run",
     "resolve_op",
     "schema_mutations",
+    "start_process",
 ]
 
 
@@ -67,6 +73,45 @@ def prepare_process(device_kind: str) -> None:
     """
     if device_kind.startswith("cpu"):
         os.environ["TRITON_INTERPRET"] = "1"
+
+
+def preload(device_kind: str) -> None:
+    """In a process that forks evaluating processes (a sandbox's zygote), after
+    :func:`prepare_process`: import what evaluations use, then take the snapshot every
+    evaluation in a process forked from here checks what its solution replaced against
+    (``_integrity.baseline``). Creates no CUDA context (safe before a fork)."""
+    from sweep.engine import _integrity
+
+    _integrity.baseline()
+
+
+def start_process(device_kind: str) -> None:
+    """In a task's fresh process, before it says it is ready (a sandbox forks it while the
+    previous task runs): on a GPU, make the CUDA context, the allocator's first block, the
+    cuBLAS handle and the kernels every evaluation launches (random values, fills, copies,
+    reductions) ready, so the task's own time does not include them."""
+    if not device_kind.startswith("cuda"):
+        return
+    import torch
+
+    x = torch.rand(4096, device="cuda")
+    y = torch.empty_like(x).fill_(float("nan"))
+    y.copy_(x)
+    torch.softmax(x.view(64, 64), dim=-1).sum().item()
+    torch.cuda.current_blas_handle()  # type: ignore[no-untyped-call]
+    torch.cuda.synchronize()
+
+
+def device_of(device: str | None) -> str:
+    """The device an evaluation asked for as ``device`` runs on, as ``"cpu"`` or
+    ``"cuda:N"`` (``None``: CUDA when torch sees a GPU, else the CPU).
+
+    Raises:
+        EngineError: an unknown device, or CUDA where torch sees none.
+    """
+    from sweep.engine._envinfo import resolve_device
+
+    return str(resolve_device(device))
 
 
 def cuda_problem(device: str) -> str | None:
@@ -89,7 +134,13 @@ def calibrate(device: str | None = None) -> Ceilings:
     return _calibrate.calibrate(device)
 
 
-def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None = None) -> Trace:
+def evaluate(
+    task: Task,
+    *,
+    device: str | None = None,
+    cache: EngineCache | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> Trace:
     """Evaluate one task in this process and return its Trace (see ``_evaluate.evaluate``).
 
     Args:
@@ -97,13 +148,15 @@ def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None
         device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; ``None`` picks CUDA when available.
         cache: Reused builds and reference results (one per process); ``None`` uses a
             process-wide default.
+        on_phase: Told ``"build"`` as the solution's build begins (the reference's side is
+            done) and ``"run"`` as its trials begin.
 
     Raises:
         EngineError: ``device`` is invalid or unavailable (never for a kernel's failure).
     """
     from sweep.engine import _evaluate
 
-    return _evaluate.evaluate(task, device=device, cache=cache)
+    return _evaluate.evaluate(task, device=device, cache=cache, on_phase=on_phase)
 
 
 def build(task: Task, *, device: str | None = None, cache: EngineCache | None = None) -> None:
@@ -129,6 +182,7 @@ def evaluate_pair(
     sweep: str = "",
     on_trace: Callable[[Trace], None] | None = None,
     ceilings: list[Ceilings] | None = None,
+    broken: str | None = None,
 ) -> list[Trace]:
     """Evaluate one solution over several workloads in this process (no Ray).
 
@@ -144,6 +198,8 @@ def evaluate_pair(
         on_trace: Called with each trace as soon as it is ready.
         ceilings: Calibrated ceilings (``sweep calibrate``); the one of this device's
             hardware, if any, is used for the fraction of peak.
+        broken: Why the solution cannot be evaluated (``Task.broken``): every trace is a
+            COMPILE_ERROR with this message, nothing of the solution built or run.
 
     Raises:
         EngineError: ``device`` is invalid or unavailable.
@@ -161,6 +217,7 @@ def evaluate_pair(
         sweep=sweep,
         on_trace=on_trace,
         ceilings=ceilings,
+        broken=broken,
     )
 
 

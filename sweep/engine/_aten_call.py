@@ -30,22 +30,21 @@ the phases, the timer, the statuses and the guarantees are those of every evalua
 from __future__ import annotations
 
 import contextlib
-import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import torch
 
-from sweep.engine._aten_ops import resolve_op
 from sweep.engine._call_compare import compare_call
 from sweep.engine._call_inputs import (
     CallSpec,
+    bind_problem,
     clone_call,
     describe_call,
     materialize,
-    materialize_meta,
     mutated_values,
+    output_bytes,
 )
 from sweep.engine._call_random import tensor_check
 from sweep.engine._call_tree import (
@@ -102,37 +101,6 @@ class _Snapshot:
     after: Args
 
 
-def _output_bytes(call: CallSpec) -> tuple[int, str]:
-    """Bytes of the call's result, from the operator's meta kernel when it has one."""
-    if call.op is None:
-        return call.nbytes, "assumed as large as the inputs: the definition names no operator"
-    try:
-        op = resolve_op(call.op)
-        margs, mkwargs = materialize_meta(call)
-        with torch.no_grad():
-            out = op(*margs, **mkwargs)
-    except Exception as e:  # noqa: BLE001 - no meta kernel (or data-dependent shapes): estimate
-        return call.nbytes, f"assumed as large as the inputs: no meta kernel ({type(e).__name__})"
-    return sum(t.numel() * t.element_size() for t in tree_tensors(out)), "from the operator's meta kernel"
-
-
-def _bind_problem(fn: Callable[..., object], call: CallSpec) -> str | None:
-    """Why ``fn`` cannot take the call's arguments, or ``None`` (also when unreadable)."""
-    try:
-        sig = inspect.signature(fn)
-    except (TypeError, ValueError):
-        return None
-    try:
-        sig.bind(*range(len(call.args)), **dict.fromkeys(call.kwargs))
-    except TypeError as e:
-        keys = f" and keyword(s) {', '.join(call.kwargs)}" if call.kwargs else ""
-        return (
-            f"the entry point takes {sig} but is called like {call.op or 'the operator'} with "
-            f"{len(call.args)} positional argument(s){keys}: {e}"
-        )
-    return None
-
-
 class AtenCall:
     """The call path of a traced ATen call (see the module docstring)."""
 
@@ -150,6 +118,8 @@ class AtenCall:
         self.first = 0  # the input set of timing slot 0
         self._tol: tuple[float, float] | None = None
         self._kind: OpKind | None = None
+        #: The reference's result of each trial, computed before the solution's import.
+        self.expected: dict[int, _Expected] = {}
 
     @property
     def spec(self) -> CallSpec:
@@ -184,7 +154,7 @@ class AtenCall:
         call = self.spec
         if self.kind.note:
             run.notes.append(self.kind.note)
-        out_bytes, how = _output_bytes(call)
+        out_bytes, how = output_bytes(call)
         have_flush = str(run.device) in run.cache.flush_buffers
         plan = MemoryPlan(
             input_bytes=call.nbytes,
@@ -218,17 +188,28 @@ class AtenCall:
                 f"solution {self.run.sol.name!r} sets destination_passing_style, but a BackendBench operator "
                 "is called like the ATen operator (arguments in, result returned): set it to false",
             )
-        return _bind_problem(fn, self.spec)
+        return bind_problem(fn, self.spec)
 
     # ---- inputs and the reference ----------------------------------------------------
 
     def _materialize(self, index: int) -> Args:
+        """Input set ``index``, made once per process and shared read-only (callees get clones,
+        slots get copies, kept timing sets are copies)."""
+        run = self.run
+        key = (run.def_key, run.wl_key, run.seed, index, str(run.device))
+        hit = run.cache.input_sets.get(key)
+        if isinstance(hit, tuple):
+            run.cache.hits["input_set"] += 1
+            return hit
         # A host generator: the same values on every machine, as on the normal path.
-        gen = torch.Generator().manual_seed(set_seed(self.run.seed, index, CALL_INPUT))
+        gen = torch.Generator().manual_seed(set_seed(run.seed, index, CALL_INPUT))
         try:
-            return materialize(self.spec, gen, self.run.device, max_bytes=self.budget)
+            args = materialize(self.spec, gen, run.device, max_bytes=self.budget)
         except (SweepError, RuntimeError) as e:
             raise Stop(Status.RUNTIME_ERROR, f"cannot make input set {index}: {e}") from None
+        leaves = [t for _, t in tensor_leaves(*args)]
+        run.cache.input_sets.put(key, args, sum(t.numel() * t.element_size() for t in leaves))
+        return args
 
     def _fill(self, slot: int, args: Args) -> Args:
         """Slot ``slot``'s buffers holding a copy of ``args`` (allocated on first use)."""
@@ -314,11 +295,18 @@ class AtenCall:
         if written:
             self.sol_writes = True
 
+    def reference_trial(self, index: int) -> None:
+        args = self._materialize(index)
+        with self._rng(index, "reference"):
+            self.expected[index] = self._expected(index, args)
+
     def trial(self, index: int) -> None:
         assert self.run.solution is not None
         args = self._materialize(index)
-        with self._rng(index, "reference"):
-            expected = self._expected(index, args)
+        expected = self.expected.pop(index, None)
+        if expected is None:
+            with self._rng(index, "reference"):
+                expected = self._expected(index, args)
         slot = index % self.run.settings.input_sets
         sa, sk = self._fill(slot, args)
         with self._rng(index, "solution"):
@@ -332,11 +320,13 @@ class AtenCall:
     def prepare_timing(self, first: int, sets: int) -> None:
         keep = self.reference_mutates() or self.sol_writes
         self.first = first
+        self.kept = {}
         for j in range(sets):
             args = self._materialize(first + j)
             self._fill(j, args)
             if keep:
-                self.kept[j] = args  # untouched: the callees ran on clones and on the slot
+                # A copy: fresh values are drawn into it (``vary``), and the set is shared.
+                self.kept[j] = clone_call(*args)
 
     def varied(self) -> list[str]:
         """The floating and complex tensors of the call (drawn at random by BackendBench's
@@ -397,3 +387,4 @@ class AtenCall:
     def release(self) -> None:
         self.calls.clear()
         self.kept.clear()
+        self.expected.clear()

@@ -123,8 +123,21 @@ def _load_python(solution: Solution, folder: Path) -> Built:
         if isinstance(e, KeyboardInterrupt):
             raise
         log = "".join(traceback.format_exception(type(e), e, e.__traceback__))
-        raise BuildError(f"importing {entry} failed: {type(e).__name__}: {e}", log) from None
+        raise BuildError(f"importing {entry} failed: {_import_problem(e, folder)}", log) from None
     return _entry_symbol(module, solution, folder, "python")
+
+
+def _import_problem(e: BaseException, folder: Path) -> str:
+    """What went wrong importing a solution; a syntax error names the source file (by its path
+    in the solution, which Python's own message shortens to the file's name) and the line."""
+    if isinstance(e, SyntaxError) and e.filename:
+        try:
+            where = Path(e.filename).resolve().relative_to(folder.resolve()).as_posix()
+        except (ValueError, OSError):
+            where = e.filename
+        line = f" line {e.lineno}" if e.lineno else ""
+        return f"{type(e).__name__} in {where}{line}: {e.msg}"
+    return f"{type(e).__name__}: {e}"
 
 
 def _entry_symbol(module: object, solution: Solution, folder: Path, kind: str) -> Built:

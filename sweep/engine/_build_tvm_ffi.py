@@ -37,12 +37,16 @@ from typing import cast
 from sweep.engine._built import CPP_SUFFIXES, BuildError, Built
 from sweep.engine._lock import FileLock
 from sweep.schema import Solution
+from sweep.schema.files import write_atomic
+from sweep.schema.limits import read_text
 
 __all__ = ["INSTALL_HINT", "build_tvm_ffi", "import_tvm_ffi"]
 
 INSTALL_HINT = "pip install 'kernel-sweep[tvm-ffi]'"
 _ARCH_ENV = "TVM_FFI_CUDA_ARCH_LIST"
 _MARKER = ".built"
+#: The largest marker read (it holds one file name).
+_MARKER_BYTES = 4096
 _ERROR_LINE = re.compile(r"\berror\b", re.IGNORECASE)
 
 
@@ -171,16 +175,14 @@ def build_tvm_ffi(solution: Solution, folder: Path, cuda_ok: bool, lock_timeout_
     marker = build_dir / _MARKER
     lock = FileLock(folder / ".build.lock", timeout_s=lock_timeout_s)
     start = time.monotonic()
-    name = marker.read_text(encoding="utf-8").strip() if marker.is_file() else None
+    name = read_text(marker, _MARKER_BYTES).strip() if marker.is_file() else None
     if name is None:
         with lock:
             if marker.is_file():
-                name = marker.read_text(encoding="utf-8").strip()
+                name = read_text(marker, _MARKER_BYTES).strip()
             else:
                 name = _compile(tvm_ffi, solution, folder, build_dir, arch)
-                tmp = marker.with_name(f"{_MARKER}.{os.getpid()}")
-                tmp.write_text(name, encoding="utf-8")
-                os.replace(tmp, marker)
+                write_atomic(marker, name)
     fn = _entry(tvm_ffi, solution, build_dir / name)
     built = Built(fn=fn, kind="tvm_ffi", folder=folder, build_s=time.monotonic() - start)
     if lock.waited_s > 0.5:

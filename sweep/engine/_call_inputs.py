@@ -23,8 +23,9 @@ strides included). Device strings in arguments: ``cpu`` stays the host, any othe
 
 from __future__ import annotations
 
+import inspect
 import warnings
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,6 +47,7 @@ from sweep.schema.op_tags import MutatedArg, op_from_tags, parse_mutation_tags
 __all__ = [
     "CallSpec",
     "InputTooLarge",
+    "bind_problem",
     "call_input",
     "check_budget",
     "clone_call",
@@ -54,6 +56,7 @@ __all__ = [
     "materialize",
     "materialize_meta",
     "mutated_values",
+    "output_bytes",
 ]
 
 _FLOATS = frozenset({"float16", "bfloat16", "float32", "float64"})
@@ -305,3 +308,39 @@ class _MetaMaterializer(_Materializer):
         if t.stride is None:
             return self.torch.empty(t.shape, dtype=dtype, device=self.device)
         return self.torch.empty_strided(t.shape, t.stride, dtype=dtype, device=self.device)
+
+
+def output_bytes(call: CallSpec) -> tuple[int, str]:
+    """Bytes of the call's result, from the operator's meta kernel when it has one."""
+    import torch
+
+    from sweep.engine._aten_ops import resolve_op
+    from sweep.engine._call_tree import tree_tensors
+
+    if call.op is None:
+        return call.nbytes, "assumed as large as the inputs: the definition names no operator"
+    try:
+        op = resolve_op(call.op)
+        margs, mkwargs = materialize_meta(call)
+        with torch.no_grad():
+            out = op(*margs, **mkwargs)
+    except Exception as e:  # noqa: BLE001 - no meta kernel (or data-dependent shapes): estimate
+        return call.nbytes, f"assumed as large as the inputs: no meta kernel ({type(e).__name__})"
+    return sum(t.numel() * t.element_size() for t in tree_tensors(out)), "from the operator's meta kernel"
+
+
+def bind_problem(fn: Callable[..., object], call: CallSpec) -> str | None:
+    """Why ``fn`` cannot take the call's arguments, or ``None`` (also when unreadable)."""
+    try:
+        sig = inspect.signature(fn)
+    except (TypeError, ValueError):
+        return None
+    try:
+        sig.bind(*range(len(call.args)), **dict.fromkeys(call.kwargs))
+    except TypeError as e:
+        keys = f" and keyword(s) {', '.join(call.kwargs)}" if call.kwargs else ""
+        return (
+            f"the entry point takes {sig} but is called like {call.op or 'the operator'} with "
+            f"{len(call.args)} positional argument(s){keys}: {e}"
+        )
+    return None

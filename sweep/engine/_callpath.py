@@ -52,24 +52,33 @@ class CallPath(Protocol):
         """
         ...
 
-    def trial(self, index: int) -> None:
-        """Run correctness trial ``index`` (0-based), on a fresh input set ``index``.
+    def reference_trial(self, index: int) -> None:
+        """The reference's side of correctness trial ``index`` (0-based), before the solution's
+        module is imported: make input set ``index`` and keep the reference's result on a copy
+        of it, for :meth:`trial`. Raises ``Stop`` when the inputs cannot be made or the
+        reference fails (the evaluation flags it ``reference_failed``).
+        """
+        ...
 
-        Must make input set ``index``, get the reference's result on a copy of it (from the
-        cache when there), copy the inputs into slot ``index % settings.input_sets``, call
-        the solution there through ``EvalRun.call_solution`` (so its failures get their
+    def trial(self, index: int) -> None:
+        """Run correctness trial ``index`` (0-based), on input set ``index``.
+
+        Must take the input set (made again, or from the cache) and the reference's result
+        kept by :meth:`reference_trial`, copy the inputs into slot ``index % settings.input_sets``,
+        call the solution there through ``EvalRun.call_solution`` (so its failures get their
         status), compare its result with the reference's (updating ``EvalRun.stats``;
         ``Stop`` with the mismatch's status otherwise), and record whether the solution
         wrote into its inputs, for :meth:`solution_mutates`. Holds no reference to the
-        input set after it returns (the next trial's may need the memory).
+        input set or the reference's result after it returns.
         """
         ...
 
     def prepare_timing(self, first: int, sets: int) -> None:
         """Fill slots ``0 .. sets - 1`` with the input sets ``first .. first + sets - 1``.
 
-        Must keep a pristine copy of any input that the reference or the solution writes,
-        for :meth:`restore`.
+        Called twice: before the reference is timed, and again before the solution is (its
+        trials used the slots since). Must keep a pristine copy of any input that the
+        reference or the solution (as far as its trials showed) writes, for :meth:`restore`.
         """
         ...
 

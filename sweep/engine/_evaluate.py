@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 
 import torch
 
-from sweep.engine import prepare_process
+from sweep.engine import _integrity, prepare_process
 from sweep.engine._cache import EngineCache
 from sweep.engine._capture import capture_output
 from sweep.engine._envinfo import environment, nvml_for, resolve_device
@@ -22,6 +22,8 @@ from sweep.engine._nvml import Nvml
 from sweep.engine._outcome import Result, Stop, traceback_text
 from sweep.engine._phases import new_run
 from sweep.schema import (
+    FLAG_REFERENCE_FAILED,
+    FLAG_TAMPERED,
     Ceilings,
     Definition,
     Environment,
@@ -73,19 +75,29 @@ def _environment(device: torch.device, cache: EngineCache, nvml: Nvml) -> Enviro
     return env
 
 
-def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None = None) -> Trace:
+def evaluate(
+    task: Task,
+    *,
+    device: str | None = None,
+    cache: EngineCache | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> Trace:
     """Evaluate one task in this process and return its Trace.
 
     Never raises for anything the solution does: build failures, exceptions, wrong
     outputs and setup problems (memory budget, unsatisfiable constraints) are statuses,
     with the reason first in ``evaluation.log``. Global state (cwd, ``sys.path``,
     environment, torch's default dtype, grad mode and precision switches) is restored.
+    What the solution replaced of the harness (``_integrity``) is put back before the trace
+    is built, and the trace says so (flag ``tampered``).
 
     Args:
         task: What to evaluate.
         device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; ``None`` picks CUDA when available.
         cache: Builds and reference results to reuse (one per process); ``None`` uses a
             process-wide default.
+        on_phase: Told ``"build"`` when the solution's build begins (the reference's side is
+            done) and ``"run"`` when its trials begin.
 
     Raises:
         EngineError: ``device`` is invalid or unavailable.
@@ -96,8 +108,13 @@ def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None
     _set_mode(dev)
     nvml = _nvml(cache, dev)
     env = _environment(dev, cache, nvml)
+    guard = _integrity.guard()
+    threads = torch.get_num_threads()
+    # Fixed, so that an evaluation times alike wherever it runs (a launch's worker, sweep eval).
+    torch.set_num_threads(task.settings.cpu_threads)
     with preserved_state() as flags, capture_output() as captured:
         run = new_run(task, dev, cache, flags)
+        run.guard, run.on_phase = guard, on_phase
         try:
             result = run.run_phases(nvml)
         except Stop as stop:
@@ -105,6 +122,7 @@ def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None
                 status=stop.status,
                 messages=[f"{stop.status.value}: {stop.message}", *run.notes],
                 correctness=stop.correctness,
+                flags=stop.flags or None,
             )
             if stop.detail:
                 result.messages.append(stop.detail)
@@ -118,6 +136,8 @@ def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None
             )
         finally:
             run.release()
+    torch.set_num_threads(threads)
+    result = _untampered(result, guard, run.solution_loaded)
     output = captured.text.strip()
     log = "\n".join(result.messages)
     if output:
@@ -134,6 +154,32 @@ def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None
         if value is not None:
             fields[name] = value
     return trace_of(task, Evaluation(**fields), started)
+
+
+def _untampered(result: Result, guard: _integrity.Guard, solution_loaded: bool) -> Result:
+    """``result``, or a ``tampered`` RUNTIME_ERROR when the solution changed the harness since
+    its last check (a destructor, a thread) and the result says nothing of it yet; the harness
+    is put back either way, before the trace is built and sent."""
+    changes = guard.changes()
+    guard.restore()
+    flags = result.flags or []
+    if not changes or not solution_loaded or FLAG_TAMPERED in flags or FLAG_REFERENCE_FAILED in flags:
+        return result
+    if result.status is not Status.PASSED:  # its own failure stands, and it tampered too
+        result.messages.append(f"TAMPERED too (at the end of the evaluation): {'; '.join(changes[:8])}")
+        result.flags = [*flags, FLAG_TAMPERED]
+        return result
+    return Result(
+        status=Status.RUNTIME_ERROR,
+        messages=[
+            (
+                "RUNTIME_ERROR: TAMPERED: the solution changed what the harness times and checks with "
+                f"(at the end of the evaluation): {'; '.join(changes[:8])}. A result is never PASSED after that"
+            ),
+            *result.messages,
+        ],
+        flags=[FLAG_TAMPERED],
+    )
 
 
 def trace_of(task: Task, evaluation: Evaluation, started: str | None = None) -> Trace:
@@ -187,6 +233,7 @@ def evaluate_pair(
     sweep: str = "",
     on_trace: Callable[[Trace], None] | None = None,
     ceilings: list[Ceilings] | None = None,
+    broken: str | None = None,
 ) -> list[Trace]:
     """Evaluate one solution on several workloads of its definition, in this process.
 
@@ -202,6 +249,8 @@ def evaluate_pair(
         on_trace: Called with each trace as soon as it is ready.
         ceilings: Calibrated ceilings; the one of this device's hardware (the newest), if
             any, goes with every task.
+        broken: Why the solution cannot be evaluated (``Task.broken``): every trace is a
+            COMPILE_ERROR with this message, nothing of the solution built or run.
 
     Raises:
         EngineError: The device is invalid or unavailable.
@@ -224,6 +273,7 @@ def evaluate_pair(
             dataset_root=dataset_root,
             sweep=sweep,
             ceilings=mine[-1] if mine else None,
+            broken=broken,
         )
         trace = evaluate(task, device=str(dev), cache=cache)
         if on_trace is not None:

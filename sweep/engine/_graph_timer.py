@@ -40,16 +40,19 @@ from collections.abc import Callable
 
 import torch
 
+from sweep.engine._clocks import elapsed, record, wait
 from sweep.engine._fresh import Freshener, Rechecks
 from sweep.schema.trace_log import sticky_cuda_error
 
 __all__ = [
     "GRAPH_MAX_CALLS",
     "GRAPH_REPLAY_MS",
+    "UNJOINED",
     "CaptureFailed",
     "GraphTimer",
     "calls_per_replay",
     "capture_stream",
+    "stray_streams",
 ]
 
 #: About how long one replay of the graph with the call lasts (calls and flushes).
@@ -151,6 +154,33 @@ def _drain_pending_error() -> None:
             continue
 
 
+#: What the driver says when a capture ends with work on another stream not joined back.
+UNJOINED = "unjoined work"
+
+
+def _discard(_value: object) -> None:
+    pass
+
+
+def stray_streams(call: Callable[[], object]) -> str | None:
+    """Capture one ``call`` (already warmed up) and throw the graph away: the driver's words
+    when it left work running on a stream it did not join back to the calling one (the
+    capture ends with "unjoined work"), else ``None`` (captured, or refused for another
+    reason, which says nothing of streams)."""
+    torch.cuda.synchronize()
+    stream = capture_stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    try:
+        _capture(lambda: _discard(call()), stream, None)
+    except Exception as e:  # noqa: BLE001 - any refusal; only one kind is a verdict
+        _drain_pending_error()
+        reason = _reason(e)
+        return reason if UNJOINED in reason else None
+    finally:
+        torch.cuda.current_stream().wait_stream(stream)
+    return None
+
+
 class GraphTimer:
     """The two captured graphs of one call (see the module's docstring); :meth:`batch` takes
     samples. Raises :class:`CaptureFailed` when capture fails."""
@@ -225,13 +255,13 @@ class GraphTimer:
         # launch of it. A short spin keeps the device busy while the replays are queued.
         torch.cuda._sleep(_SPIN_CYCLES)  # type: ignore[no-untyped-call]
         marks = [_event() for _ in range(2 * n + 1)]
-        marks[0].record()
+        record(marks[0])
         for j in range(n):
             self.without.replay()
-            marks[2 * j + 1].record()
+            record(marks[2 * j + 1])
             self.with_call.replay()
-            marks[2 * j + 2].record()
-        marks[-1].synchronize()
+            record(marks[2 * j + 2])
+        wait(marks[-1])
         self.replays += n
         self.batches += 1
         if self.rechecks is not None and self.snap is not None and self.rechecks.schedule.due(self.batches):
@@ -241,8 +271,8 @@ class GraphTimer:
             self.rechecks.verify(snap, f"{where} {self.rechecks.first + slot}")
         samples: list[float] = []
         for j in range(n):
-            bare = marks[2 * j].elapsed_time(marks[2 * j + 1])
-            full = marks[2 * j + 1].elapsed_time(marks[2 * j + 2])
+            bare = elapsed(marks[2 * j], marks[2 * j + 1])
+            full = elapsed(marks[2 * j + 1], marks[2 * j + 2])
             # A call cannot take negative time: a negative difference is the noise of a call
             # shorter than the events resolve.
             samples.append(max(0.0, (full - bare) / self.calls))

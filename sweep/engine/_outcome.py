@@ -9,9 +9,18 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sweep.schema import Clocks, Correctness, Performance, Status, TimingStats
+from sweep.schema import FLAG_REFERENCE_FAILED, Clocks, Correctness, Performance, Status, TimingStats
 
-__all__ = ["Result", "Stop", "bits", "compile_failure", "nbytes", "traceback_text", "triton_mode_problem"]
+__all__ = [
+    "Result",
+    "Stop",
+    "bits",
+    "compile_failure",
+    "nbytes",
+    "reference_stop",
+    "traceback_text",
+    "triton_mode_problem",
+]
 
 
 #: Triton's exceptions for a kernel that cannot be compiled for, or loaded on, this GPU: a
@@ -84,16 +93,34 @@ class Result:
 
 
 class Stop(Exception):
-    """Ends an evaluation early with a status and a message."""
+    """Ends an evaluation early with a status and a message; ``flags`` say whose failure it is
+    (``reference_failed``, ``tampered``: the schema's ``FLAG_*``)."""
 
     def __init__(
-        self, status: Status, message: str, detail: str = "", correctness: Correctness | None = None
+        self,
+        status: Status,
+        message: str,
+        detail: str = "",
+        correctness: Correctness | None = None,
+        flags: tuple[str, ...] = (),
     ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.detail = detail
         self.correctness = correctness
+        self.flags = list(flags)
+
+    def flag(self, name: str) -> Stop:
+        """Add the flag ``name`` (once) and return this stop."""
+        if name not in self.flags:
+            self.flags.append(name)
+        return self
+
+
+def reference_stop(status: Status, message: str, detail: str = "") -> Stop:
+    """A stop for a failure of the reference or of the task's inputs: never the solution's."""
+    return Stop(status, message, detail, flags=(FLAG_REFERENCE_FAILED,))
 
 
 def traceback_text(e: BaseException) -> str:

@@ -11,7 +11,9 @@ and the flags ``impossible`` and ``suspicious``.
   calibrated ceiling is what one GEMM or copy reached, which a better kernel may beat), or,
   for a GPU the table lacks, from its calibrated ceilings. None on a CPU without a datasheet
   entry: nothing flushes its caches between timed calls, so a small workload may run from
-  cache far above any measured bandwidth.
+  cache far above any measured bandwidth. None for a call that moves no bytes and does no
+  FLOPs (one that only views its arguments, allocates, or changes metadata: its bytes are
+  counted per storage, ``_call_bytes``), so it is never ``impossible``.
 - ``impossible``: the latency is under :func:`sweep.schema.peaks.floor_margin` times the
   floor; the trace keeps its status, the store never ranks it, the log gives the floor.
 - ``suspicious``: the speedup is above ``settings.suspicious_speedup`` (KernelBench's 10x by
@@ -24,17 +26,17 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sweep.engine._work import Work, count_work
-from sweep.schema import Ceilings, Performance
+from sweep.schema import FLAG_IMPOSSIBLE, FLAG_SUSPICIOUS, Ceilings, Performance
 from sweep.schema.hardware import CPU, short_name
 from sweep.schema.peaks import datasheet_ceilings, floor_margin, floor_ms
 
 if TYPE_CHECKING:
     from sweep.engine._run_state import RunState
 
-__all__ = ["IMPOSSIBLE", "SUSPICIOUS", "Assessment", "assess"]
+__all__ = ["IMPOSSIBLE", "SUSPICIOUS", "Assessment", "assess", "work_of"]
 
-IMPOSSIBLE = "impossible"
-SUSPICIOUS = "suspicious"
+IMPOSSIBLE = FLAG_IMPOSSIBLE
+SUSPICIOUS = FLAG_SUSPICIOUS
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,12 @@ def _work(run: RunState) -> Work:
         work = count_work(run.defn, run.wl, run.reference.fn)
         run.cache.work[key] = work
     return work
+
+
+def work_of(run: RunState) -> Work:
+    """The work of one call of ``run``'s task (counted once per definition and workload, from
+    the reference's own calls on meta tensors when the definition declares none)."""
+    return _work(run)
 
 
 def _ceilings(run: RunState) -> tuple[Ceilings | None, Ceilings | None]:
@@ -135,6 +143,8 @@ def _roofline(run: RunState, perf: Performance) -> tuple[dict[str, float | str],
             notes.append(f"peak fraction {max(shares):.1%} of {rate.source}")
     if floor_from is not None:
         floor = floor_ms(work.flops, work.bytes, work.dtypes, floor_from)
+        if floor is None and work.bytes == 0 and not work.flops:
+            notes.append("no floor: the call moves no bytes and does no FLOPs, so no latency is impossible")
         if floor is not None:
             floor_value, limit = floor
             fields["floor_ms"] = floor_value

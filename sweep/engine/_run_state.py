@@ -18,8 +18,18 @@ from sweep.engine._cache import EngineCache
 from sweep.engine._compare import ErrorStats
 from sweep.engine._global_state import TorchFlags, pinned_flags
 from sweep.engine._inputs import base_seed
-from sweep.engine._outcome import Stop, compile_failure, traceback_text
-from sweep.schema import Correctness, Definition, EvalSettings, Solution, Status, Workload
+from sweep.engine._integrity import Guard
+from sweep.engine._outcome import Stop, compile_failure, reference_stop, traceback_text
+from sweep.schema import (
+    FLAG_REFERENCE_FAILED,
+    FLAG_TAMPERED,
+    Correctness,
+    Definition,
+    EvalSettings,
+    Solution,
+    Status,
+    Workload,
+)
 from sweep.schema.task import Task
 from sweep.schema.trace_log import sticky_cuda_error
 
@@ -63,6 +73,56 @@ class RunState:
         #: Inputs (named inputs, or argument paths of a call) the reference writes into:
         #: restored after each timed reference call.
         self.ref_mutated: list[str] = list(cache.mutating_references.get(self.def_key, []))
+        #: What the solution could replace, captured before its code ran (``_integrity``);
+        #: ``None`` checks nothing (the evaluation sets it).
+        self.guard: Guard | None = None
+        #: The solution's module is imported: from here on its code may have run.
+        self.solution_loaded = False
+        #: Told the name of each phase as it begins (``"build"``, ``"run"``): a supervisor
+        #: gives each its deadline, and knows whose a timeout or a crash is.
+        self.on_phase: Callable[[str], None] | None = None
+
+    # ---- the harness's integrity ------------------------------------------------------
+
+    def phase(self, name: str) -> None:
+        """Say that phase ``name`` begins (see :attr:`on_phase`)."""
+        if self.on_phase is not None:
+            self.on_phase(name)
+
+    def check_integrity(self, where: str) -> None:
+        """Stop with a ``tampered`` RUNTIME_ERROR when anything the harness uses was replaced
+        or a thread the solution started is still running (``where``: the moment checked)."""
+        if self.guard is None:
+            return
+        changes = self.guard.changes()
+        busy = self.guard.busy_threads()
+        if busy:
+            changes.append(f"{len(busy)} thread(s) left running: {', '.join(busy[:3])}")
+        if not changes:
+            return
+        whose = "the solution" if self.solution_loaded else "the reference phase"
+        shown = "; ".join(changes[:8]) + (f"; and {len(changes) - 8} more" if len(changes) > 8 else "")
+        flag = FLAG_TAMPERED if self.solution_loaded else FLAG_REFERENCE_FAILED
+        raise Stop(
+            Status.RUNTIME_ERROR,
+            f"TAMPERED: {whose} changed what the harness times and checks with ({where}): {shown}. "
+            "A result is never PASSED after that",
+            flags=(flag,),
+        )
+
+    def check_threads(self, where: str) -> None:
+        """The cheap part of :meth:`check_integrity`: no thread of the solution left running."""
+        if self.guard is None or not self.solution_loaded:
+            return
+        busy = self.guard.busy_threads()
+        if busy:
+            raise Stop(
+                Status.RUNTIME_ERROR,
+                f"TAMPERED: the solution left {len(busy)} thread(s) running ({where}): "
+                f"{', '.join(busy[:3])}; a thread that goes on after the call returns could write "
+                "its outputs outside the timed window. A result is never PASSED after that",
+                flags=(FLAG_TAMPERED,),
+            )
 
     # ---- helpers of the call paths ---------------------------------------------------
 
@@ -75,13 +135,17 @@ class RunState:
         """The reference's value on input set ``index`` (synchronized); its failure is a
         RUNTIME_ERROR that names the definition and the input set."""
         assert self.reference is not None
+        if self.solution_loaded:
+            # The reference's result for a timed call is computed after the solution's import:
+            # only in a process where nothing it uses was replaced.
+            self.check_integrity(f"before the reference's call on input set {index}")
         try:
             with pinned_flags(self.flags), torch.no_grad():
                 value = self.reference.fn(*args, **kwargs)
                 self.sync()
         except Exception as e:  # noqa: BLE001 - any failure of the reference is reported
             self.note_sticky(e)
-            raise Stop(
+            raise reference_stop(
                 Status.RUNTIME_ERROR,
                 f"the reference of {self.defn.name!r} raised {type(e).__name__} on input set {index}: {e}",
                 traceback_text(e),
@@ -103,6 +167,7 @@ class RunState:
                 self.sync()
         except Exception as e:  # noqa: BLE001 - any failure of the kernel is a status
             raise self.solution_failed(e, where) from None
+        self.check_threads(f"after {where}")
         return got
 
     def correctness_record(self) -> Correctness:

@@ -26,12 +26,16 @@ from __future__ import annotations
 
 import math
 import statistics
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import torch
 
+from sweep.engine._clocks import elapsed as _elapsed
+from sweep.engine._clocks import now as _now
+from sweep.engine._clocks import now_ns as _now_ns
+from sweep.engine._clocks import record as _record
+from sweep.engine._clocks import wait as _wait
 from sweep.engine._cupti_timer import CuptiSession
 from sweep.engine._fresh import Freshener, Rechecks
 from sweep.engine._graph_timer import GraphTimer
@@ -97,6 +101,7 @@ def stats_of(
             "target_rel_error": sampled.target,
             "target_met": sampled.target_met,
             "discarded": sampled.discarded,
+            "threads": torch.get_num_threads(),
         }
     return TimingStats.model_validate(
         {
@@ -157,29 +162,29 @@ def warm_up(
     prep = before or _nothing
     calls: list[float] = []
     flushes: list[float] = []
-    start = time.perf_counter()
+    start = _now()
     while True:
         k = len(calls) % sets
         prep(k)
         if device.type == "cuda":
             marks = [_event() for _ in range(3)]
-            marks[0].record()
+            _record(marks[0])
             if flush is not None:
                 flush.zero_()
-            marks[1].record()
+            _record(marks[1])
             out = call(k)
-            marks[2].record()
-            marks[2].synchronize()
-            flushes.append(marks[0].elapsed_time(marks[1]) if flush is not None else 0.0)
-            calls.append(marks[1].elapsed_time(marks[2]))
+            _record(marks[2])
+            _wait(marks[2])
+            flushes.append(_elapsed(marks[0], marks[1]) if flush is not None else 0.0)
+            calls.append(_elapsed(marks[1], marks[2]))
         else:
-            t0 = time.perf_counter_ns()
+            t0 = _now_ns()
             out = call(k)
-            calls.append((time.perf_counter_ns() - t0) / 1e6)
+            calls.append((_now_ns() - t0) / 1e6)
             flushes.append(0.0)
         if last is not None:
             last[k] = out
-        elapsed_ms = (time.perf_counter() - start) * 1e3
+        elapsed_ms = (_now() - start) * 1e3
         if elapsed_ms >= settings.warmup_ms:
             break
     return WarmUp(len(calls), statistics.median(calls), statistics.median(flushes), elapsed_ms / len(calls))
@@ -198,6 +203,7 @@ def time_calls(
     watch: ClockWatch | None = None,
     rechecks: Rechecks | None = None,
     fresh: Freshener | None = None,
+    between: Callable[[], None] | None = None,
 ) -> tuple[TimingStats, list[object]]:
     """Time ``call(set_index)``; return the stats and the last result of each set.
 
@@ -216,6 +222,8 @@ def time_calls(
             outside the timed window (``_fresh.Rechecks``).
         fresh: The generator ``before`` draws fresh values from, registered with the CUDA
             graphs (``_fresh.Freshener``).
+        between: Runs after every batch of samples, outside the timed window (a check that
+            raises ``Stop`` ends the timing).
     """
     last: list[object] = [None] * sets
     prep = before or _nothing
@@ -224,7 +232,9 @@ def time_calls(
     rotation = _Rotation(sets)
     if device.type != "cuda":
         rule = StopRule.of(settings, min_samples=sets, pursue=False)
-        sampled = _sample(lambda n: _host_batch(call, rotation, prep, last, n, rechecks), 1, rule, None)
+        sampled = _sample(
+            lambda n: _host_batch(call, rotation, prep, last, n, rechecks), 1, rule, None, between
+        )
         return stats_of(sampled.samples, "host", "host", sampled), last
     if timer == "cudagraph":
         graphs = GraphTimer(
@@ -232,7 +242,7 @@ def time_calls(
         )
         pair_ms = 2 * graphs.calls * (warm.call_ms + warm.flush_ms)
         batch = max(1, math.ceil(BATCH_MS / max(pair_ms, 1e-6)))
-        sampled = _sample(graphs.batch, batch, StopRule.of(settings), watch)
+        sampled = _sample(graphs.batch, batch, StopRule.of(settings), watch, between)
         return stats_of(sampled.samples, "cuda_event", "cudagraph", sampled), last
     batch = max(sets, math.ceil(BATCH_MS / max(warm.iteration_ms, 1e-6)))
     if timer == "cupti":
@@ -242,6 +252,7 @@ def time_calls(
                 batch,
                 StopRule.of(settings, min_samples=sets),
                 watch,
+                between,
             )
         return stats_of(sampled.samples, "cupti", "cupti", sampled), last
     sampled = _sample(
@@ -249,24 +260,31 @@ def time_calls(
         batch,
         StopRule.of(settings, min_samples=sets),
         watch,
+        between,
     )
     return stats_of(sampled.samples, "cuda_event", "events", sampled), last
 
 
 def _sample(
-    batch: Callable[[int], list[float]], size: int, rule: StopRule, watch: ClockWatch | None
+    batch: Callable[[int], list[float]],
+    size: int,
+    rule: StopRule,
+    watch: ClockWatch | None,
+    between: Callable[[], None] | None = None,
 ) -> Sampled:
     """Take batches of ``size`` samples until ``rule`` says stop. A batch is kept when the
     readings of ``watch`` right before and right after it both show an unthrottled GPU."""
     stopper = Stopper(rule)
     ok_before = watch.ok() if watch is not None else True
-    start = time.perf_counter()
+    start = _now()
     while True:
         values = batch(stopper.room(size))
+        if between is not None:
+            between()
         ok_after = watch.ok() if watch is not None else True
         stopper.add(values, keep=ok_before and ok_after)
         ok_before = ok_after
-        if stopper.done((time.perf_counter() - start) * 1e3):
+        if stopper.done((_now() - start) * 1e3):
             return stopper.result()
 
 
@@ -295,9 +313,9 @@ def _host_batch(
     for _ in range(n):
         k = rotation.next()
         prep(k)
-        t0 = time.perf_counter_ns()
+        t0 = _now_ns()
         last[k] = call(k)
-        samples.append((time.perf_counter_ns() - t0) / 1e6)
+        samples.append((_now_ns() - t0) / 1e6)
         if rechecks is not None:
             rechecks.after_call(rotation.index, k, last[k])
             rechecks.settle()
@@ -320,16 +338,16 @@ def _events_batch(
         prep(k)
         if flush is not None:
             flush.zero_()
-        starts[i].record()
+        _record(starts[i])
         last[k] = call(k)
-        ends[i].record()
+        _record(ends[i])
         if rechecks is not None:
             # After the end event: the copies are outside the window; checked after the batch.
             rechecks.after_call(rotation.index, k, last[k])
-    ends[-1].synchronize()
+    _wait(ends[-1])
     if rechecks is not None:
         rechecks.settle()
-    return [s.elapsed_time(e) for s, e in zip(starts, ends)]
+    return [_elapsed(s, e) for s, e in zip(starts, ends)]
 
 
 def _cupti_batch(

@@ -1,17 +1,25 @@
 """The timing phase of one evaluation: the reference, then the solution, with one timer.
 
-1. the slots are refilled with input sets never seen before (``CallPath.prepare_timing``);
-   before every call from here on (outside the timed window) the inputs drawn at random
-   get new values and those a callee writes are restored (``CallPath.vary``, ``_fresh.py``);
-2. warm-up: the reference, then the solution, each for ``warmup_ms``;
-3. the timer (``_timing.choose_timer``): ``host`` on a CPU; on a GPU ``settings.timer``, where
-   ``auto`` means graphs when the shorter of the two calls is short by the warm-up. Both are
-   timed with the same timer, so the speedup compares like with like; when a capture fails,
-   or CUPTI cannot time them (``cupti`` not importable, CUPTI not initialised, nothing
-   recorded), both are timed with events and the log says why. ``cupti`` asked for off a GPU
-   says so in the log too (the host clock times both);
-4. the reference is timed, then right after it the solution (its output buffers poisoned
-   first), NVML read between batches (``_stopping.ClockWatch``);
+The reference's side runs before the solution's module is imported (:meth:`TimingPhase.time_reference`,
+called by the reference phase), the solution's after its trials (:meth:`TimingPhase.time_solution`):
+
+1. the slots are filled with input sets never seen before (``CallPath.prepare_timing``, again
+   for the solution: its trials used the slots); before every call from here on (outside the
+   timed window) the inputs drawn at random get new values and those a callee writes are
+   restored (``CallPath.vary``, ``_fresh.py``);
+2. the reference's warm-up for ``warmup_ms`` picks the timer (``_timing.choose_timer``): ``host``
+   on a CPU; on a GPU ``settings.timer``, where ``auto`` means graphs when the reference's call
+   is short by the warm-up. Both sides are timed with that timer, so the speedup compares like
+   with like; when a capture fails or CUPTI cannot time a side (``cupti`` not importable, CUPTI
+   not initialised, nothing recorded), both are timed with events and the log says why (the
+   reference again, after the solution's import, only when the solution's side is the one that
+   failed, and only after a check that nothing it uses was replaced). ``cupti`` asked for off a
+   GPU says so in the log too (the host clock times both);
+3. the persisting part of the L2 is set back to nothing before each side (``_l2``); one the
+   solution set aside while its calls were timed is tampering;
+4. the reference is timed; later, after its warm-up, the solution (its output buffers poisoned
+   first), NVML read between batches (``_stopping.ClockWatch``), and between batches the
+   solution may have left no thread running;
 5. a random sample of the solution's timed calls, and the last one on each slot, are checked
    against the reference on their own inputs, so a kernel that serves stale results (cached
    by input address, by call count or by content) fails.
@@ -24,23 +32,22 @@ from typing import TypeVar
 
 import torch
 
+from sweep.engine import _l2
 from sweep.engine._callpath import CallPath
 from sweep.engine._cupti_timer import CuptiUnavailable, cupti_problem
 from sweep.engine._fresh import CheckSchedule, Freshener, Rechecks
 from sweep.engine._global_state import pinned_flags
-from sweep.engine._graph_timer import CaptureFailed
+from sweep.engine._graph_timer import UNJOINED, CaptureFailed, stray_streams
 from sweep.engine._nvml import ClockReading, Nvml
-from sweep.engine._outcome import Stop, traceback_text
+from sweep.engine._outcome import Stop, reference_stop, traceback_text
 from sweep.engine._run_state import RunState
 from sweep.engine._stopping import ClockWatch
 from sweep.engine._timing import WarmUp, choose_timer, flush_bytes, time_calls, warm_up
-from sweep.schema import Clocks, Status, TimingStats
+from sweep.schema import FLAG_TAMPERED, Clocks, Status, TimingStats
 
 __all__ = ["TimingPhase", "timing_words"]
 
 _T = TypeVar("_T")
-#: The solution's stats, the reference's, and the last result on each input set.
-_Measured = tuple[TimingStats, TimingStats, list[object]]
 
 
 def timing_words(stats: TimingStats) -> str:
@@ -54,6 +61,17 @@ def timing_words(stats: TimingStats) -> str:
     if stats.discarded:
         words += f", {stats.discarded} throttled samples discarded"
     return words
+
+
+def _stray_stop(reason: str) -> Stop:
+    """The solution returned with work still running on a stream it did not join back."""
+    return Stop(
+        Status.RUNTIME_ERROR,
+        "the solution returns with work still running on another CUDA stream, not joined back to "
+        f"the calling stream ({reason}): its outputs are not ready when the call returns (a caller "
+        "on that stream would read them too early), and timing on that stream would not see the "
+        "work. Make the calling stream wait for it (stream.wait_stream / an event) before returning",
+    )
 
 
 def _cache_hint(stop: Stop) -> Stop:
@@ -84,6 +102,10 @@ class TimingPhase:
         self.shadow: Rechecks | None = None
         self.fresh: dict[str, Freshener] = {}
         self.checked = 0  # timed calls of the solution checked again
+        self.first = run.settings.trials  # timing sets are never the ones the trials used
+        self.timer = "events"  # the timer both sides run with, once the reference's is known
+        self.ref_warm: WarmUp | None = None
+        self.ref_stats: TimingStats | None = None
 
     def _flush_buffer(self) -> torch.Tensor | None:
         run = self.run
@@ -106,7 +128,7 @@ class TimingPhase:
             raise
         except Exception as e:  # noqa: BLE001 - any failure of the reference is reported
             self.run.note_sticky(e)
-            raise Stop(
+            raise reference_stop(
                 Status.RUNTIME_ERROR,
                 f"the reference raised {type(e).__name__} while timed: {e}",
                 traceback_text(e),
@@ -123,8 +145,6 @@ class TimingPhase:
             raise self.run.solution_failed(e, "while timed") from None
         return out
 
-    # ---- the phase -------------------------------------------------------------------------
-
     def _prep(self, side: str) -> Callable[[int], None]:
         """Before a call of ``side`` on slot ``k``: new values from that side's generator."""
         fresh, path = self.fresh[side], self.path
@@ -139,14 +159,15 @@ class TimingPhase:
             for j in range(self.sets):
                 prep(j)
 
-    def run_phase(self) -> tuple[TimingStats, TimingStats, Clocks | None]:
-        """Time the reference, then right after it the solution, on the same fresh input sets
-        (new values before every call); check a random sample of the solution's timed calls
-        and the last one on each set; return the solution's stats, the reference's, the
-        clocks."""
+    # ---- the phase: the reference's side before the solution's import, then the solution's ----
+
+    def time_reference(self) -> None:
+        """Time the reference on the timing sets, before the solution's module is imported: its
+        warm-up picks the timer (``auto``: graphs when its call is short), and the timer it ran
+        with is the one the solution is timed with. A timer that cannot time the reference
+        falls back to events here, with a note."""
         run, path, sets, settings = self.run, self.path, self.sets, self.run.settings
-        first = settings.trials  # timing sets are never the ones the trials used
-        path.prepare_timing(first, sets)
+        path.prepare_timing(self.first, sets)
         if not path.varied():
             run.notes.append(
                 "note: no input of this workload is drawn at random free of constraints, so timed "
@@ -157,70 +178,146 @@ class TimingPhase:
         # time, and must not shift the values the solution's k-th call sees.
         self.fresh = {side: Freshener(run.device, run.seed, side) for side in ("reference", "solution")}
         prep = self._prep("reference")
-        prep_sol = self._prep("solution")
-
-        self.rechecks = Rechecks(CheckSchedule(run.seed), path.snapshot, self._check, first)
-        # The reference takes the same copies at the same calls, unchecked (``Rechecks``).
-        self.shadow = Rechecks(CheckSchedule(run.seed), path.snapshot, None, first)
-        ref_warm = self._reference(
+        # The reference takes the same copies at the same calls as the solution's checks, unchecked.
+        self.shadow = Rechecks(CheckSchedule(run.seed), path.snapshot, None, self.first)
+        self._reset_l2()
+        self.ref_warm = self._reference(
             lambda: warm_up(path.call_reference, sets, settings, run.device, self.flush, prep)
         )
-        self._restore_all(prep_sol)
-        sol_warm = self._solution(
-            lambda: warm_up(path.call_solution, sets, settings, run.device, self.flush, prep_sol)
-        )
-        self._restore_all(prep)
-        timer = choose_timer(settings.timer, run.device, min(ref_warm.call_ms, sol_warm.call_ms))
+        timer = choose_timer(settings.timer, run.device, self.ref_warm.call_ms)
         if settings.timer == "cupti" and timer == "host":
             run.notes.append(
                 f"note: timer cupti: CUPTI times GPU work and the device is {run.device}; the "
                 "reference and the solution are timed with the host clock instead"
             )
-        # why the timer asked for cannot time this pair: both go to events
         fallback = cupti_problem() if timer == "cupti" else None
-        measured: _Measured | None = None
         if fallback is None:
-            measured, fallback = self._first_try(timer, ref_warm, sol_warm)
-        if measured is None or fallback is not None:
-            run.notes.append(
-                f"note: timer {settings.timer}: {fallback}; the reference and the solution are "
-                "timed with CUDA events instead"
-            )
+            fallback = self._try_reference(timer)
+        if fallback is not None:
+            self._fall_back(fallback)
             self._restore_all(prep)
-            measured = self._measure("events", ref_warm, sol_warm)
-        stats, ref_stats, last = measured
+            self.ref_stats = self._time_reference("events")
+        else:
+            self.timer = timer
+
+    def time_solution(self) -> tuple[TimingStats, TimingStats, Clocks | None]:
+        """Time the solution on the timing sets with the reference's timer (new values before
+        every call); check a random sample of its timed calls and the last one on each set;
+        return its stats, the reference's, the clocks. Where the solution cannot be timed with
+        that timer, both are timed with events, the reference again after a check that
+        nothing it uses was replaced."""
+        run, path, sets, settings = self.run, self.path, self.sets, self.run.settings
+        assert self.ref_stats is not None and self.ref_warm is not None
+        path.prepare_timing(self.first, sets)  # the trials used the slots since
+        prep_sol = self._prep("solution")
+        self.rechecks = Rechecks(CheckSchedule(run.seed), path.snapshot, self._check, self.first)
+        self._restore_all(prep_sol)
+        sol_warm = self._solution(
+            lambda: warm_up(path.call_solution, sets, settings, run.device, self.flush, prep_sol)
+        )
+        self.run.check_threads("after the solution's warm-up")
+        if self.timer == "events":
+            self._no_stray_streams()
+        self._reset_l2()
+        fallback: str | None = None
         try:
-            for j in range(sets):
-                self.rechecks.verify(path.snapshot(j, last[j]), f"last timed call on input set {first + j}")
+            stats, last = self._time_solution(self.timer, sol_warm)
+            if self.timer in ("cudagraph", "cupti") and stats.p50_ms <= 0:
+                # What the timed calls left must be right before they are timed again: a call
+                # that does nothing while it is captured reads 0 here, and served stale results.
+                self._verify_last(last)
+                fallback = self._zero_median("solution")
+        except CaptureFailed as failed:
+            if UNJOINED in str(failed):
+                raise _stray_stop(str(failed)) from None
+            self.run.cache.retire = f"a CUDA-graph capture failed in this process ({failed})"
+            fallback = f"CUDA graphs cannot time the solution ({failed})"
+        except CuptiUnavailable as failed:
+            fallback = f"{failed}, timing the solution"
+        if fallback is not None:
+            self._fall_back(fallback)
+            self._no_stray_streams()
+            run.check_integrity("before the reference is timed again, with events")
+            self._restore_all(self._prep("reference"))
+            self.ref_stats = self._time_reference("events")
+            stats, last = self._time_solution("events", sol_warm)
+        self._check_l2()
+        self._verify_last(last)
+        self.checked = self.rechecks.count
+        return stats, self.ref_stats, self._clocks()
+
+    def _no_stray_streams(self) -> None:
+        """Before the events timer: one call of the solution captured (and thrown away), which
+        the driver refuses when the call leaves work running on another stream. Events on the
+        calling stream would close its window before that work ends."""
+        if self.run.device.type != "cuda":
+            return
+        path = self.path
+        self._prep("solution")(0)
+        reason = self._solution(lambda: stray_streams(lambda: path.call_solution(0)))
+        if reason is not None:
+            raise _stray_stop(reason)
+
+    def _verify_last(self, last: list[object]) -> None:
+        """Check the last timed call on each input set against the reference."""
+        assert self.rechecks is not None
+        try:
+            for j in range(self.sets):
+                where = f"last timed call on input set {self.first + j}"
+                self.rechecks.verify(self.path.snapshot(j, last[j]), where)
         except Stop as stop:
             raise _cache_hint(stop) from None
-        self.checked = self.rechecks.count
-        return stats, ref_stats, self._clocks()
 
-    def _first_try(
-        self, timer: str, ref_warm: WarmUp, sol_warm: WarmUp
-    ) -> tuple[_Measured | None, str | None]:
-        """Time both with ``timer``: what was measured, and why it cannot be used (``None``
-        when it can)."""
+    def _zero_median(self, who: str) -> str:
+        """Why a median of 0 cannot be used: a call that launches nothing (an empty tensor), or
+        too little for two replays to differ, reads 0 and no speedup can be told from it."""
+        if self.timer == "cupti":
+            return f"the {who} launched no kernel, copy or set on the GPU while timed (median 0)"
+        return f"the {who} is too short for CUDA graphs to resolve (median 0)"
+
+    def _fall_back(self, why: str) -> None:
+        self.timer = "events"
+        self.run.notes.append(
+            f"note: timer {self.run.settings.timer}: {why}; the reference and the solution are "
+            "timed with CUDA events instead"
+        )
+
+    def _try_reference(self, timer: str) -> str | None:
+        """Time the reference with ``timer``; why that cannot be used (``None``: it can)."""
         try:
-            measured = self._measure(timer, ref_warm, sol_warm)
+            self.ref_stats = self._time_reference(timer)
         except CaptureFailed as failed:
             self.run.cache.retire = f"a CUDA-graph capture failed in this process ({failed})"
-            return None, f"CUDA graphs cannot time the {self.timing_who} ({failed})"
+            return f"CUDA graphs cannot time the reference ({failed})"
         except CuptiUnavailable as failed:
-            return None, f"{failed}, timing the {self.timing_who}"
-        stats, ref_stats, _ = measured
-        if timer in ("cudagraph", "cupti") and min(stats.p50_ms, ref_stats.p50_ms) <= 0:
-            # A call that launches nothing (an empty tensor), or too little for the two
-            # replays to differ, reads 0: no speedup can be told from it.
-            who = "solution" if stats.p50_ms <= 0 else "reference"
-            if timer == "cupti":
-                return (
-                    measured,
-                    f"the {who} launched no kernel, copy or set on the GPU while timed (median 0)",
-                )
-            return measured, f"the {who} is too short for CUDA graphs to resolve (median 0)"
-        return measured, None
+            return f"{failed}, timing the reference"
+        if timer in ("cudagraph", "cupti") and self.ref_stats.p50_ms <= 0:
+            self.timer = timer
+            return self._zero_median("reference")
+        return None
+
+    # ---- the persisting L2 -----------------------------------------------------------------
+
+    def _reset_l2(self) -> None:
+        """No persisting L2 while a side is timed; a set-aside found (the solution's, after its
+        import or trials) is reset and said."""
+        found = _l2.reset(self.run.device)
+        if found and self.run.solution_loaded:
+            self.run.notes.append(
+                f"note: the solution set aside {found} bytes of L2 for persisting accesses; set back "
+                "to 0 before its timed calls (data kept in L2 across calls would beat the flush)"
+            )
+
+    def _check_l2(self) -> None:
+        found = _l2.limit(self.run.device)
+        if found:
+            raise Stop(
+                Status.RUNTIME_ERROR,
+                f"TAMPERED: the solution set aside {found} bytes of L2 for persisting accesses while "
+                "its calls were timed (its data would stay in L2 across the flush between calls). "
+                "A result is never PASSED after that",
+                flags=(FLAG_TAMPERED,),
+            )
 
     def _check(self, snap: object, where: str) -> None:
         """Check a timed call. A passing check leaves the trace's error figures as the trials
@@ -254,32 +351,36 @@ class TimingPhase:
             watch=self.watch,
             rechecks=rechecks,
             fresh=self.fresh[side],
+            between=self._between if side == "solution" else None,
         )
 
-    def _measure(
-        self,
-        timer: str,
-        ref_warm: WarmUp,
-        sol_warm: WarmUp,
-    ) -> _Measured:
-        run, path, sets = self.run, self.path, self.sets
+    def _between(self) -> None:
+        self.run.check_threads("between batches of its timed calls")
+
+    def _time_reference(self, timer: str) -> TimingStats:
+        warm, shadow = self.ref_warm, self.shadow
+        assert warm is not None and shadow is not None
         self.timing_who = "reference"
-        ref_stats, _ = self._reference(
-            lambda: self._time(path.call_reference, timer, ref_warm, "reference", self.shadow)
+        stats, _ = self._reference(
+            lambda: self._time(self.path.call_reference, timer, warm, "reference", shadow)
         )
+        return stats
+
+    def _time_solution(self, timer: str, warm: WarmUp) -> tuple[TimingStats, list[object]]:
+        run, sets = self.run, self.sets
         self._restore_all(self._prep("solution"))
-        path.reset_outputs(sets)
+        self.path.reset_outputs(sets)
         run.sync()
         self.timing_who = "solution"
         before = self.nvml.read()
         try:
             stats, last = self._solution(
-                lambda: self._time(path.call_solution, timer, sol_warm, "solution", self.rechecks)
+                lambda: self._time(self.path.call_solution, timer, warm, "solution", self.rechecks)
             )
         except Stop as stop:
             raise _cache_hint(stop) from None
         self.readings = (before, self.nvml.read())
-        return stats, ref_stats, last
+        return stats, last
 
     def _clocks(self) -> Clocks | None:
         if not self.nvml.available:

@@ -8,8 +8,10 @@ its axes (:func:`sweep.schema.expr.eval_number`). What is not declared is counte
   (matrix products, convolutions, attention); every other operator counts 0, so an
   elementwise or reduction op counts 0 FLOPs and is judged by its bytes;
 - bytes: every input tensor plus every output, each once: the shapes the definition gives
-  (named inputs), or the call's arguments (their storage extent) and the result of the
-  reference on meta tensors (an imported ATen call).
+  (named inputs), or, for an imported ATen call, each storage the reference on meta tensors
+  reads or writes, once (:mod:`sweep.engine._call_bytes`): an output that views an argument
+  or is uninitialised, and the argument an in-place call writes and returns, move no bytes
+  of their own; a call that only views, allocates or changes metadata moves none.
 
 Nothing here raises: what cannot be counted stays ``None`` with a note saying why.
 """
@@ -18,12 +20,13 @@ from __future__ import annotations
 
 import math
 import warnings
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import torch
 
+from sweep.engine._call_bytes import call_inputs, moved_bytes
 from sweep.engine._call_inputs import describe_call, is_backendbench, materialize_meta
 from sweep.engine._inputs import element_bytes, torch_dtype
 from sweep.schema import Definition, ScalarInput, Workload
@@ -129,17 +132,6 @@ def _flops_of(call: Callable[[], object]) -> tuple[float | None, object, str | N
     return float(counter.get_total_flops()), value, None
 
 
-def _tensors(value: object) -> Iterator[torch.Tensor]:
-    if isinstance(value, torch.Tensor):
-        yield value
-    elif isinstance(value, (list, tuple)):
-        for v in value:
-            yield from _tensors(v)
-    elif isinstance(value, dict):
-        for v in value.values():
-            yield from _tensors(v)
-
-
 class _NamedCounter:
     """A definition that names its inputs and outputs."""
 
@@ -192,9 +184,11 @@ class _CallCounter:
     def count(self, *, need_flops: bool) -> _Counted:
         spec = self.spec
         args, kwargs = materialize_meta(spec)
+        before = call_inputs(args, kwargs)
         flops, value, why = _flops_of(lambda: self.ref(*args, **kwargs))
+        moved = moved_bytes(spec, before, args, kwargs, None if why is not None else value)
+        notes = [n for n in (moved.note,) if n]
         if why is not None:
-            # The result's size is unknown: the inputs alone still bound the bytes from below.
-            return _Counted(None, float(spec.nbytes), why + "; bytes: the inputs only")
-        out = sum(t.numel() * t.element_size() for t in _tensors(value))
-        return _Counted(flops if need_flops else None, float(spec.nbytes + out))
+            # The result is unknown: the arguments alone still bound the bytes from below.
+            return _Counted(None, moved.bytes, "; ".join([why + "; bytes: the arguments only", *notes]))
+        return _Counted(flops if need_flops else None, moved.bytes, "; ".join(notes) or None)

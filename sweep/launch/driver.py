@@ -46,7 +46,7 @@ from sweep.errors import PlanError
 from sweep.launch._run import StartClock, StoreOpening, run_sweep
 from sweep.launch.progress import Progress, SummaryRow, Tally
 from sweep.plan import Exclusion, Plan, Selection, build_plan, combined_excluded, select, with_lines
-from sweep.plan.dataset import load_dataset
+from sweep.plan.dataset import load_runnable
 from sweep.schema import Definition
 from sweep.schema.task import Task
 
@@ -197,8 +197,13 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         config_path: The sweep config (YAML).
         options: See :class:`LaunchOptions`.
 
+    A record of the dataset with a problem does not stop it: the problem is one of the result's
+    ``warnings``, what it concerns is left out, and a broken solution's tasks are COMPILE_ERROR
+    traces (:mod:`sweep.plan.broken`), run and counted like any others.
+
     Raises:
-        ConfigError, DatasetError, PlanError: The config, dataset or plan is wrong.
+        ConfigError, PlanError: The config or the plan is wrong.
+        DatasetError: A dataset root is wrong, or nothing of the dataset can run.
         ClusterError: Ray cannot be reached or started, the cluster lacks a target hardware
             that has tasks to run (``all``: it has no GPU), or no worker can run the
             remaining tasks.
@@ -207,7 +212,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
     opts = options or LaunchOptions()
     clock = StartClock()
     config: SweepConfig = load_config(config_path, opts.overrides)
-    dataset = load_dataset(config.dataset)
+    dataset = load_runnable(config.dataset)  # problems: warnings; broken solutions: COMPILE_ERRORs
     try:
         selection = select(config, dataset)  # every plan error, before Ray
     except PlanError as e:

@@ -29,7 +29,8 @@ from sweep.errors import ProfileError, shown
 from sweep.launch._profile_run import ncu_problem, run_ncu, run_sanitizer
 from sweep.launch.driver import operator_check
 from sweep.plan import build_plan, select, with_lines
-from sweep.plan.dataset import load_dataset
+from sweep.plan.dataset import load_runnable
+from sweep.schema.files import name_problem, write_atomic
 from sweep.schema.hardware import short_name
 from sweep.schema.task import Task
 from sweep.store import KernelProfile, SanitizerReport
@@ -146,7 +147,7 @@ def choose_task_ids(
 def _plan_tasks(config: SweepConfig, config_path: str | Path, hardware: set[str]) -> dict[str, Task]:
     from sweep.errors import PlanError
 
-    dataset = load_dataset(config.dataset)
+    dataset = load_runnable(config.dataset)
     try:
         selection = select(config, dataset)
     except PlanError as e:
@@ -154,7 +155,8 @@ def _plan_tasks(config: SweepConfig, config_path: str | Path, hardware: set[str]
     tasks: dict[str, Task] = {}
     for target in sorted(hardware):
         for task in build_plan(selection, target, unavailable=operator_check).tasks:
-            tasks[task.task_id] = task
+            if task.broken is None:  # a broken solution has nothing to profile
+                tasks[task.task_id] = task
     return tasks
 
 
@@ -209,7 +211,7 @@ def profile(config_path: str | Path, options: ProfileOptions | None = None) -> P
             planned[tid],
             tools,
             opts.tool,
-            results_dir / "profiles" / tid,
+            _profile_folder(results_dir, tid),
             config.profile.calls,
             config.profile.timeout_s,
             opts.ncu_set,
@@ -274,6 +276,14 @@ class _Job:
     ncu_set: str
     device: str | None
     gpu_check: Callable[[], str | None]
+
+
+def _profile_folder(results_dir: Path, task_id: str) -> Path:
+    """Where a task's profile goes: ``<results>/profiles/<task id>``, the id one plain name."""
+    problem = name_problem(task_id)
+    if problem is not None:
+        raise ProfileError(f"task id {shown(task_id)} cannot name a folder: it {problem}")
+    return results_dir / "profiles" / task_id
 
 
 def _empty(task: Task, folder: Path) -> TaskProfile:
@@ -341,9 +351,8 @@ def profile_task(
         ProfileError: ncu cannot read the GPU's counters.
         StoreError: The store cannot be written.
     """
-    folder.mkdir(parents=True, exist_ok=True)
     task_file = folder / "task.json"
-    task_file.write_text(task.model_dump_json(), encoding="utf-8")
+    write_atomic(task_file, task.model_dump_json())
     target = [sys.executable, "-m", "sweep.engine.profile_main", str(task_file), str(calls)]
     if device:
         target.append(device)

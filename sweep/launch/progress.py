@@ -9,19 +9,28 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import NamedTuple, TextIO
 
-from sweep.schema import Status, Trace
+from sweep.errors import printable
+from sweep.schema import FLAG_REFERENCE_FAILED, FLAG_TAMPERED, Status, Trace
 from sweep.store.render import ratio
 
-__all__ = ["Outcome", "Progress", "SummaryRow", "Tally", "render_summary"]
+__all__ = ["REFERENCE_FAILED", "TAMPERED", "Outcome", "Progress", "SummaryRow", "Tally", "render_summary"]
 
+#: Outcomes counted apart from their status: a failure that is not the solution's (the
+#: reference raised, timed out or crashed: ``reference_failed``), and one whose solution
+#: changed the harness (``tampered``).
+REFERENCE_FAILED = "REFERENCE_FAILED"
+TAMPERED = "TAMPERED"
+#: The summary's columns, in order, and their headings.
 _STATUS_ABBR = {
-    Status.PASSED: "PASS",
-    Status.INCORRECT_NUMERICAL: "NUM",
-    Status.INCORRECT_SHAPE: "SHAPE",
-    Status.INCORRECT_DTYPE: "DTYPE",
-    Status.RUNTIME_ERROR: "RTERR",
-    Status.COMPILE_ERROR: "CMPERR",
-    Status.TIMEOUT: "TIMEOUT",
+    Status.PASSED.value: "PASS",
+    Status.INCORRECT_NUMERICAL.value: "NUM",
+    Status.INCORRECT_SHAPE.value: "SHAPE",
+    Status.INCORRECT_DTYPE.value: "DTYPE",
+    Status.RUNTIME_ERROR.value: "RTERR",
+    Status.COMPILE_ERROR.value: "CMPERR",
+    Status.TIMEOUT.value: "TIMEOUT",
+    TAMPERED: "TAMPER",
+    REFERENCE_FAILED: "REFFAIL",
 }
 
 
@@ -97,18 +106,20 @@ class Progress:
 
     def _draw(self, text: str, end: str = "") -> None:
         """Rewrite the terminal's line; spaces blank what a longer line left (``ETA 18ss``)."""
+        text = printable(text, one_line=True)
         self.stream.write("\r" + text.ljust(self._width) + end)
         self.stream.flush()
         self._width = 0 if end else len(text)
 
     def _print(self, text: str) -> None:
-        self.stream.write(text + "\n")
+        self.stream.write(printable(text) + "\n")
         self.stream.flush()
         self._printed_done = self.done
 
     def note(self, text: str) -> None:
-        """A message that does not break the progress line."""
-        self.stream.write(("\n" if self.tty and self._width else "") + text + "\n")
+        """A message that does not break the progress line (what a terminal would act on in
+        it escaped: it may quote names from the data)."""
+        self.stream.write(("\n" if self.tty and self._width else "") + printable(text) + "\n")
         self.stream.flush()
         self._width = 0
 
@@ -155,9 +166,15 @@ class Outcome(NamedTuple):
 
     @classmethod
     def of(cls, trace: Trace, hardware: str = "") -> Outcome:
-        """The outcome of ``trace``, of a task planned for ``hardware``."""
+        """The outcome of ``trace``, of a task planned for ``hardware``: its status, or
+        ``REFERENCE_FAILED`` / ``TAMPERED`` for a failure flagged so (counted apart)."""
         ev = trace.evaluation
         status = ev.status.value if ev is not None else "NONE"
+        flags = (ev.flags or []) if ev is not None else []
+        if FLAG_REFERENCE_FAILED in flags:
+            status = REFERENCE_FAILED
+        elif FLAG_TAMPERED in flags:
+            status = TAMPERED
         speedup = None
         if ev is not None and ev.status is Status.PASSED and ev.performance is not None:
             speedup = ev.performance.speedup_factor
@@ -195,12 +212,19 @@ class Tally:
         return [self.rows[k] for k in sorted(self.rows)]
 
 
+_LEGEND = {
+    REFERENCE_FAILED: "the reference failed (not the solution's failure; left out of pass rates)",
+    TAMPERED: "RUNTIME_ERROR, the solution changed the harness",
+}
+
+
 def render_summary(rows: list[SummaryRow]) -> str:
     """A plain-text table: definition, solution (and hardware, when the rows have several),
-    total, one column per status seen, median speedup of the PASSED ones."""
+    total, one column per status seen (failures of the reference and tampering apart), median
+    speedup of the PASSED ones."""
     if not rows:
         return "no evaluations ran"
-    seen = [s for s in Status if any(r.counts.get(s.value) for r in rows)]
+    seen = [s for s in _STATUS_ABBR if any(r.counts.get(s) for r in rows)]
     per_hw = len({r.hardware for r in rows}) > 1
     names = ["definition", "solution"] + (["hardware"] if per_hw else [])
     head = names + ["total"] + [_STATUS_ABBR[s] for s in seen] + ["median_speedup"]
@@ -211,7 +235,7 @@ def render_summary(rows: list[SummaryRow]) -> str:
             [r.definition, r.solution]
             + ([r.hardware] if per_hw else [])
             + [str(r.total)]
-            + [str(r.counts.get(s.value, 0)) for s in seen]
+            + [str(r.counts.get(s, 0)) for s in seen]
             + [ratio(med)]
         )
     widths = [max(len(x) for x in col) for col in zip(head, *body)]
@@ -222,5 +246,5 @@ def render_summary(rows: list[SummaryRow]) -> str:
             c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))
         )
 
-    legend = ", ".join(f"{_STATUS_ABBR[s]}={s.value}" for s in seen)
+    legend = ", ".join(f"{_STATUS_ABBR[s]}={_LEGEND.get(s, s)}" for s in seen)
     return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body] + [legend])

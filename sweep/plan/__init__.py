@@ -1,6 +1,9 @@
 """The plan stage: dataset folders in, the list of tasks out.
 
-- :mod:`sweep.plan.dataset`: loading FlashInfer-Bench dataset folders (:func:`load_dataset`).
+- :mod:`sweep.plan.dataset`: loading FlashInfer-Bench dataset folders (:func:`load_dataset`,
+  every problem an error; :func:`load_runnable`, for running: problems are warnings), with
+  :mod:`sweep.plan.broken`: solutions that cannot be evaluated as they are, whose tasks are
+  COMPILE_ERROR traces.
 - :mod:`sweep.plan.selection`: :func:`select`, what a config selects from a dataset, every
   filter checked (no hardware yet).
 - :mod:`sweep.plan.expand`: a selection -> :class:`Plan` (definition x solution x workload,
@@ -14,7 +17,16 @@ that plan straight from a file.
 """
 
 from sweep.config import ConfigOverrides, load_config
-from sweep.plan.dataset import LAYOUT, Dataset, Origin, RecordKind, load_dataset, validate_roots
+from sweep.plan.dataset import (
+    LAYOUT,
+    BrokenSolution,
+    Dataset,
+    Origin,
+    RecordKind,
+    load_dataset,
+    load_runnable,
+    validate_roots,
+)
 from sweep.plan.expand import (
     ALL_NEEDS_A_CLUSTER,
     Exclusion,
@@ -36,6 +48,7 @@ from sweep.plan.selection import Selection, select, with_lines
 __all__ = [
     "ALL_NEEDS_A_CLUSTER",
     "LAYOUT",
+    "BrokenSolution",
     "ConfigOverrides",
     "Dataset",
     "Exclusion",
@@ -52,6 +65,7 @@ __all__ = [
     "group_excluded",
     "load_config",
     "load_dataset",
+    "load_runnable",
     "plan_config",
     "plan_config_targets",
     "plan_targets",

@@ -27,9 +27,9 @@ from pathlib import Path
 
 from sweep.config import ConfigOverrides, SweepConfig, apply_overrides, load_config
 from sweep.errors import PlanError, shown
-from sweep.plan.dataset import Dataset, load_dataset
+from sweep.plan.dataset import Dataset, load_runnable
 from sweep.plan.params import param_points
-from sweep.plan.selection import Selection, select, with_lines
+from sweep.plan.selection import Selection, select, selectable_solutions, with_lines
 from sweep.schema import Definition, Solution, Workload
 from sweep.schema.hardware import CPU, solution_targets_match
 from sweep.schema.task import Task
@@ -56,6 +56,10 @@ ALL_NEEDS_A_CLUSTER = (
     "know: name the types instead (--hardware H100,H200, or 'hardware: [H100, H200]' in the "
     "config); 'sweep launch' connects first and plans one task per GPU type the cluster has"
 )
+
+
+#: Why a solution file that is no record and names no definition gets no task.
+_UNPLANNED = "its file is not a valid record and names no definition (see the warnings)"
 
 
 @dataclass(frozen=True)
@@ -188,13 +192,17 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
     listed in ``Plan.excluded``; so is a definition that ``unavailable`` says cannot run on the
     target, and each parameter point a constraint or sampling leaves out (one task per
     point otherwise: :mod:`sweep.plan.params`). An empty plan is not an error.
+
+    A broken solution (``dataset.broken``) is planned like any other, one task per workload
+    and no parameter point, each task carrying why (``Task.broken``): its traces are
+    COMPILE_ERRORs, and nothing of it is built or run.
     """
     config, dataset = selection.config, selection.dataset
     if target != _own_target(config):
         # auto decided by a cluster, all, a list: the plan's config names the one target its
         # tasks run on, so their config_hash is the one a launch of 'hardware: <target>' gives.
         config = apply_overrides(config, ConfigOverrides(hardware=target))
-    excluded: list[Exclusion] = []
+    excluded = [Exclusion("solution", name, _UNPLANNED) for name in selection.unplanned]
     by_def: dict[str, list[Solution]] = {}
     ported: set[str] = set()  # solutions run although their target_hardware excludes the target
     porting = config.solutions.ignore_target_hardware
@@ -227,9 +235,10 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
             by_def.setdefault(s.definition, []).append(s)
 
     uuids = set(config.workloads.uuids)
-    with_any = {s.definition for s in dataset.solutions.values()}
+    with_any = {s.definition for s in selectable_solutions(dataset).values()}
     with_selected = {s.definition for s in selection.solutions}
     settings = config.evaluation
+    settings_hash = settings.settings_hash()  # once: every task of the plan has these settings
     config_hash = config.config_hash()
     tasks: list[Task] = []
     for d in selection.definitions:
@@ -257,8 +266,10 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
             )
             continue
         for s in candidates:
+            broken = dataset.broken.get(s.name)
             for w in wls:
-                points, left_out = param_points(config, d, s, w)
+                # A broken solution runs no point: one COMPILE_ERROR task per workload.
+                points, left_out = ([None], []) if broken else param_points(config, d, s, w)
                 excluded.extend(Exclusion("params point", name, why) for name, why in left_out)
                 tasks.extend(
                     Task.make(
@@ -272,6 +283,8 @@ def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | 
                         config_hash=config_hash,
                         ported=s.name in ported,
                         params=point,
+                        broken=broken.reason if broken else None,
+                        settings_hash=settings_hash,
                     )
                     for point in points
                 )
@@ -316,12 +329,14 @@ def plan_config(
 
     Raises:
         ConfigError: The config is malformed.
-        DatasetError: A dataset root or record is bad.
+        DatasetError: A dataset root is bad, or nothing of the dataset can run
+            (:func:`~sweep.plan.dataset.load_runnable`; other problems of its records are the
+            plan's warnings).
         PlanError: The config selects something the dataset does not have, or names several
             targets or ``all`` (:func:`plan_config_targets` plans those).
     """
     config = load_config(path, overrides)
-    dataset = load_dataset(config.dataset)
+    dataset = load_runnable(config.dataset)
     try:
         return expand(config, dataset, unavailable=unavailable)
     except PlanError as e:
@@ -336,12 +351,14 @@ def plan_config_targets(
 
     Raises:
         ConfigError: The config is malformed.
-        DatasetError: A dataset root or record is bad.
+        DatasetError: A dataset root is bad, or nothing of the dataset can run
+            (:func:`~sweep.plan.dataset.load_runnable`; other problems of its records are the
+            plan's warnings).
         PlanError: The config selects something the dataset does not have, or says
             ``hardware: all`` (which needs a cluster).
     """
     config = load_config(path, overrides)
-    dataset = load_dataset(config.dataset)
+    dataset = load_runnable(config.dataset)
     try:
         return expand_targets(config, dataset, unavailable=unavailable)
     except PlanError as e:

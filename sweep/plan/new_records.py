@@ -11,9 +11,7 @@ default.
 from __future__ import annotations
 
 import ast
-import json
 import os
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,27 +27,31 @@ from sweep.errors import (
     listing,
     shown,
 )
-from sweep.plan.dataset import LAYOUT, validate_roots
+from sweep.plan.dataset import validate_roots
+from sweep.plan.record_files import name_part, record_path
 from sweep.schema import Definition, Solution
 from sweep.schema.entry_signature import dps_choice, signature_problem, static_entry, top_level_functions
+from sweep.schema.hardware import (
+    ANY_GPU_WORDS,
+    ANY_WORDS,
+    CPU,
+    KNOWN_MODELS,
+    short_name,
+    solution_target_problem,
+)
 from sweep.schema.limits import FileRefused, read_text
 from sweep.schema.solution_checks import solution_problems
 
 __all__ = [
     "Packed",
-    "definition_path",
     "infer_language",
-    "name_part",
     "pack_solution",
-    "record_text",
-    "write_record",
 ]
 
 #: The largest source file packed into a solution.
 MAX_SOURCE_BYTES = 16 * 2**20
 _CPP = (".cpp", ".cc", ".cxx", ".c")
 _CUDA = (".cu", ".cuh")
-_PART = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,199}")
 
 
 @dataclass(frozen=True)
@@ -59,22 +61,14 @@ class Packed:
     Attributes:
         solution: The record.
         path: Where the dataset layout puts it.
+        root: The dataset root it goes under (the definition's).
         notes: What was inferred and how (language, entry point, calling style).
     """
 
     solution: Solution
     path: Path
+    root: Path
     notes: list[str] = field(default_factory=list)
-
-
-def name_part(value: str, what: str, flag: str = "") -> str:
-    """``value`` if it is usable as one folder or file name, else a :class:`ValidationError`."""
-    if not _PART.fullmatch(value) or value in (".", ".."):
-        raise ValidationError(
-            f"{what} {shown(value)} cannot name a file: use letters, digits and _ . + - "
-            f"(at most 200, not starting with . or -){f'; pass {flag}' if flag else ''}"
-        )
-    return value
 
 
 def _imports(source: str, module: str) -> bool:
@@ -241,6 +235,24 @@ def _calling_style(
     return choice
 
 
+def _targets(given: list[str], notes: list[str]) -> list[str]:
+    """``--target-hardware`` values checked: each names hardware a solution can run on (an
+    empty one, ``auto`` or a name of no model is refused); a GPU type not known is a warning."""
+    for entry in given:
+        problem = solution_target_problem(entry)
+        if problem:
+            raise ValidationError(f"--target-hardware: {problem}")
+        word = entry.strip().lower()
+        short = short_name(entry)
+        if word in ANY_WORDS or word in ANY_GPU_WORDS or short == CPU or short in KNOWN_MODELS:
+            continue
+        notes.append(
+            f"warning: target {shown(entry)} is no GPU type kernel-sweep knows"
+            f"{did_you_mean(short, KNOWN_MODELS)}: the solution runs only where the target is {short}"
+        )
+    return list(given)
+
+
 def _find_definition(roots: list[Path], name: str) -> tuple[Definition, Path, Any]:
     ds, errors = validate_roots(roots)
     definition = ds.definitions.get(name)
@@ -304,9 +316,14 @@ def pack_solution(
         raise ValidationError("no author: pass --author (or set $USER)")
     stem = entry_file.rsplit("/", 1)[-1].rsplit(".", 1)[0]
     sol_name = name_part(name or stem, "solution name", "" if name else "--name")
+    targets = (
+        _targets(target_hardware, notes)
+        if target_hardware
+        else (["gpu"] if lang == "cuda" else ["cpu", "gpu"])
+    )
     spec: dict[str, Any] = {
         "language": lang,
-        "target_hardware": target_hardware or (["gpu"] if lang == "cuda" else ["cpu", "gpu"]),
+        "target_hardware": targets,
         "entry_point": entry,
         "dependencies": [],
         "destination_passing_style": style,
@@ -331,39 +348,14 @@ def pack_solution(
     errors = [p.message for p in solution_problems(solution, definition) if p.error]
     if errors:
         raise ValidationError("; ".join(errors))
-    op_type = name_part(definition.op_type, "the definition's op_type", "")
-    folder = root / LAYOUT["solution"][0] / solution.author / op_type / definition.name
-    path = folder / f"{sol_name}.json"
-    if sol_name in ds.solutions and Path(ds.origin("solution", sol_name).path).resolve() != path.resolve():
+    fix = f"rename it in the definition's file ({clip(ds.origin('definition', definition.name).path)})"
+    op_type = name_part(definition.op_type, "the definition's op_type", fix=fix)
+    def_name = name_part(definition.name, "the definition's name", fix=fix)
+    path = record_path(root, "solution", solution.author, op_type, def_name, f"{sol_name}.json")
+    taken = sol_name in ds.solutions or sol_name in ds.broken  # a broken file keeps its name too
+    if taken and Path(ds.origin("solution", sol_name).path).resolve() != path.resolve():
         raise ValidationError(
             f"a solution named {shown(sol_name)} already exists ({clip(ds.origin('solution', sol_name).path)}): "
             "pass --name"
         )
-    return Packed(solution, path, notes)
-
-
-def record_text(record: dict[str, Any]) -> str:
-    """A record as the dataset's files hold it: indented JSON, one trailing newline."""
-    return json.dumps(record, indent=2, ensure_ascii=False) + "\n"
-
-
-def write_record(path: Path, text: str, *, force: bool) -> None:
-    """Write ``text`` to ``path``, creating its folders; an existing file only with ``force``.
-
-    Raises:
-        ValidationError: The file exists and ``force`` is false, or cannot be written.
-    """
-    if path.exists() and not force:
-        raise ValidationError(f"{clip(str(path), 300)} exists: pass --force to overwrite it")
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f".{path.name}.tmp")
-        tmp.write_text(text, encoding="utf-8")
-        os.replace(tmp, path)
-    except OSError as e:
-        raise ValidationError(f"cannot write {clip(str(path), 300)}: {e.strerror or e}") from None
-
-
-def definition_path(root: Path, op_type: str, name: str) -> Path:
-    """Where the dataset layout puts a definition."""
-    return root / LAYOUT["definition"][0] / op_type / f"{name}.json"
+    return Packed(solution, path, root, notes)

@@ -7,7 +7,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.errors import EngineError, did_you_mean, listing, shown
-from sweep.plan.dataset import load_dataset
+from sweep.plan.dataset import load_runnable
+from sweep.plan.selection import selectable_solutions
 from sweep.schema import Definition, Solution, Workload
 
 __all__ = ["PairSelection", "select_pair"]
@@ -15,12 +16,19 @@ __all__ = ["PairSelection", "select_pair"]
 
 @dataclass(frozen=True)
 class PairSelection:
-    """A definition, one of its solutions, the workloads to run and their dataset roots."""
+    """A definition, one of its solutions, the workloads to run and their dataset roots.
+
+    ``broken``: why the solution cannot be evaluated (``Task.broken``: every trace is a
+    COMPILE_ERROR), ``None`` for a valid one; ``warnings``: the dataset's other problems, to
+    say once.
+    """
 
     definition: Definition
     solution: Solution
     workloads: list[Workload]
     roots: list[Path]
+    broken: str | None = None
+    warnings: tuple[str, ...] = ()
 
 
 def select_pair(
@@ -37,23 +45,32 @@ def select_pair(
         solution: Solution name; it must be a solution of ``definition``.
         workload_ids: Workload uuids (or unique uuid prefixes); empty selects all.
 
+    The roots load to run (:func:`~sweep.plan.dataset.load_runnable`): a record with problems
+    elsewhere in them is a warning, and a broken solution is picked like any other (its traces
+    are COMPILE_ERRORs).
+
     Raises:
-        DatasetError: A root cannot be loaded.
+        DatasetError: A root cannot be loaded, or nothing of the roots can run.
         EngineError: A name or uuid is unknown or ambiguous, or the solution belongs to
-            another definition.
+            another definition (or to no definition, for a broken file that names none).
     """
-    ds = load_dataset(list(roots))
+    ds = load_runnable(list(roots))
+    solutions = selectable_solutions(ds)
     defn = ds.definitions.get(definition)
     if defn is None:
-        raise EngineError(
-            f"no definition {shown(definition)} in {listing(str(r) for r in ds.roots)}"
-            f"{did_you_mean(definition, ds.definitions)}"
-        )
-    sol = ds.solutions.get(solution)
+        failed = ds.failed_definitions.get(definition)
+        why = f" (its file did not load: {failed})" if failed else did_you_mean(definition, ds.definitions)
+        raise EngineError(f"no definition {shown(definition)} in {listing(str(r) for r in ds.roots)}{why}")
+    sol = solutions.get(solution)
     if sol is None:
-        mine = [n for n, s in ds.solutions.items() if s.definition == definition]
+        mine = [n for n, s in solutions.items() if s.definition == definition]
+        unplanned = ds.broken.get(solution)
+        if unplanned is not None:  # a file that is no record and names no definition
+            raise EngineError(
+                f"solution {shown(solution)} cannot be evaluated: " + "; ".join(unplanned.messages)
+            )
         raise EngineError(
-            f"no solution {shown(solution)}{did_you_mean(solution, ds.solutions)}; solutions of "
+            f"no solution {shown(solution)}{did_you_mean(solution, solutions)}; solutions of "
             f"{shown(definition)}: {listing(sorted(mine))}"
         )
     if sol.definition != definition:
@@ -77,4 +94,13 @@ def select_pair(
         chosen.append(hits[0])
     workloads = chosen or list(available)
     wl_roots = [ds.root_of("workload", w.uuid) for w in workloads]
-    return PairSelection(definition=defn, solution=sol, workloads=workloads, roots=wl_roots)
+    broken = ds.broken.get(solution)
+    return PairSelection(
+        definition=defn,
+        solution=sol,
+        workloads=workloads,
+        roots=wl_roots,
+        broken=broken.reason if broken is not None else None,
+        # The picked solution's own problems are in its traces; the rest is said once.
+        warnings=tuple(e for e in ds.errors if broken is None or e not in broken.messages),
+    )

@@ -9,7 +9,7 @@ it is among the seeded sample of the valid points (:func:`param_points`). Pure.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 
 from sweep.config import SweepConfig
 from sweep.errors import did_you_mean, shown
@@ -18,9 +18,8 @@ from sweep.schema import Definition, Solution, Workload
 from sweep.schema.params import (
     Point,
     constraint_name_problems,
-    grid_points,
+    grid_violations,
     params_json,
-    point_violation,
     sample_points,
 )
 
@@ -40,10 +39,14 @@ def param_space(config: SweepConfig, solution: Solution) -> dict[str, list[bool 
     return space
 
 
-def check_params(config: SweepConfig, ds: Dataset, sols: Sequence[Solution]) -> _Problems:
+def check_params(
+    config: SweepConfig, ds: Dataset, sols: Sequence[Solution], *, broken: Collection[str] = ()
+) -> _Problems:
     """Every glob of ``solutions.params`` matches a selected solution, a name it restricts is one the
     solution declares (when it declares any), and every ``params_constraints`` names only
-    parameters and axes of the solution's definition."""
+    parameters and axes of the solution's definition. A solution named in ``broken`` runs no
+    point (its tasks are COMPILE_ERRORs, its problems warned about): only the globs matching it
+    are checked."""
     errors: _Problems = []
     names = [s.name for s in sols]
     for glob, lists in config.solutions.params.items():
@@ -53,6 +56,8 @@ def check_params(config: SweepConfig, ds: Dataset, sols: Sequence[Solution]) -> 
             hint = did_you_mean(glob, names)
             errors.append((where, f"solutions.params: {shown(glob)} matches no selected solution{hint}"))
         for s in matched:
+            if s.name in broken:
+                continue
             declared = list(s.param_space)
             for name in lists:
                 if declared and name not in declared:
@@ -60,6 +65,8 @@ def check_params(config: SweepConfig, ds: Dataset, sols: Sequence[Solution]) -> 
                     text = f"solutions.params.{glob}: {s.name} declares no parameter {shown(name)}{hint}"
                     errors.append(((*where, name), text))
     for s in sols:
+        if s.name in broken:
+            continue
         d = ds.definitions.get(s.definition)
         space = param_space(config, s)
         if d is None or not s.params_constraints:
@@ -80,11 +87,10 @@ def param_points(
         return [None], excluded
     axes = {**d.const_axes(), **w.axes}
     valid: list[Point] = []
-    for point in grid_points(space):
-        violation = point_violation(point, s.params_constraints or [], axes)
+    # Constraints compiled once, each evaluated as soon as its names are bound (grid_violations).
+    for point, violation in grid_violations(space, s.params_constraints or [], axes):
         if violation:
-            name = f"{s.name} {params_json(point)} on {w.uuid}"
-            excluded.append((name, violation))
+            excluded.append((f"{s.name} {params_json(point)} on {w.uuid}", violation))
         else:
             valid.append(point)
     sample = config.solutions.params_sample

@@ -16,12 +16,12 @@ from pathlib import Path
 
 from sweep.config import SweepConfig, key_lines
 from sweep.errors import PlanError, did_you_mean, shown
-from sweep.plan.dataset import Dataset
+from sweep.plan.dataset import Dataset, error_list
 from sweep.plan.params import check_params
 from sweep.schema import Definition, Solution
 from sweep.schema.hardware import hardware_entries, hardware_problem
 
-__all__ = ["Selection", "select", "with_lines"]
+__all__ = ["Selection", "select", "selectable_solutions", "with_lines"]
 
 
 def _match_names(patterns: Sequence[str], names: Iterable[str]) -> set[str]:
@@ -48,7 +48,8 @@ def _check_used(
 def _select_definitions(config: SweepConfig, ds: Dataset, errors: _Problems) -> list[Definition]:
     sel = config.definitions
     defs = ds.definitions
-    _check_used(("definitions", "names"), sel.names, defs, errors)
+    # A name whose file did not load is the dataset's problem (a warning), not the config's.
+    _check_used(("definitions", "names"), sel.names, [*defs, *ds.failed_definitions], errors)
     _check_used(("definitions", "op_types"), sel.op_types, (d.op_type for d in defs.values()), errors)
     _check_used(("definitions", "tags"), sel.tags, (t for d in defs.values() for t in d.tags), errors)
     chosen = _match_names(sel.names, defs) if sel.names else set(defs)
@@ -63,10 +64,21 @@ def _select_definitions(config: SweepConfig, ds: Dataset, errors: _Problems) -> 
     return out
 
 
+def selectable_solutions(ds: Dataset) -> dict[str, Solution]:
+    """Every solution a config may select, by name: the records (broken ones too) and the
+    stand-ins of files that are no record but name a definition (:mod:`sweep.plan.broken`)."""
+    out = dict(ds.solutions)
+    for name, b in ds.broken.items():
+        if b.stand_in is not None:
+            out[name] = b.stand_in
+    return out
+
+
 def _select_solutions(config: SweepConfig, ds: Dataset, errors: _Problems) -> list[Solution]:
     sel = config.solutions
-    sols = ds.solutions
-    _check_used(("solutions", "names"), sel.names, sols, errors)
+    sols = selectable_solutions(ds)
+    # A broken file's name is known even when it names no definition (it is warned about).
+    _check_used(("solutions", "names"), sel.names, [*sols, *ds.broken], errors)
     _check_used(("solutions", "authors"), sel.authors, (s.author for s in sols.values()), errors)
     languages = (s.spec.language.value for s in sols.values())
     _check_used(("solutions", "languages"), sel.languages, languages, errors)
@@ -84,13 +96,21 @@ def _select_solutions(config: SweepConfig, ds: Dataset, errors: _Problems) -> li
 
 @dataclass(frozen=True)
 class Selection:
-    """What a config selects from a dataset, every filter checked; no hardware chosen yet."""
+    """What a config selects from a dataset, every filter checked; no hardware chosen yet.
+
+    ``solutions`` holds broken ones too (``dataset.broken``: the plan makes their tasks
+    COMPILE_ERRORs); ``warnings`` the dataset's problems (a dataset loaded to run keeps them in
+    ``Dataset.errors``) and hardware names this version does not know.
+    """
 
     config: SweepConfig
     dataset: Dataset
     definitions: list[Definition]
     solutions: list[Solution]
     warnings: list[str] = field(default_factory=list)
+    #: Selected solution files that are no record and name no definition: no task can be
+    #: made of them (the plan lists them as left out).
+    unplanned: list[str] = field(default_factory=list)
 
 
 def _check_tolerances(config: SweepConfig, ds: Dataset, errors: _Problems) -> None:
@@ -118,15 +138,20 @@ def select(config: SweepConfig, dataset: Dataset) -> Selection:
 
     Hardware plays no part: the selection is the same for every target.
 
+    The dataset's problems (``Dataset.errors`` of a dataset loaded to run:
+    :func:`~sweep.plan.dataset.load_runnable`) become the selection's warnings; a filter entry
+    that matches only records that failed to load is no config error (their problems say why).
+
     Raises:
         PlanError: A name, glob, op_type, tag, author, language, uuid or tolerance key in the config
-            matches nothing in the dataset (with "did you mean").
+            matches nothing in the dataset (with "did you mean"); or the dataset has problems and
+            the config selects nothing that can run (the message lists them).
     """
     errors: _Problems = []
     defs = _select_definitions(config, dataset, errors)
     sols = _select_solutions(config, dataset, errors)
     _check_tolerances(config, dataset, errors)
-    errors.extend(check_params(config, dataset, sols))
+    errors.extend(check_params(config, dataset, sols, broken=dataset.broken))
     all_uuids = [w.uuid for wls in dataset.workloads.values() for w in wls]
     known = set(all_uuids)
     for i, u in enumerate(config.workloads.uuids):
@@ -142,9 +167,35 @@ def select(config: SweepConfig, dataset: Dataset) -> Selection:
         raise PlanError(f"{_HEADING}:\n" + "\n".join(text for _, text in errors), errors)
     # The config's own hardware, as written: a near miss was refused when it was loaded,
     # unless declared new (--new-hardware), so here each is one more unknown name to warn about.
+    if dataset.errors and not _runnable(dataset, defs, sols):
+        raise PlanError(
+            "nothing to run: the config selects no definition that has both workloads and a "
+            "solution; " + error_list(dataset.errors, "the dataset has")
+        )
     found = (hardware_problem(entry, new=True)[1] for entry in hardware_entries(config.hardware))
-    warnings = [w for w in found if w]
-    return Selection(config=config, dataset=dataset, definitions=defs, solutions=sols, warnings=warnings)
+    warnings = [*dataset.errors, *(w for w in found if w)]
+    sel = config.solutions
+    unplanned = [
+        name
+        for name, b in sorted(dataset.broken.items())
+        if b.solution is None
+        and not (sel.authors or sel.languages)  # neither is known of a file that is no record
+        and (not sel.names or _match_names(sel.names, [name]))
+    ]
+    return Selection(
+        config=config,
+        dataset=dataset,
+        definitions=defs,
+        solutions=sols,
+        warnings=warnings,
+        unplanned=unplanned,
+    )
+
+
+def _runnable(ds: Dataset, defs: Sequence[Definition], sols: Sequence[Solution]) -> bool:
+    """Whether a selection has a definition with workloads and a selected solution of it."""
+    with_workloads = {d.name for d in defs if ds.workloads.get(d.name)}
+    return any(s.definition in with_workloads for s in sols)
 
 
 def with_lines(err: PlanError, path: str | Path) -> PlanError:

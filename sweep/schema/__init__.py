@@ -24,6 +24,10 @@ from sweep.schema.settings import EvalSettings, Timeouts, Tolerance
 from sweep.schema.solution import Binding, BuildSpec, Language, Solution, SourceFile
 from sweep.schema.task import Task, task_id
 from sweep.schema.trace import (
+    FLAG_IMPOSSIBLE,
+    FLAG_REFERENCE_FAILED,
+    FLAG_SUSPICIOUS,
+    FLAG_TAMPERED,
     Clocks,
     Correctness,
     Environment,
@@ -45,6 +49,10 @@ from sweep.schema.workload import (
 )
 
 __all__ = [
+    "FLAG_IMPOSSIBLE",
+    "FLAG_REFERENCE_FAILED",
+    "FLAG_SUSPICIOUS",
+    "FLAG_TAMPERED",
     "SEED_DTYPES",
     "WORK_FIELDS",
     "AxisConst",

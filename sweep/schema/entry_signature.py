@@ -24,6 +24,7 @@ __all__ = [
     "StaticEntry",
     "call_names",
     "dps_choice",
+    "entry_missing",
     "fits",
     "signature_problem",
     "static_entry",
@@ -220,6 +221,47 @@ def _last_binding(node: ast.stmt, symbol: str, found: StaticEntry | None) -> Sta
     if _binds(node, symbol):  # a def of another name binds nothing here
         return None
     return found
+
+
+#: Names through which code can give a module any attribute at run time (``globals()[n] = f``,
+#: ``setattr(sys.modules[__name__], n, f)``, ``exec``): a source that uses one may define its
+#: entry point without a statement that names it.
+_DYNAMIC_NAMES = frozenset(
+    {"globals", "locals", "vars", "setattr", "exec", "eval", "compile", "__dict__", "modules", "__getattr__"}
+)
+
+
+def entry_missing(source: str, symbol: str, path: str = "<source>") -> bool:
+    """Whether ``source`` certainly defines no module attribute ``symbol``: no statement at
+    module level binds it (a ``def``, a class, an assignment, an import, a ``*`` import, also
+    inside ``if``/``try``/``with``), no function declares it ``global``, and nothing in it uses
+    a way of binding names at run time (``globals()``, ``setattr``, ``exec``, ``sys.modules``,
+    a module ``__getattr__``). ``False`` whenever in doubt: importing it would then tell.
+
+    Raises:
+        ValueError: The source does not parse.
+    """
+    module = _parse(source, path)
+    try:
+        if any(_binds(node, symbol) for node in module.body):
+            return False
+    except RecursionError:
+        return False
+    for node in ast.walk(module):
+        if isinstance(node, ast.Global) and symbol in node.names:
+            return False
+        name = (
+            node.id if isinstance(node, ast.Name) else node.attr if isinstance(node, ast.Attribute) else None
+        )
+        if name in _DYNAMIC_NAMES:
+            return False
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "__getattr__":
+            return False
+        if isinstance(node, (ast.MatchAs, ast.MatchStar)) and node.name == symbol:
+            return False  # a capture pattern binds a plain string name, not an ast.Name
+        if isinstance(node, ast.MatchMapping) and node.rest == symbol:
+            return False
+    return True
 
 
 def _binds(node: ast.AST, symbol: str) -> bool:

@@ -38,6 +38,7 @@ __all__ = [
     "hardware_shape_problem",
     "record_name",
     "short_name",
+    "solution_target_problem",
     "solution_targets_match",
 ]
 
@@ -227,6 +228,33 @@ def record_name(name: str) -> str:
     vendor = _VENDOR.match(name.strip())
     prefix = vendor.group(1).upper() if vendor else "NVIDIA"
     return f"{prefix}_{short}"
+
+
+def solution_target_problem(entry: str) -> str | None:
+    """Why one entry of a solution's ``spec.target_hardware`` can never match a target (the
+    solution would never run there), or ``None``.
+
+    Refused: empty or blank, control characters, longer than :data:`MAX_HARDWARE_CHARS`,
+    ``auto`` (a config's word, which no target is), and names that reduce to no model (``_``,
+    ``nvidia_``). Any other name may be a GPU this table does not know: it is kept.
+    """
+    word = entry.strip().lower()
+    if not word:
+        return (
+            f"{shown(entry)} names no hardware: write 'gpu' (any GPU), 'cpu', a GPU type such as "
+            "'H100', or '*' (anything)"
+        )
+    if any(ord(c) < 32 or ord(c) == 127 for c in entry):
+        return f"must not contain control characters, got {shown(entry)}"
+    if len(entry) > MAX_HARDWARE_CHARS:
+        return f"longer than {MAX_HARDWARE_CHARS} characters, no hardware name: {shown(entry)}"
+    if word in ANY_WORDS or word in ANY_GPU_WORDS:
+        return None
+    if word == AUTO:
+        return "'auto' is a config's word, no solution target: write 'gpu' (any GPU) or '*' (anything)"
+    if not short_name(entry):
+        return f"{shown(entry)} names no hardware (write 'gpu', 'cpu' or a GPU type such as 'H100')"
+    return None
 
 
 def solution_targets_match(target: str, solution_targets: list[str]) -> bool:

@@ -9,8 +9,10 @@ named here once:
   (:data:`Int64`, :data:`NonNegInt64`, :data:`PosInt64`);
 - JSON nests at most :data:`MAX_JSON_DEPTH` levels (the limit of pydantic's own parser, so
   the fast path and the fallback that explains errors refuse the same files);
-- files are regular files under a size cap (:func:`read_text`): ``/dev/zero`` or a FIFO
-  given as a config is refused before a byte is read;
+- files are regular files, opened without blocking and checked again once open
+  (:func:`open_regular`), read whole only under a size cap (:func:`read_bytes`,
+  :func:`read_text`): ``/dev/zero`` or a FIFO given as a config, or linked from a folder
+  that is read, is refused before a byte is read;
 - relative paths in records stay inside their folder (:func:`relative_path_problem`).
 """
 
@@ -20,7 +22,7 @@ import json
 import os
 import stat
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, BinaryIO
 
 from annotated_types import Ge, Le
 from pydantic import Strict
@@ -29,13 +31,17 @@ __all__ = [
     "INT64_MAX",
     "INT64_MIN",
     "MAX_JSON_DEPTH",
+    "NOT_REGULAR",
     "FileRefused",
     "Int64",
     "NonNegInt64",
     "PosInt64",
     "json_depth",
     "load_json",
+    "open_regular",
+    "read_bytes",
     "read_text",
+    "regular_file_problem",
     "relative_path_problem",
 ]
 
@@ -57,12 +63,86 @@ class FileRefused(ValueError):
     """A file that is not read at all: not a regular file, or over its size cap."""
 
 
-def read_text(path: str | Path, max_bytes: int) -> str:
-    """The UTF-8 text of a regular file of at most ``max_bytes`` bytes.
+#: Why a file of a kind other than regular is not read (the words every reader uses).
+NOT_REGULAR = "is not a regular file (a device, FIFO or socket)"
+_OPEN_FLAGS = (
+    os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_CLOEXEC", 0)
+)
 
-    Devices, FIFOs, sockets and folders are refused before opening (opening a FIFO would
-    block, reading ``/dev/zero`` would never end); a longer file is refused after reading
-    ``max_bytes + 1`` bytes, never more.
+
+def _kind_problem(mode: int) -> str | None:
+    if stat.S_ISDIR(mode):
+        return "is a folder, not a file"
+    if not stat.S_ISREG(mode):
+        return NOT_REGULAR
+    return None
+
+
+def regular_file_problem(path: str | Path) -> str | None:
+    """Why ``path`` is not a regular file to read (a folder, a device, FIFO or socket), or
+    ``None``; links are followed (a link to a regular file is one). For walkers that skip such
+    entries with a word; whoever reads opens with :func:`open_regular`, which checks again.
+
+    Raises:
+        OSError: The path cannot be looked at (missing, no permission...).
+        ValueError: The path holds a NUL character.
+    """
+    return _kind_problem(os.stat(path).st_mode)
+
+
+def open_regular(path: str | Path, max_bytes: int | None = None) -> BinaryIO:
+    """``path`` opened for reading (binary), refused unless it is a regular file of at most
+    ``max_bytes`` bytes (any size when ``None``; a caller reading it whole gives a cap).
+
+    The kind is checked before opening (a device is never opened: opening some has effects)
+    and again on the open descriptor (the path may have been swapped in between); the open
+    itself does not block (``O_NONBLOCK``), so a FIFO put there meanwhile cannot hang it.
+
+    Raises:
+        FileRefused: Not a regular file, or larger than ``max_bytes``.
+        OSError: The file cannot be opened (missing, no permission...).
+        ValueError: The path holds a NUL character.
+    """
+    problem = regular_file_problem(path)
+    if problem is not None:
+        raise FileRefused(problem)
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        st = os.fstat(fd)
+        problem = _kind_problem(st.st_mode)
+        if problem is not None:
+            raise FileRefused(problem)
+        if max_bytes is not None and st.st_size > max_bytes:
+            raise FileRefused(f"is larger than {max_bytes:,} bytes, the most read")
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
+def read_bytes(path: str | Path, max_bytes: int) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` bytes (:func:`open_regular`); a
+    file that grew past the cap while open is refused after reading ``max_bytes + 1`` bytes.
+
+    Raises:
+        FileRefused: Not a regular file, or larger than ``max_bytes``.
+        OSError: The file cannot be opened or read (missing, no permission...).
+        ValueError: The path holds a NUL character.
+    """
+    with open_regular(path, max_bytes) as f:
+        raw = f.read(max_bytes + 1)
+    if len(raw) > max_bytes:
+        raise FileRefused(f"is larger than {max_bytes:,} bytes, the most read")
+    return raw
+
+
+def read_text(path: str | Path, max_bytes: int) -> str:
+    """The UTF-8 text of a regular file of at most ``max_bytes`` bytes (:func:`read_bytes`).
+
+    Devices, FIFOs, sockets and folders are refused before a byte is read (opening a FIFO
+    would block, reading ``/dev/zero`` would never end); a longer file is refused after
+    reading ``max_bytes + 1`` bytes, never more.
 
     Raises:
         FileRefused: Not a regular file, or larger than ``max_bytes``.
@@ -70,17 +150,7 @@ def read_text(path: str | Path, max_bytes: int) -> str:
         UnicodeDecodeError: The bytes are not UTF-8.
         ValueError: The path holds a NUL character.
     """
-    p = Path(path)
-    mode = os.stat(p).st_mode
-    if stat.S_ISDIR(mode):
-        raise FileRefused("is a folder, not a file")
-    if not stat.S_ISREG(mode):
-        raise FileRefused("is not a regular file (a device, FIFO or socket)")
-    with p.open("rb") as f:
-        raw = f.read(max_bytes + 1)
-    if len(raw) > max_bytes:
-        raise FileRefused(f"is larger than {max_bytes:,} bytes, the most read")
-    return raw.decode("utf-8")
+    return read_bytes(path, max_bytes).decode("utf-8")
 
 
 def json_depth(value: object) -> int:

@@ -16,13 +16,19 @@ import itertools
 import json
 import math
 import random
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from typing import Annotated
 
 from pydantic import Field, StrictBool, StrictFloat, StrictInt, StrictStr
 
 from sweep.errors import did_you_mean, listing, shown
-from sweep.schema.expr import ConstraintError, constraint_names, eval_expression, expression_problem
+from sweep.schema.expr import (
+    ConstraintError,
+    compile_expression,
+    constraint_names,
+    eval_expression,
+    expression_problem,
+)
 from sweep.schema.limits import INT64_MAX, INT64_MIN
 
 __all__ = [
@@ -36,6 +42,7 @@ __all__ = [
     "default_point",
     "grid_points",
     "grid_size",
+    "grid_violations",
     "params_json",
     "point_violation",
     "sample_points",
@@ -155,6 +162,129 @@ def point_violation(
         if not ok:
             return f"violates {text}"
     return None
+
+
+_EVAL_ERRORS = (ConstraintError, SyntaxError, ZeroDivisionError, OverflowError, TypeError)
+
+
+def _judge(text: str) -> Callable[[Mapping[str, object]], str | None]:
+    """``text`` as a function of the values: :func:`point_violation`'s word for one constraint
+    (``None``, ``"violates ..."`` or ``"cannot evaluate ...: ..."``), the text compiled once."""
+    try:
+        run = compile_expression(text)
+    except (ConstraintError, SyntaxError) as e:
+        word = f"cannot evaluate {text}: {e}"
+        return lambda values: word
+
+    def judge(values: Mapping[str, object]) -> str | None:
+        try:
+            ok = run(values)
+        except TypeError as e:  # as eval_expression words it
+            return f"cannot evaluate {text}: cannot evaluate: {e}"
+        except _EVAL_ERRORS as e:
+            return f"cannot evaluate {text}: {e}"
+        return None if ok else f"violates {text}"
+
+    return judge
+
+
+#: The most answers remembered per constraint (one per combination of the values it reads).
+_MEMO_ENTRIES = 1 << 16
+_Judged = tuple[int, str] | None
+
+
+def _remembered(
+    judge: Callable[[Mapping[str, object]], str | None],
+    values: Mapping[str, object],
+    at: Sequence[int],
+    read: Sequence[int],
+    sizes: Sequence[int],
+) -> Callable[[], str | None]:
+    """``judge`` of the current ``values``, its answer remembered by which value of each
+    parameter it reads is bound (their indices, ``at[k]`` for ``k`` in ``read``) where that
+    saves evaluations: a constraint on the last parameter alone is then evaluated once per
+    value of it, not once per point. ``sizes``: the length of every parameter's list."""
+    combos = math.prod(sizes[k] for k in read)
+    prefixes = math.prod(sizes[: read[-1] + 1]) if read else 1  # evaluations without a memory
+    if combos >= prefixes or combos > _MEMO_ENTRIES:
+        return lambda: judge(values)
+    memo: dict[tuple[int, ...], str | None] = {}
+
+    def answer() -> str | None:
+        key = tuple([at[k] for k in read])
+        if key not in memo:
+            memo[key] = judge(values)
+        return memo[key]
+
+    return answer
+
+
+def grid_violations(
+    params: Mapping[str, Sequence[bool | int | float | str]],
+    constraints: Sequence[str],
+    axes: Mapping[str, int],
+) -> Iterator[tuple[Point, str | None]]:
+    """Every point of the grid in order (:func:`grid_points`) with :func:`point_violation`'s
+    answer for it (the first constraint it breaks, or ``None``), fast.
+
+    Each constraint is compiled once and evaluated as soon as the parameters it reads are
+    bound (in declaration order): once per distinct prefix of the grid, or once per
+    combination of the values it reads when there are fewer, rather than once per point.
+    Once a prefix breaks a constraint, only constraints listed before that one are still
+    evaluated below it, and where none are left the points under it take its word
+    unevaluated. The answers are :func:`point_violation`'s, point for point.
+    """
+    names = list(params)
+    sizes = [len(params[n]) for n in names]
+    position = {n: i for i, n in enumerate(names)}
+    values: dict[str, object] = dict(axes)
+    at: list[int] = []  # the index in its list of each bound parameter's value
+    chosen: list[bool | int | float | str] = []
+    # levels[k]: the constraints whose last parameter read is names[k - 1] (level 0: none read,
+    # axes only or not parsed: one word for every point), in the order listed.
+    levels: list[list[tuple[int, Callable[[], str | None]]]] = [[] for _ in range(len(names) + 1)]
+    for i, text in enumerate(constraints):
+        read = sorted({position[n] for n in constraint_names_or_empty(text) if n in position})
+        levels[read[-1] + 1 if read else 0].append((i, _remembered(_judge(text), values, at, read, sizes)))
+    # first_from[k]: the first constraint listed of those of levels k and after.
+    first_from = [
+        min((i for lv in levels[k:] for i, _ in lv), default=len(constraints)) for k in range(len(names) + 2)
+    ]
+
+    def judged(level: int, broken: _Judged) -> _Judged:
+        for i, judge in levels[level]:
+            if broken is not None and i > broken[0]:
+                break  # listed after the constraint already broken: cannot come first
+            word = judge()
+            if word is not None:
+                return (i, word)
+        return broken
+
+    def walk(depth: int, broken: _Judged) -> Iterator[tuple[Point, str | None]]:
+        if depth == len(names):
+            yield dict(zip(names, chosen)), (broken[1] if broken is not None else None)
+            return
+        if first_from[depth + 1] > (broken[0] if broken is not None else len(constraints)):
+            # No constraint below can come before the one broken here (or, none broken, there
+            # is none below): every point under this prefix has the same answer.
+            word = broken[1] if broken is not None else None
+            for rest in itertools.product(*(params[n] for n in names[depth:])):
+                yield dict(zip(names, (*chosen, *rest))), word
+            return
+        name = names[depth]
+        for index, value in enumerate(params[name]):
+            values[name] = value
+            chosen.append(value)
+            at.append(index)
+            yield from walk(depth + 1, judged(depth + 1, broken))
+            at.pop()
+            chosen.pop()
+        if name in axes:  # a parameter named like an axis hid it while bound
+            values[name] = axes[name]
+        else:
+            values.pop(name, None)
+
+    yield from walk(0, judged(0, None))
 
 
 def sample_points(points: Sequence[Point], max_points: int, seed: int | str) -> list[Point]:

@@ -17,7 +17,8 @@ the larger of the float32 and tf32 rates; integer-only calls, or dtypes a table 
 the fastest rate the device has (a floor must never be above the truth).
 
 The floor of a call is ``max(flops / peak_flops, bytes / peak_bandwidth)``; a latency under
-:func:`floor_margin` times the floor cannot be right and is flagged ``impossible``.
+:func:`floor_margin` times the floor cannot be right and is flagged ``impossible``. A call
+that moves no bytes and does no FLOPs (a view, an allocation) has no floor.
 """
 
 from __future__ import annotations
@@ -119,7 +120,8 @@ def floor_ms(
     flops: float | None, nbytes: float | None, dtypes: Iterable[str], ceilings: Ceilings
 ) -> tuple[float, str] | None:
     """The least time the work can take, in ms, and what bounds it (``compute``/``memory``);
-    ``None`` when neither the work nor the peaks say anything."""
+    ``None`` when neither the work nor the peaks say anything, and when the work is none (no
+    FLOPs, no bytes: no latency is too short for it)."""
     terms: list[tuple[float, str]] = []
     peak = ceilings.flops_peak(dtypes)
     if flops and peak:

@@ -43,6 +43,10 @@ class Timeouts(StrictModel):
     run_s: float = Field(default=120.0, gt=0)
 
 
+#: Settings added after results were first stored, with the default that leaves a hash as it was.
+_LATER_DEFAULTS: dict[str, object] = {"cpu_threads": 1}
+
+
 class EvalSettings(StrictModel):
     """How each evaluation is run. Its hash decides which stored results are comparable."""
 
@@ -91,10 +95,24 @@ class EvalSettings(StrictModel):
         default=None, gt=0, description="per task; None = 80% of the device's free memory"
     )
     log_limit_bytes: int = Field(default=16384, ge=256, le=INT64_MAX)
+    cpu_threads: int = Field(
+        default=1,
+        ge=1,
+        le=4096,
+        description="torch's intra-op threads in each evaluation (on a CPU, the threads a kernel "
+        "runs on): fixed, so `sweep eval` and `sweep launch` time alike; recorded in each trace",
+    )
 
     def settings_hash(self) -> str:
-        """Stable hash of every setting that changes what a measurement means."""
-        text = json.dumps(self.model_dump(mode="json"), sort_keys=True, separators=(",", ":"))
+        """Stable hash of every setting that changes what a measurement means.
+
+        A setting added later is left out while it has its default, so that results stored
+        before it existed keep their hash (and their task ids)."""
+        data = self.model_dump(mode="json")
+        for name, default in _LATER_DEFAULTS.items():
+            if data.get(name) == default:
+                del data[name]
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
     def tolerance_for(self, definition: str, op_type: str) -> Tolerance:

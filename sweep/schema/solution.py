@@ -14,6 +14,7 @@ from pydantic import Field, StrictBool, field_validator, model_validator
 
 from sweep.errors import listing, shown
 from sweep.schema._base import Record
+from sweep.schema.hardware import solution_target_problem
 from sweep.schema.limits import relative_path_problem
 from sweep.schema.params import ParamValue, space_problems
 
@@ -80,6 +81,16 @@ class BuildSpec(Record):
     @classmethod
     def _typos(cls, data: Any) -> Any:
         return _missing_typos(data, ("language", "target_hardware", "entry_point"), tuple(cls.model_fields))
+
+    @field_validator("target_hardware")
+    @classmethod
+    def _targets(cls, v: list[str]) -> list[str]:
+        # An entry that matches no target would make a solution that never runs, silently.
+        for i, entry in enumerate(v):
+            problem = solution_target_problem(entry)
+            if problem:
+                raise ValueError(f"entry {i}: {problem}")
+        return v
 
     @field_validator("entry_point")
     @classmethod

@@ -1,8 +1,10 @@
 """Checks of a solution against its definition that need no build: what ``sweep validate``
 adds to loading a record.
 
-- The entry point's signature, read with :mod:`ast` for Python entry files (python, triton,
-  tilelang, or a ``.py`` entry of a cuda/cpp solution), against how the engine will call it
+- A Python entry file (python, triton, tilelang, or a ``.py`` entry of a cuda/cpp solution),
+  read with :mod:`ast`: it must parse, and bind its entry point (a file that certainly
+  defines no such name is an error; one that may bind it at run time is left to the engine);
+  then the entry point's signature against how the engine will call it
   (:mod:`sweep.schema.entry_signature`, the rule the engine applies to the built function).
   C++/CUDA entry points are not checked here: their signature is known only once compiled.
 - Keys the record does not know that are close to one it does (``entrypoint``,
@@ -15,9 +17,16 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass
 
-from sweep.errors import clip, shown
+from sweep.errors import clip, did_you_mean, listing, shown
 from sweep.schema.definition import Definition
-from sweep.schema.entry_signature import signature_problem, static_entry
+from sweep.schema.entry_signature import (
+    StaticEntry,
+    entry_missing,
+    signature_problem,
+    static_entry,
+    top_level_functions,
+)
+from sweep.schema.hardware import ANY_GPU_WORDS, ANY_WORDS, CPU, KNOWN_MODELS, short_name
 from sweep.schema.params import constraint_name_problems
 from sweep.schema.solution import BuildSpec, Solution, close_key
 
@@ -66,18 +75,36 @@ def _python_entry(solution: Solution) -> bool:
     return spec.entry_file.endswith(".py") or spec.language.value in ("python", "triton", "tilelang")
 
 
-def _signature(solution: Solution, definition: Definition) -> list[SolutionProblem]:
+def _entry(solution: Solution, definition: Definition | None) -> list[SolutionProblem]:
+    """A Python entry file that does not parse or certainly lacks its entry point (whatever the
+    definition), then the entry point's signature against ``definition``."""
     spec = solution.spec
-    if "backendbench" in definition.tags or not _python_entry(solution):
+    if not _python_entry(solution):
         return []
     entry = posixpath.normpath(spec.entry_file)
     source = next(s for s in solution.sources if posixpath.normpath(s.path.replace("\\", "/")) == entry)
     try:
         found = static_entry(source.content, spec.entry_symbol, spec.entry_file)
+        missing = found is None and entry_missing(source.content, spec.entry_symbol, spec.entry_file)
     except ValueError as e:
         return [SolutionProblem(True, f"sources: {e}")]
-    if found is None:
+    if missing:
+        defined = top_level_functions(source.content, spec.entry_file)
+        hint = did_you_mean(spec.entry_symbol, defined)
+        return [
+            SolutionProblem(
+                True,
+                f"spec.entry_point: {shown(spec.entry_point)}: {clip(spec.entry_file)} defines no "
+                f"{shown(spec.entry_symbol)}{hint} (top-level functions: {listing(defined)})",
+            )
+        ]
+    if found is None or definition is None or "backendbench" in definition.tags:
         return []  # imported or assigned: the engine checks the built function
+    return _signature(solution, definition, found)
+
+
+def _signature(solution: Solution, definition: Definition, found: StaticEntry) -> list[SolutionProblem]:
+    spec = solution.spec
     problem = signature_problem(
         found.params, list(definition.inputs), list(definition.outputs), spec.destination_passing_style
     )
@@ -101,11 +128,28 @@ def _params(solution: Solution, definition: Definition) -> list[SolutionProblem]
     return [SolutionProblem(True, p) for p in problems]
 
 
+def _targets(solution: Solution) -> list[SolutionProblem]:
+    """Targets that no GPU type kernel-sweep knows (a typo runs nowhere; a new GPU is fine)."""
+    out = []
+    for i, entry in enumerate(solution.spec.target_hardware):
+        word, short = entry.strip().lower(), short_name(entry)
+        if word in ANY_WORDS or word in ANY_GPU_WORDS or short == CPU or short in KNOWN_MODELS:
+            continue
+        out.append(
+            SolutionProblem(
+                False,
+                f"spec.target_hardware[{i}]: {shown(entry)} is no GPU type kernel-sweep knows"
+                f"{did_you_mean(short, KNOWN_MODELS)}; the solution runs only where the target is {short}",
+            )
+        )
+    return out
+
+
 def solution_problems(solution: Solution, definition: Definition | None) -> list[SolutionProblem]:
     """What is wrong with ``solution`` short of building it (``definition``: the one it names,
-    ``None`` when not loaded: only its keys are checked)."""
-    out = _unknown_keys(solution)
+    ``None`` when not loaded: its keys, targets and entry file are checked, not its signature)."""
+    out = _unknown_keys(solution) + _targets(solution)
+    out.extend(_entry(solution, definition))
     if definition is not None:
-        out.extend(_signature(solution, definition))
         out.extend(_params(solution, definition))
     return out

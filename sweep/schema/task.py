@@ -28,17 +28,22 @@ def task_id(
     settings_hash: str,
     hardware: str,
     params: dict[str, bool | int | float | str] | None = None,
+    broken: str | None = None,
 ) -> str:
     """Stable id of a task: the same inputs always give the same id, on any machine.
 
     The solution enters by content hash, so renaming a solution keeps its results,
     and editing its sources makes new tasks. A parameter point (canonical JSON) is one more
-    part; without one the id is what it always was.
+    part; without one the id is what it always was. So is ``broken`` (why the solution cannot
+    be evaluated, :attr:`Task.broken`): a broken solution's tasks never share an id with a
+    valid one's, and the same record fixed, or broken another way, gets new tasks.
     """
     sep = "\x1f"  # a control character: cannot occur inside any of the parts
     key = f"{definition}{sep}{solution_hash}{sep}{workload_uuid}{sep}{settings_hash}{sep}{hardware}"
     if params is not None:
         key += f"{sep}params{sep}{params_json(params)}"
+    if broken is not None:
+        key += f"{sep}broken{sep}{hashlib.sha256(broken.encode('utf-8', 'surrogatepass')).hexdigest()}"
     return hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
@@ -65,6 +70,11 @@ class Task(BaseModel):
     #: The parameter point this task runs (keyword arguments of the entry point); ``None``
     #: for a solution without ``params``. Part of the id.
     params: dict[str, bool | int | float | str] | None = None
+    #: Why the solution cannot be evaluated as it is (its file is not a valid record, or the
+    #: checks ``sweep validate`` makes found it wrong), each problem naming the file; ``None``
+    #: for a valid solution. The engine makes such a task a COMPILE_ERROR with this message,
+    #: building and running nothing. Part of the id (see :func:`task_id`).
+    broken: str | None = None
 
     @classmethod
     def make(
@@ -81,24 +91,48 @@ class Task(BaseModel):
         ceilings: Ceilings | None = None,
         ported: bool = False,
         params: dict[str, bool | int | float | str] | None = None,
+        broken: str | None = None,
+        settings_hash: str | None = None,
     ) -> Task:
-        """Build a task, computing its stable id."""
-        tid = task_id(
-            definition.name, solution.content_hash, workload.uuid, settings.settings_hash(), hardware, params
-        )
-        return cls(
+        """Build a task from records already validated, computing its stable id.
+
+        The records are taken as they are: validating a model whose fields are models runs
+        their own validators again on every instance (pydantic does), which for a plan of
+        100,000 parameter points checked the same definition and solution 100,000 times.
+
+        Args:
+            settings_hash: ``settings.settings_hash()`` when the caller has it already (a plan
+                makes every task with the same settings).
+
+        Raises:
+            TypeError: A record is not an instance of its model.
+        """
+        for value, model in (
+            (definition, Definition),
+            (solution, Solution),
+            (workload, Workload),
+            (settings, EvalSettings),
+        ):
+            if not isinstance(value, model):
+                raise TypeError(f"Task.make: expected a {model.__name__}, got {type(value).__name__}")
+        if ceilings is not None and not isinstance(ceilings, Ceilings):
+            raise TypeError(f"Task.make: expected Ceilings, got {type(ceilings).__name__}")
+        digest = settings_hash if settings_hash is not None else settings.settings_hash()
+        tid = task_id(definition.name, solution.content_hash, workload.uuid, digest, hardware, params, broken)
+        return cls.model_construct(
             task_id=tid,
             definition=definition,
             solution=solution,
             workload=workload,
             settings=settings,
-            hardware=hardware,
+            hardware=str(hardware),
             dataset_root=dataset_root,
             sweep=sweep,
             config_hash=config_hash,
             ceilings=ceilings,
-            ported=ported,
-            params=params,
+            ported=bool(ported),
+            params=dict(params) if params is not None else None,
+            broken=broken,
         )
 
     def provenance(self, **run: str | int | None) -> Provenance:

@@ -21,6 +21,10 @@ from sweep.schema.workload import Workload
 
 __all__ = [
     "EARLIEST_TIME",
+    "FLAG_IMPOSSIBLE",
+    "FLAG_REFERENCE_FAILED",
+    "FLAG_SUSPICIOUS",
+    "FLAG_TAMPERED",
     "LATEST_TIME",
     "Clocks",
     "Correctness",
@@ -34,6 +38,17 @@ __all__ = [
     "check_time",
     "workload_line",
 ]
+
+#: Flags an evaluation may carry (``Evaluation.flags``). ``impossible``: latency under the physical
+#: floor (kept PASSED, never ranked). ``suspicious``: speedup above the settings' bound (shown).
+#: ``tampered``: the solution replaced what the harness times or checks with, or left a thread
+#: running (RUNTIME_ERROR, never ranked). ``reference_failed``: the reference raised, timed out or
+#: crashed, or the task's inputs could not be made, before or around the solution (RUNTIME_ERROR,
+#: not the solution's failure: left out of pass rates, scores and rankings, counted apart).
+FLAG_IMPOSSIBLE = "impossible"
+FLAG_SUSPICIOUS = "suspicious"
+FLAG_TAMPERED = "tampered"
+FLAG_REFERENCE_FAILED = "reference_failed"
 
 #: The span of times (UTC) a trace may carry. Outside it the value is a placeholder or a typo
 #: (``0001-01-01T00:00:00+05:00``), and near the ends of Python's range it cannot even be read
@@ -144,7 +159,8 @@ class TimingStats(Record):
     graph replay; with ``"cupti"`` it is the device time of the work one call launched); ``rel_error`` is the relative standard error of the median when timing
     stopped, ``target_met`` whether it was at most ``target_rel_error`` then; ``discarded``
     counts samples dropped because NVML saw the SM clock under 75% of its maximum or a
-    slowdown reason (thermal, hardware, power brake) around their batch.
+    slowdown reason (thermal, hardware, power brake) around their batch. ``threads`` is
+    torch's intra-op threads while timed.
     """
 
     clock: str  # "cuda_event", "cupti" (CUPTI's device timestamps) or "host"
@@ -160,6 +176,9 @@ class TimingStats(Record):
     target_rel_error: float | None = Field(default=None, gt=0.0)
     target_met: StrictBool | None = None
     discarded: NonNegInt64 | None = None
+    #: torch's intra-op threads while timed (``settings.cpu_threads``): on a CPU, the threads
+    #: the kernel ran on.
+    threads: NonNegInt64 | None = None
 
     @staticmethod
     def encode_samples(values_ms: Sequence[float]) -> str:
@@ -208,8 +227,8 @@ class Evaluation(Record):
     timing: TimingStats | None = None
     reference_timing: TimingStats | None = None
     clocks: Clocks | None = None
-    # Flags on a result that keeps its status: "impossible" (latency under the physical
-    # floor: never ranked), "suspicious" (speedup above settings.suspicious_speedup: shown).
+    # Flags (the FLAG_* constants): "impossible" and "suspicious" on a PASSED result,
+    # "tampered" and "reference_failed" on a RUNTIME_ERROR (or TIMEOUT) that says whose it is.
     flags: list[str] | None = None
 
     @field_validator("timestamp")

@@ -13,7 +13,8 @@ Layout under a results folder::
 
 Writing: :class:`ResultsWriter` (the sweep driver's logs and store), :func:`ingest` (files,
 folders, Parquet exports), :class:`Store` with :class:`RowBatch` (rows built in Python).
-Reading: :func:`query` (SQL), :meth:`Store.session`, :func:`export_parquet`, :func:`compare`
+Outputs beside the store (a report page, a tuning table) never go over it: :func:`write_output`,
+:func:`check_output`. Reading: :func:`query` (SQL), :meth:`Store.session`, :func:`export_parquet`, :func:`compare`
 (two runs, stores, hardware or solution versions, task by task, with verdicts),
 :func:`earlier_durations` (how long earlier evaluations took: a launch runs the longest first). Calibrations:
 :func:`save_calibration`, :func:`load_calibrations`, :func:`calibration_for`. Showing answers
@@ -30,6 +31,8 @@ from sweep.store._durations import EarlierRun, earlier_durations
 from sweep.store._export import ExportReport, export_parquet
 from sweep.store._ingest import IngestReport, ingest
 from sweep.store._insert import AddCounts
+from sweep.store._log_files import log_path
+from sweep.store._outputs import check_output, write_output
 from sweep.store._profile_parse import (
     NCU_METRICS,
     KernelProfile,
@@ -47,7 +50,7 @@ from sweep.store._store import Session, Store
 from sweep.store._store_context import StoreContext
 from sweep.store._sweep_state import StatusCount, sweep_state
 from sweep.store._tuning import tuning_table, write_tuning
-from sweep.store._writer import ResultsWriter, completed_task_ids, log_path
+from sweep.store._writer import ResultsWriter, completed_task_ids
 
 __all__ = [
     "NCU_METRICS",
@@ -77,6 +80,7 @@ __all__ = [
     "StoreLockedError",
     "TaskComparison",
     "calibration_for",
+    "check_output",
     "column_names",
     "compare",
     "completed_task_ids",
@@ -92,5 +96,6 @@ __all__ = [
     "save_profile_results",
     "sweep_state",
     "tuning_table",
+    "write_output",
     "write_tuning",
 ]

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pydantic
-
-from sweep.errors import StoreError
+from sweep.errors import StoreError, reason, shown
 from sweep.schema import Ceilings
+from sweep.schema.files import name_problem, write_atomic
 from sweep.schema.hardware import record_name, short_name
+from sweep.schema.limits import read_bytes
 from sweep.store._row_batch import parse_timestamp
 from sweep.store._writable_store import WritableStore
 
@@ -25,6 +25,8 @@ __all__ = ["CALIBRATION_DIR", "calibration_for", "calibration_rows", "load_calib
 
 #: The folder of calibration files, under a results folder.
 CALIBRATION_DIR = "calibration"
+#: The largest calibration file read (one is a few hundred bytes).
+MAX_CALIBRATION_BYTES = 2**20
 
 
 def calibration_rows(ceilings: Ceilings) -> list[tuple[object, ...]]:
@@ -53,14 +55,18 @@ def save_calibration(
         StoreError: The file or the store cannot be written.
     """
     folder = Path(results_dir) / CALIBRATION_DIR
-    path = folder / f"{record_name(ceilings.hardware)}.json"
+    name = f"{record_name(ceilings.hardware)}.json"
+    problem = name_problem(name)
+    if problem is not None:  # the hardware's name is a device's word: it must not climb out
+        raise StoreError(
+            f"the hardware {shown(ceilings.hardware)} cannot name a calibration file: it {problem}"
+        )
+    path = folder / name
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(ceilings.model_dump_json(exclude_unset=True, indent=2) + "\n", encoding="utf-8")
-        tmp.replace(path)
-    except OSError as e:
-        raise StoreError(f"cannot write {path}: {e.strerror or e}") from None
+        text = ceilings.model_dump_json(exclude_unset=True, indent=2) + "\n"
+        write_atomic(path, text, inside=Path(results_dir))
+    except (OSError, ValueError) as e:  # OutputRefused: a folder there, a link out of the results
+        raise StoreError(f"cannot write {path}: {reason(e)}") from None
     if store_path is not None:
         store = WritableStore(Path(store_path), lock_timeout_s=lock_timeout_s)
         try:
@@ -82,8 +88,8 @@ def load_calibrations(results_dir: Path) -> list[Ceilings]:
     out = []
     for path in sorted(folder.glob("*.json")):
         try:
-            out.append(Ceilings.model_validate_json(path.read_text(encoding="utf-8")))
-        except (OSError, pydantic.ValidationError):
+            out.append(Ceilings.model_validate_json(read_bytes(path, MAX_CALIBRATION_BYTES)))
+        except (OSError, ValueError):  # unreadable, not a regular file, too large, not a record
             continue
     return out
 

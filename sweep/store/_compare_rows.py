@@ -10,13 +10,14 @@ from dataclasses import dataclass
 
 from sweep.errors import StoreError, did_you_mean, listing, shown
 from sweep.store._compare_spec import SideSpec
+from sweep.store._newest import RANK_TIME
 from sweep.store._store import Session
 
 __all__ = ["TraceRow", "load_rows"]
 
 # Evaluated traces only; the samples live in the record alone (no column holds them).
-_SELECT = """SELECT definition, solution, workload_uuid, hardware, status, latency_ms,
-       timing_rel_error, timing_cv, timing_iterations, run_id, epoch_us(timestamp), trace_key,
+_SELECT = f"""SELECT definition, solution, workload_uuid, hardware, status, latency_ms,
+       timing_rel_error, timing_cv, timing_iterations, run_id, epoch_us({RANK_TIME}), trace_key,
        json_extract_string(record, '$.evaluation.timing.samples') AS samples
 FROM traces WHERE solution IS NOT NULL"""
 
@@ -62,7 +63,8 @@ class TraceRow:
 
     @property
     def order(self) -> tuple[int, str]:
-        """Newest last: timestamp, then trace key (the ``latest`` view's order)."""
+        """Newest last: the time it ranks by (claimed, never after it was stored), then its
+        trace key (the ``latest`` view's order)."""
         return (self.timestamp_us if self.timestamp_us is not None else -1, self.trace_key)
 
 

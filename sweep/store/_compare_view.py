@@ -16,6 +16,7 @@ timed samples as well, and a threshold of your choice.
 from __future__ import annotations
 
 from sweep.store._compare_stats import Z95
+from sweep.store._newest import NEWEST_FIRST
 
 __all__ = ["COMPARE_VIEW"]
 
@@ -28,11 +29,11 @@ COMPARE_VIEW: tuple[str, str] = (
     WHERE solution IS NOT NULL AND sweep IS NOT NULL AND run_id IS NOT NULL
     QUALIFY row_number() OVER (
         PARTITION BY sweep, definition, solution, workload_uuid, hardware, run_id
-        ORDER BY timestamp DESC, trace_key DESC) = 1
+        {NEWEST_FIRST}) = 1
 ), ranked AS (
     SELECT *, row_number() OVER (
         PARTITION BY sweep, definition, solution, workload_uuid, hardware
-        ORDER BY timestamp DESC, trace_key DESC) AS run_rank
+        {NEWEST_FIRST}) AS run_rank
     FROM per_run
 ), pairs AS (
     SELECT b.sweep, b.definition, b.op_type, b.solution, b.workload_uuid, b.axes, b.hardware,

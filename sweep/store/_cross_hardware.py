@@ -1,7 +1,9 @@
-"""What ``cross_hardware`` reads, kept up to date as traces are stored (schema version 7).
+"""What ``cross_hardware`` reads, kept up to date as traces are stored (schema version 7; 8
+ranks as every view does).
 
-Two tables, both computed from ``traces``: ``cross_hardware_latest``, the newest trace
-(``timestamp DESC, trace_key DESC``) of each (definition, pair_key, hardware), and
+Two tables, both computed from ``traces``: ``cross_hardware_latest``, the newest trace (by the
+time it claims, never later than when it was stored, then its key: ``_newest.py``) of each
+(definition, pair_key, hardware), and
 ``cross_hardware_pairs``, every two of those rows of one (definition, pair_key) on two
 hardware. The view is then a scan of the second instead of a window over every trace and a
 self-join, at every query.
@@ -20,6 +22,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from sweep.store._connection import count, fetch_one
+from sweep.store._newest import NEWEST_FIRST
 from sweep.store._schema import column_names
 
 if TYPE_CHECKING:
@@ -31,8 +34,8 @@ LATEST = "cross_hardware_latest"
 PAIRS = "cross_hardware_pairs"
 
 _GROUP = ("definition", "pair_key", "hardware")
-# As the view of schema 6 ordered a partition (DuckDB puts NULLs last either way).
-_NEWEST = "ORDER BY timestamp DESC, trace_key DESC"
+# Newest first, as every view ranks (_newest.py; DuckDB puts NULLs last either way).
+_NEWEST = NEWEST_FIRST
 
 
 def _cols(prefix: str = "") -> str:

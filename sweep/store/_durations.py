@@ -22,7 +22,7 @@ __all__ = ["EarlierRun", "earlier_durations"]
 _SQL = """
 SELECT definition, solution, workload_uuid, solution_params,
        coalesce(list_product(map_values(axes)), 1) AS size,
-       arg_max(epoch(finished_at) - epoch(started_at), finished_at) AS seconds
+       arg_max(epoch(finished_at) - epoch(started_at), least(finished_at, ingested_at)) AS seconds
 FROM traces
 WHERE solution IS NOT NULL AND started_at IS NOT NULL AND finished_at >= started_at
   AND list_contains(?, definition)

@@ -34,6 +34,7 @@ import pydantic
 
 from sweep.errors import StoreError, ValidationError
 from sweep.schema import Trace
+from sweep.schema.limits import open_regular
 from sweep.store._checks import describe_invalid
 from sweep.store._insert import LogMark
 from sweep.store._row_batch import RowBatch
@@ -133,7 +134,7 @@ class _Follower:
         n = self.lines.get(path)
         if n is None:
             n = 0
-            with open(path, "rb") as f:
+            with open_regular(path) as f:
                 left = offset
                 while left and (block := f.read(min(left, 1 << 20))):
                     n += block.count(b"\n")
@@ -166,7 +167,7 @@ class _Follower:
             if limit <= start:
                 continue
             number = self._line_count(path, start)
-            with open(path, "rb") as f:
+            with open_regular(path) as f:
                 f.seek(start)
                 data = f.read(min(limit - start, budget))
                 cut = data.rfind(b"\n") + 1  # whole lines only (the cap may end mid-line)

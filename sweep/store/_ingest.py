@@ -26,8 +26,9 @@ from pathlib import Path
 import pydantic
 import pydantic_core
 
-from sweep.errors import StoreError, ValidationError
+from sweep.errors import StoreError, ValidationError, reason
 from sweep.schema import Definition, Solution, Trace
+from sweep.schema.limits import FileRefused, read_bytes
 from sweep.store._checks import describe_invalid
 from sweep.store._ingest_export import ingest_export
 from sweep.store._ingest_pool import auto_workers, parse_in_order
@@ -35,7 +36,15 @@ from sweep.store._insert import AddCounts, LogMark
 from sweep.store._jsonl_chunks import CHUNK_BYTES, Chunk, LineSink, LogEnd, ParsedChunk, split_log
 from sweep.store._present_lines import mark_present
 from sweep.store._row_batch import RowBatch
-from sweep.store._trace_files import Source, find_sources, head_hash, is_json, parse_json_record
+from sweep.store._trace_files import (
+    MAX_LINE_BYTES,
+    MAX_RECORD_FILE_BYTES,
+    Source,
+    find_sources,
+    head_hash,
+    is_json,
+    parse_json_record,
+)
 from sweep.store._writable_store import WritableStore
 
 __all__ = ["BATCH_ROWS", "IngestReport", "ingest", "ingest_into"]
@@ -204,6 +213,12 @@ class _Ingest:
         """Count the log, read a last line without its newline if it parses, and mark how
         far the log is stored."""
         self.report.files += 1
+        if end.overlong:
+            self.skip(
+                f"{end.path}:{end.lines + 1}",
+                f"a line longer than {MAX_LINE_BYTES:,} bytes (no trace is that long); it and the "
+                "rest of the file were not read",
+            )
         if end.torn.strip():
             where = f"{end.path}:{end.lines + 1}"
             # A last line without its newline is a write cut short only if it does not parse
@@ -225,8 +240,13 @@ class _Ingest:
         try:
             # pydantic's parser, as for JSONL lines: it refuses what Python's json module lets
             # through and no store can hold (lone surrogates in strings).
-            data = pydantic_core.from_json(path.read_bytes())
-        except (OSError, ValueError) as e:
+            raw = read_bytes(path, MAX_RECORD_FILE_BYTES)
+        except (OSError, FileRefused) as e:
+            self.skip(str(path), f"cannot read: {reason(e)}")
+            return
+        try:
+            data = pydantic_core.from_json(raw)
+        except ValueError as e:
             self.skip(str(path), f"not valid JSON ({e})")
             return
         items = data if isinstance(data, list) else [data]
@@ -271,12 +291,15 @@ def ingest_into(
     report = IngestReport(store=store.where)
     if allow_empty:
         paths = [p for p in paths if p.exists()]
+    left_out: list[str] = []
     try:
-        sources: list[Source] = find_sources(list(paths))
+        sources: list[Source] = find_sources(list(paths), left_out)
     except StoreError:
         if allow_empty:
             return report
         raise
+    report.skipped += len(left_out)
+    report.warnings.extend(left_out)
     job = _Ingest(store, report, batch_rows)
     try:
         # Consecutive logs go through one stream of chunks, so workers stay busy across files.

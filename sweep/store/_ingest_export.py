@@ -22,14 +22,15 @@ from typing import TYPE_CHECKING
 
 import pydantic
 
-from sweep.errors import StoreError, ValidationError, shown
+from sweep.errors import StoreError, ValidationError, reason, shown
 from sweep.schema import Definition, Solution, Trace, Workload
+from sweep.schema.limits import FileRefused, open_regular, read_bytes
 from sweep.schema.trace import EARLIEST_TIME, LATEST_TIME
 from sweep.store._checks import describe_invalid
 from sweep.store._insert import AddCounts, insert_batch
 from sweep.store._row_batch import Known, RowBatch
 from sweep.store._schema import SCHEMA_VERSION, arrow_schema
-from sweep.store._trace_files import EXPORT_FORMAT
+from sweep.store._trace_files import EXPORT_FORMAT, MAX_MANIFEST_BYTES
 from sweep.store._writable_store import WritableStore
 
 if TYPE_CHECKING:
@@ -77,9 +78,9 @@ def read_manifest(folder: Path) -> dict[str, int]:
     """
     path = folder / "manifest.json"
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError) as e:
-        raise StoreError(f"{path}: cannot read the export manifest ({e}); {_REEXPORT}") from None
+        data = json.loads(read_bytes(path, MAX_MANIFEST_BYTES))
+    except (OSError, ValueError) as e:  # FileRefused: not a regular file, too large
+        raise StoreError(f"{path}: cannot read the export manifest ({reason(e)}); {_REEXPORT}") from None
     if not isinstance(data, dict):
         raise StoreError(f"{path}: must be a JSON object (got {type(data).__name__}); {_REEXPORT}")
     if data.get("format") != EXPORT_FORMAT:
@@ -172,7 +173,11 @@ def _batches(path: Path, table: str) -> Iterator[dict[str, list[object]]]:
     import pyarrow.parquet as pq
 
     try:
-        pf = pq.ParquetFile(path)
+        f = open_regular(path)
+    except (OSError, FileRefused) as e:  # a device or FIFO named *.parquet: never opened as one
+        raise _Refused(f"cannot read: {reason(e)}") from None
+    try:
+        pf = pq.ParquetFile(f)
         columns = _columns(table, pf.schema_arrow)
         for rb in pf.iter_batches(batch_size=_READ_ROWS, columns=columns):
             out: dict[str, list[object]] = {}
@@ -188,6 +193,8 @@ def _batches(path: Path, table: str) -> Iterator[dict[str, list[object]]]:
         # ValueError: a damaged page can hold bytes that are not UTF-8 in a string column.
         first = str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__
         raise _Refused(f"not a readable Parquet file ({first[:200]})") from None
+    finally:
+        f.close()
 
 
 def _text(value: object, field: str) -> str:
@@ -200,7 +207,9 @@ _FIRST_US = (EARLIEST_TIME - _EPOCH) // timedelta(microseconds=1)
 _LAST_US = (LATEST_TIME - _EPOCH) // timedelta(microseconds=1)
 
 
-def _ingested_at(micros: object) -> datetime | None:
+def _ingested_at(micros: object, now: datetime) -> datetime | None:
+    """When the other store stored the row, never later than ``now``: a time this store did
+    not see is a claim, and a claimed time never outranks a stored one (``_newest.py``)."""
     if micros is None:
         return None
     if not isinstance(micros, int) or not _FIRST_US <= micros < _LAST_US:
@@ -208,7 +217,7 @@ def _ingested_at(micros: object) -> datetime | None:
             f"ingested_at: must be a time between {EARLIEST_TIME:%Y-%m-%d} and "
             f"{LATEST_TIME:%Y-%m-%d} UTC (got {shown(micros)} microseconds since 1970)"
         )
-    return _EPOCH + timedelta(microseconds=micros)
+    return min(_EPOCH + timedelta(microseconds=micros), now)
 
 
 def _same(column: object, record: object) -> bool:
@@ -235,7 +244,7 @@ def _check_identity(row: dict[str, object], trace: Trace) -> None:
             )
 
 
-def _add_row(batch: RowBatch, table: str, row: dict[str, object]) -> None:
+def _add_row(batch: RowBatch, table: str, row: dict[str, object], now: datetime) -> None:
     """Validate one row and add it to ``batch`` (rows are built again from the record).
 
     Raises:
@@ -259,7 +268,9 @@ def _add_row(batch: RowBatch, table: str, row: dict[str, object]) -> None:
                 raise _Refused("record: a workload-only record (no evaluation) in the traces table")
             _check_identity(row, trace)
             known = Known(**{c: row.get(c) for c in _KNOWN_COLUMNS})  # type: ignore[arg-type]
-            batch.add_trace(trace, record=text, known=known, now=_ingested_at(row.get("ingested_at")))
+            batch.add_trace(
+                trace, record=text, known=known, now=_ingested_at(row.get("ingested_at"), now) or now
+            )
     except pydantic.ValidationError as e:
         reason = describe_invalid(e, text)
     except ValidationError as e:
@@ -285,6 +296,7 @@ def ingest_export(store: WritableStore, folder: Path, *, batch_rows: int) -> Add
     """
     promised = read_manifest(folder)
     counts = AddCounts()
+    now = datetime.now(timezone.utc)
     with store.writing() as con:
         con.execute("BEGIN")
         try:
@@ -297,7 +309,7 @@ def ingest_export(store: WritableStore, folder: Path, *, batch_rows: int) -> Add
                         for cols in _batches(path, table):
                             for i in range(len(cols["record"])):
                                 try:
-                                    _add_row(batch, table, {c: v[i] for c, v in cols.items()})
+                                    _add_row(batch, table, {c: v[i] for c, v in cols.items()}, now)
                                 except _Refused as e:
                                     raise _Refused(f"row {n + 1}: {e}") from None
                                 n += 1

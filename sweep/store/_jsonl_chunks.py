@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING
 
 import pydantic
 
-from sweep.errors import StoreError, ValidationError
+from sweep.errors import StoreError, ValidationError, reason
 from sweep.schema import Trace
+from sweep.schema.limits import FileRefused, open_regular
 from sweep.store._checks import describe_invalid
 from sweep.store._row_batch import RowBatch, trace_key
+from sweep.store._trace_files import MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -85,7 +87,7 @@ def read_chunk(chunk: Chunk) -> bytes:
     Raises:
         ChunkReadError: The file no longer holds whole lines there (it was replaced or cut).
     """
-    with open(chunk.source, "rb") as f:
+    with open_regular(chunk.source) as f:
         if chunk.offset:
             f.seek(chunk.offset - 1)
             before = f.read(1)
@@ -111,6 +113,9 @@ class LogEnd:
         lines: Whole lines read (the number of the last one).
         torn: The bytes after the last newline: a line still being written, one cut short by
             a kill, or a hand-written file's last line without its newline.
+        overlong: The reading stopped at a line longer than
+            :data:`~sweep.store._trace_files.MAX_LINE_BYTES` (line ``lines + 1``; neither it
+            nor anything after it was read).
     """
 
     path: Path
@@ -118,23 +123,56 @@ class LogEnd:
     end: int
     lines: int
     torn: bytes
+    overlong: bool = False
+
+
+def _overlong_line(data: bytes) -> int:
+    """Where the first line of ``data`` (whole lines) longer than ``MAX_LINE_BYTES`` starts, or -1."""
+    start = 0
+    while start < len(data):
+        end = data.index(b"\n", start) + 1
+        if end - start > MAX_LINE_BYTES:
+            return start
+        start = end
+    return -1
 
 
 def split_log(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk | LogEnd]:
     """The chunks of a log, then its :class:`LogEnd`; reads the file once, in blocks.
 
-    A line longer than ``chunk_bytes`` makes a chunk of its own (it is never cut).
+    A line longer than ``chunk_bytes`` makes a chunk of its own (it is never cut); one longer
+    than :data:`~sweep.store._trace_files.MAX_LINE_BYTES` ends the log there (its
+    :class:`LogEnd` says so), so memory stays bounded whatever the file holds.
+
+    Raises:
+        StoreError: The file is not a regular file (a device or FIFO put there after it was
+            found), or cannot be read.
     """
     source = str(path.resolve())
     number, offset, carry = 1, 0, b""
-    with path.open("rb") as f:
+    try:
+        f = open_regular(path)
+    except (OSError, FileRefused) as e:
+        raise StoreError(f"{path}: {reason(e)}; ingest reads regular files only") from None
+    with f:
         while block := f.read(chunk_bytes):
             data = carry + block if carry else block
             cut = data.rfind(b"\n") + 1
             if not cut:
                 carry = data
+                if len(carry) > MAX_LINE_BYTES:
+                    yield LogEnd(path, source, offset, number - 1, b"", overlong=True)
+                    return
                 continue
             whole, carry = data[:cut], data[cut:]
+            long_at = _overlong_line(whole) if len(whole) > MAX_LINE_BYTES else -1
+            if long_at >= 0:  # the lines before it, then the end
+                if long_at:
+                    yield Chunk(str(path), source, number, offset, long_at, whole[:long_at])
+                    number += whole.count(b"\n", 0, long_at)
+                    offset += long_at
+                yield LogEnd(path, source, offset, number - 1, b"", overlong=True)
+                return
             yield Chunk(str(path), source, number, offset, cut, whole)
             number += whole.count(b"\n")
             offset += cut

@@ -11,19 +11,37 @@ caller's thread never waits on the disk unless it asks to (:meth:`LogFiles.wait`
 from __future__ import annotations
 
 import os
+import re
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from sweep.errors import StoreError
+from sweep.schema import Trace
+from sweep.store._store_context import StoreContext
 
-__all__ = ["MAX_OPEN_LOGS", "Log", "LogFiles"]
+__all__ = ["MAX_OPEN_LOGS", "Log", "LogFiles", "log_path", "safe_part"]
 
 #: Logs kept open at once; the least recently opened is synced and closed to make room.
 MAX_OPEN_LOGS = 64
 #: Seconds the syncer waits for work before it lets ``on_synced`` pass on what it held back.
 _IDLE_S = 0.1
+
+
+_UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
+
+
+def safe_part(name: str) -> str:
+    """``name`` as one part of a log's path: other characters as ``_``, no leading or trailing dot."""
+    return _UNSAFE.sub("_", name).strip(".") or "_"
+
+
+def log_path(results_dir: Path, trace: Trace, context: StoreContext | None = None) -> Path:
+    """Where a trace is logged: ``<results>/traces/<op_type or definition>/<definition>.jsonl``."""
+    defn = (context or StoreContext()).definitions.get(trace.definition)
+    folder = defn.op_type if defn is not None else trace.definition
+    return results_dir / "traces" / safe_part(folder) / f"{safe_part(trace.definition)}.jsonl"
 
 
 @dataclass(eq=False)
@@ -83,7 +101,8 @@ class LogFiles:
                 os.fsync(old.fd)
                 os.close(old.fd)
                 old.fd = -1
-        fd = os.open(log.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        # Never through a link put where a log goes (an append would write where it leads).
+        fd = os.open(log.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
         size = os.fstat(fd).st_size
         if size:
             # A run killed mid-line left a torn line: end it, so our first line stays whole.

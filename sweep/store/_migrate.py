@@ -9,7 +9,11 @@ in SQL (no row leaves DuckDB), and adds the ``calibrations`` table. Version 3 to
 ``profiles`` and ``sanitizer_findings`` tables. Version 4 to 5 adds ``solution_params``,
 filled from the records that have one (canonical JSON, as the row builder). Version 5 to 6
 adds ``pair_key``, computed from the columns (as every insert computes it). Version 6 to 7 adds
-the tables ``cross_hardware`` reads (``_cross_hardware.py``), computed from the traces.
+the tables ``cross_hardware`` reads (``_cross_hardware.py``), computed from the traces. Version
+7 to 8 ranks traces by the time they claim, never later than when they were stored
+(``_newest.py``): ``ingested_at`` later than the migration (a Parquet export's, from another
+clock) becomes the migration's time, and the ``cross_hardware`` tables, which now keep
+``ingested_at``, are computed again.
 """
 
 from __future__ import annotations
@@ -160,6 +164,16 @@ def _v6_to_v7(con: duckdb.DuckDBPyConnection) -> None:
     rebuild(con)
 
 
+def _v7_to_v8(con: duckdb.DuckDBPyConnection) -> None:
+    """Traces rank by the time they claim, never later than when they were stored: no stored
+    time later than now, and the ``cross_hardware`` tables (keeping ``ingested_at``) again."""
+    con.execute("UPDATE traces SET ingested_at = now() WHERE ingested_at > now()")
+    con.execute("DROP TABLE IF EXISTS cross_hardware_latest")
+    for stmt in create_tables_sql():
+        con.execute(stmt)
+    rebuild(con)
+
+
 #: ``from version -> step`` to the next version.
 _STEPS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     1: _v1_to_v2,
@@ -168,6 +182,7 @@ _STEPS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     4: _v4_to_v5,
     5: _v5_to_v6,
     6: _v6_to_v7,
+    7: _v7_to_v8,
 }
 
 

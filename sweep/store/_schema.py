@@ -1,4 +1,4 @@
-"""The store's tables, views and macros (schema version 7), as SQL and Arrow types.
+"""The store's tables, views and macros (schema version 8), as SQL and Arrow types.
 
 Every column of ``traces`` is derived from the trace record (``record`` keeps it whole) plus
 what the record alone does not say (op_type, tags, author, language, solution hash), which a
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 #: Bump when a table changes, and add a migration in ``_migrate.py``.
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 
 # (column, DuckDB type). Arrow types follow from the DuckDB type (see ``_ARROW``).
 _TRACES: list[tuple[str, str]] = [
@@ -260,14 +260,14 @@ _TRACE_TYPES = dict(_TRACES)
 
 #: Added in schema version 7: what ``cross_hardware`` reads, kept up to date in the transaction
 #: of every insert of traces (``_cross_hardware.py``) instead of computed at every query. The
-#: newest trace (timestamp, then trace_key, highest) of each (definition, pair_key, hardware),
-#: with the columns the view shows.
+#: newest trace of each (definition, pair_key, hardware) as every view ranks (``_newest.py``),
+#: with the columns the view shows and (schema 8) ``ingested_at``, which the ranking reads.
 CROSS_HARDWARE_LATEST: list[tuple[str, str]] = [
     (c, _TRACE_TYPES[c])
     for c in (
         "definition", "pair_key", "hardware", "timestamp", "trace_key", "op_type", "solution",
         "solution_hash", "workload_uuid", "axes", "status", "latency_ms", "speedup_factor",
-        "settings_hash",
+        "settings_hash", "ingested_at",
     )
 ]  # fmt: skip
 #: Every pair of those rows of one (definition, pair_key) on two hardware (``hardware_a <

@@ -26,8 +26,9 @@ from typing import TYPE_CHECKING, Literal
 
 import pydantic
 
-from sweep.errors import StoreError, ValidationError
+from sweep.errors import StoreError, ValidationError, reason
 from sweep.schema import Trace
+from sweep.schema.limits import FileRefused
 from sweep.store._checks import describe_invalid
 from sweep.store._connection import (
     StoreLockedError,
@@ -43,7 +44,7 @@ from sweep.store._insert import LogMark, new_traces_sql
 from sweep.store._row_batch import RowBatch
 from sweep.store._schema import SCHEMA_VERSION, VIEW_DEPENDS, view_statements
 from sweep.store._store_context import StoreContext
-from sweep.store._trace_files import LogReader, head_hash, is_json, log_files
+from sweep.store._trace_files import MAX_LINE_BYTES, LogReader, file_problem, head_hash, is_json, log_files
 from sweep.store._writable_store import WritableStore
 
 if TYPE_CHECKING:
@@ -126,27 +127,38 @@ def read_log_tails(
     new_marks: list[LogMark] = []
     warnings: list[str] = []
     for path in log_files(results_dir):
-        key = str(path.resolve())
-        size = path.stat().st_size
-        mark = marks.get(key)
-        start = 0
-        if mark is not None and mark.offset <= size and head_hash(path, mark.offset) == mark.head_hash:
-            start = mark.offset
-        if start == size:
+        problem = file_problem(path)
+        if problem is not None:  # a device or FIFO where a log goes: never read
+            warnings.append(f"{path}: {problem}, skipped (logs are regular files)")
             continue
-        reader = LogReader(path, start)
-        for number, end, data in _whole_lines(reader, size):
-            if not data.strip():
+        key = str(path.resolve())
+        try:
+            size = path.stat().st_size
+            mark = marks.get(key)
+            start = 0
+            if mark is not None and mark.offset <= size and head_hash(path, mark.offset) == mark.head_hash:
+                start = mark.offset
+            if start == size:
                 continue
-            where = f"{path}:{number}" if number else f"{path} (byte {end})"
-            try:
-                batch.add_trace(Trace.model_validate_json(data), source=key, context=context)
-            except pydantic.ValidationError as e:
-                warnings.append(f"{where}: {describe_invalid(e, data)}, skipped")
-            except ValidationError as e:
-                warnings.append(f"{where}: not a valid trace: {e}, skipped")
-        if reader.end > start:
-            new_marks.append(LogMark(key, reader.end, head_hash(path, reader.end)))
+            reader = LogReader(path, start)
+            for number, end, data in _whole_lines(reader, size):
+                if not data.strip():
+                    continue
+                where = f"{path}:{number}" if number else f"{path} (byte {end})"
+                try:
+                    batch.add_trace(Trace.model_validate_json(data), source=key, context=context)
+                except pydantic.ValidationError as e:
+                    warnings.append(f"{where}: {describe_invalid(e, data)}, skipped")
+                except ValidationError as e:
+                    warnings.append(f"{where}: not a valid trace: {e}, skipped")
+            if reader.overlong:
+                warnings.append(
+                    f"{path} (byte {reader.end}): a line longer than {MAX_LINE_BYTES:,} bytes; the rest skipped"
+                )
+            if reader.end > start:
+                new_marks.append(LogMark(key, reader.end, head_hash(path, reader.end)))
+        except (OSError, FileRefused) as e:  # swapped or removed while read
+            warnings.append(f"{path}: {reason(e)}, skipped")
     return new_marks, warnings
 
 

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.errors import SweepError
+from sweep.store._newest import RANK_TIME
 from sweep.store._query import query
 
 __all__ = ["StatusCount", "sweep_state"]
@@ -34,7 +35,7 @@ def sweep_state(
     ``NVIDIA_H100``), by the newest trace of each; ``None`` when the store cannot be read."""
     sql = (
         f"SELECT status, count(*) AS tasks, count(*) FILTER (WHERE run_id = {_quoted(run_id)}) AS now "
-        "FROM (SELECT task_id, arg_max(status, timestamp) AS status, arg_max(run_id, timestamp) AS run_id "
+        f"FROM (SELECT task_id, arg_max(status, {RANK_TIME}) AS status, arg_max(run_id, {RANK_TIME}) AS run_id "
         f"FROM traces WHERE task_id IS NOT NULL AND sweep = {_quoted(sweep)} AND hardware = {_quoted(hardware)} "
         "GROUP BY task_id) GROUP BY status ORDER BY status"
     )

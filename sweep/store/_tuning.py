@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sweep.errors import StoreError
+from sweep.store._outputs import check_output, write_output
 from sweep.store._query import query
 
 __all__ = ["TUNING_FORMAT", "TUNING_VERSION", "tuning_table", "write_tuning"]
@@ -61,11 +62,12 @@ def write_tuning(store_path: Path, out: Path, *, results_dir: Path | None = None
     """Write :func:`tuning_table` to ``out`` (indented JSON); returns the table.
 
     Raises:
-        StoreError: As for :func:`tuning_table`, or ``out`` cannot be written.
+        StoreError: As for :func:`tuning_table`, or ``out`` cannot be written or is no file to
+            write: the store, its write-ahead log or logs, a folder, a device, a FIFO, another
+            store (:func:`sweep.store._outputs.write_output`).
     """
+    check_output(out, store_path=store_path, results_dir=results_dir, flag="--out")
     table = tuning_table(store_path, results_dir=results_dir)
-    try:
-        out.write_text(json.dumps(table, indent=2, sort_keys=False, allow_nan=False) + "\n", encoding="utf-8")
-    except (OSError, ValueError) as e:
-        raise StoreError(f"cannot write {out}: {e}") from None
+    text = json.dumps(table, indent=2, sort_keys=False, allow_nan=False) + "\n"
+    write_output(out, text, store_path=store_path, results_dir=results_dir, flag="--out")
     return table

@@ -7,16 +7,20 @@ In dependency order (:data:`VIEW_DEPENDS` says which each reads), over evaluated
 from __future__ import annotations
 
 from sweep.store._compare_view import COMPARE_VIEW
+from sweep.store._newest import NEWEST_FIRST
 
 __all__ = ["MACROS", "RANKED", "VIEWS", "VIEW_DEPENDS", "VIEW_NAMES"]
 
-# A trace that is ranked: not flagged 'impossible' (latency under the physical floor).
-RANKED = "NOT coalesce(list_contains(flags, 'impossible'), false)"
+# A trace that is ranked and counted in pass rates: not flagged 'impossible' (latency under the
+# physical floor), nor 'reference_failed' (the reference raised, timed out or crashed: not the
+# solution's failure, counted apart).
+RANKED = "NOT coalesce(list_contains(flags, 'impossible') OR list_contains(flags, 'reference_failed'), false)"
 
 # The identity of a solution across stores: its content hash when known, else its name.
 _SOL_KEY = "coalesce(solution_hash, 'name:' || solution)"
 
-_NEWEST = "ORDER BY timestamp DESC, trace_key DESC"
+# Newest first: the time a trace claims, never later than when it was stored (_newest.py).
+_NEWEST = NEWEST_FIRST
 
 #: (name, body) of every view, in dependency order. Over evaluated traces only (workload-only
 #: records live in ``workloads``).
@@ -89,7 +93,8 @@ LEFT JOIN points p
     (
         # BackendBench per solution (one op): correct when every workload passed; op_speedup
         # (= bb_speedup_failures_as_1) counts failed workloads as 1.0. rank: correctness first
-        # (all passed, pass rate, then speedup over PASSED). 'impossible' traces left out.
+        # (all passed, pass rate, then speedup over PASSED). 'impossible' and 'reference_failed'
+        # traces left out.
         "leaderboard",
         f"""WITH per_solution AS (
 SELECT definition, any_value(op_type) AS op_type, solution, solution_hash,

@@ -20,7 +20,6 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
-import re
 import threading
 import time
 from collections import deque
@@ -30,40 +29,35 @@ from types import TracebackType
 
 from typing_extensions import Self
 
-from sweep.errors import StoreError
+from sweep.errors import StoreError, printable, reason
 from sweep.schema import Provenance, Trace
+from sweep.schema.files import write_atomic
+from sweep.schema.limits import read_bytes
 from sweep.store._follower import Stored
 from sweep.store._follower_client import FollowerClient
 from sweep.store._insert import insert_batch
-from sweep.store._log_files import Log, LogFiles
+from sweep.store._log_files import Log, LogFiles, log_path, safe_part
 from sweep.store._row_batch import RowBatch
 from sweep.store._store import Store, read_log_tails
 from sweep.store._store_context import StoreContext
 
-__all__ = ["ResultsWriter", "completed_task_ids", "log_path"]
+__all__ = ["ResultsWriter", "completed_task_ids"]
 
 _log = logging.getLogger("sweep.store")
-_UNSAFE = re.compile(r"[^A-Za-z0-9._+=-]+")
 
 
-def _safe(name: str) -> str:
-    return _UNSAFE.sub("_", name).strip(".") or "_"
-
-
-def log_path(results_dir: Path, trace: Trace, context: StoreContext | None = None) -> Path:
-    """Where a trace is logged: ``<results>/traces/<op_type or definition>/<definition>.jsonl``."""
-    defn = (context or StoreContext()).definitions.get(trace.definition)
-    folder = defn.op_type if defn is not None else trace.definition
-    return results_dir / "traces" / _safe(folder) / f"{_safe(trace.definition)}.jsonl"
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    if path.exists() and path.read_text() == text:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text)
-    os.replace(tmp, path)
+def _write_record(path: Path, text: str, root: Path) -> None:
+    """A record's file under the results folder ``root``, unless it holds ``text`` already."""
+    data = text.encode()
+    try:
+        if read_bytes(path, len(data)) == data:
+            return
+    except (OSError, ValueError):  # missing, larger, not a regular file: written (or refused) below
+        pass
+    try:
+        write_atomic(path, data, inside=root)
+    except (OSError, ValueError) as e:  # OutputRefused: a folder there, a link out of the results
+        raise StoreError(f"cannot write {path}: {reason(e)}") from None
 
 
 class ResultsWriter:
@@ -162,7 +156,7 @@ class ResultsWriter:
             batch.add_context(self.context)
             marks, warnings = read_log_tails(self.results_dir, self.store.log_marks(con), batch, self.context)
             for w in warnings:
-                _log.warning("%s", w)
+                _log.warning("%s", printable(w))  # it may quote names from the logs
             insert_batch(con, batch, marks)
 
     # -- writing ---------------------------------------------------------------------------
@@ -183,22 +177,24 @@ class ResultsWriter:
         """Write the trace's definition and solution next to the logs, once per writer."""
         defn = self.context.definitions.get(trace.definition)
         if defn is not None and ("d", defn.name) not in self._records_written:
-            _write_atomic(
-                self.results_dir / "definitions" / _safe(defn.op_type) / f"{_safe(defn.name)}.json",
+            _write_record(
+                self.results_dir / "definitions" / safe_part(defn.op_type) / f"{safe_part(defn.name)}.json",
                 defn.to_json() + "\n",
+                self.results_dir,
             )
             self._records_written.add(("d", defn.name))
         sol = self.context.solution_for(trace.definition, trace.solution)
         if sol is not None and ("s", sol.name) not in self._records_written:
-            op = _safe(defn.op_type) if defn is not None else "_"
-            _write_atomic(
+            op = safe_part(defn.op_type) if defn is not None else "_"
+            _write_record(
                 self.results_dir
                 / "solutions"
-                / _safe(sol.author)
+                / safe_part(sol.author)
                 / op
-                / _safe(sol.definition)
-                / f"{_safe(sol.name)}.json",
+                / safe_part(sol.definition)
+                / f"{safe_part(sol.name)}.json",
                 sol.to_json() + "\n",
+                self.results_dir,
             )
             self._records_written.add(("s", sol.name))
 
@@ -314,7 +310,7 @@ class ResultsWriter:
                     self._pending -= n
                     lags.append((now - when, n))
         for w in answer.warnings:
-            _log.warning("%s", w)
+            _log.warning("%s", printable(w))  # it may quote names from the logs
         if self.on_stored is not None:
             for lag, n in lags:
                 self.on_stored(lag, n)
@@ -360,7 +356,7 @@ class ResultsWriter:
             if self.pending:
                 _log.warning(
                     "%s; %d traces are in the logs only: run 'sweep ingest %s' to store them",
-                    self.last_error or "the store did not catch up",
+                    printable(self.last_error or "the store did not catch up"),
                     self.pending,
                     self.results_dir,
                 )

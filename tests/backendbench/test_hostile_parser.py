@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from sweep.backendbench import build_records, import_backendbench, parse_trace
 from sweep.backendbench._parser import MAX_NESTING
-from sweep.errors import SweepError, TraceParseError
+from sweep.errors import DatasetError, SweepError, TraceParseError
 from sweep.plan.dataset import validate_roots
 from sweep.schema import Workload
 from sweep.schema.call_args import TensorArg, TupleArg
@@ -162,6 +162,46 @@ def test_nothing_is_written_when_a_row_is_refused(tmp_path: Path) -> None:
     assert not out.exists()
 
 
+@pytest.mark.parametrize("where", ["definitions", "workloads"])
+def test_a_link_out_of_the_dataset_root_is_never_written_through(tmp_path: Path, where: str) -> None:
+    trace = tmp_path / "t.txt"
+    trace.write_text(OP + "cnt: 1, ((T([2], f32), T([2], f32)), {})\n")
+    out, outside = tmp_path / "out", tmp_path / "outside"
+    outside.mkdir()
+    (out / where).mkdir(parents=True)
+    (out / where / "backendbench").symlink_to(outside)
+    with pytest.raises(DatasetError, match="leads out of"):
+        import_backendbench(trace, out)
+    assert list(outside.iterdir()) == []
+
+
+@pytest.mark.parametrize("make", ["dev_zero", "fifo", "dangling", "victim"])
+def test_a_workloads_file_that_is_a_link_or_no_file_is_never_appended_to(tmp_path: Path, make: str) -> None:
+    trace = tmp_path / "t.txt"
+    trace.write_text(OP + "cnt: 1, ((T([2], f32), T([2], f32)), {})\n")
+    out = tmp_path / "out"
+    path = out / "workloads" / "backendbench" / "add__Tensor.jsonl"
+    path.parent.mkdir(parents=True)
+    victim = tmp_path / "victim"
+    victim.write_text("")
+    if make == "dev_zero":
+        path.symlink_to("/dev/zero")
+    elif make == "fifo":
+        os.mkfifo(path)
+    elif make == "dangling":
+        path.symlink_to(tmp_path / "nowhere")
+    else:
+        path.symlink_to(victim)
+    if make == "victim":  # a link out of the root: refused, the file it leads to untouched
+        with pytest.raises(DatasetError, match="leads out of"):
+            import_backendbench(trace, out)
+        assert victim.read_text() == "" and path.is_symlink()
+        return
+    with pytest.raises(DatasetError, match="cannot read"):
+        import_backendbench(trace, out)
+    assert not (tmp_path / "nowhere").exists()
+
+
 # ---- properties: rows made of the grammar's pieces, well and badly put together ----
 
 _PIECES = st.sampled_from(
@@ -284,3 +324,29 @@ _VALUES = st.recursive(
 @given(args=st.lists(_VALUES, max_size=4))
 def test_any_structured_row_is_refused_or_imported(args: list[str]) -> None:
     _refused_or_imported("(" + ", ".join(args) + ("," if len(args) == 1 else "") + ")", "1")
+
+
+@pytest.mark.parametrize("target", ["store", "wal", "fifo", "folder"])
+def test_an_exported_trace_file_is_never_written_over_a_store_or_a_non_file(
+    tmp_path: Path, target: str
+) -> None:
+    import duckdb
+
+    from sweep.backendbench import export_backendbench
+
+    trace = tmp_path / "t.txt"
+    trace.write_text(OP + "cnt: 1, ((T([2], f32), T([2], f32)), {})\n")
+    import_backendbench(trace, tmp_path / "ds")
+    store = tmp_path / "sweep.duckdb"
+    duckdb.connect(str(store)).close()
+    out = {"store": store, "wal": Path(f"{store}.wal"), "fifo": tmp_path / "fifo", "folder": tmp_path / "ds"}[
+        target
+    ]
+    if target == "wal":
+        out.write_bytes(b"log")
+    if target == "fifo":
+        os.mkfifo(out)
+    before = store.read_bytes()
+    with pytest.raises(DatasetError, match="cannot write"):
+        export_backendbench(tmp_path / "ds", out)
+    assert store.read_bytes() == before

@@ -278,3 +278,59 @@ def test_workers_refuses_cleanly(args: list[str], message: str, monkeypatch: pyt
     result = runner.invoke(app, args)
     _clean(result)
     assert result.exit_code == 1 and message in result.stderr, result.output
+
+
+# ---- an address where nothing answers fails within seconds (issue 27, 9.7) ----
+
+
+def _dead_address() -> str:
+    import socket
+
+    with socket.socket() as s:  # free a moment ago: nothing listens there
+        s.bind(("127.0.0.1", 0))
+        return f"127.0.0.1:{s.getsockname()[1]}"
+
+
+def _profiled_task(config: Path) -> str:
+    from sweep.config import load_config
+    from sweep.plan import build_plan, select
+    from sweep.plan.dataset import load_dataset
+
+    cfg = load_config(config)
+    return build_plan(select(cfg, load_dataset(cfg.dataset)), "CPU").tasks[0].task_id
+
+
+@pytest.mark.parametrize(
+    ("command", "how"),
+    # sweep profile has no --address: it takes the config's or RAY_ADDRESS
+    [("launch", "flag"), ("launch", "env"), ("launch", "config"), ("profile", "env"), ("profile", "config")],
+)
+def test_connecting_to_an_address_where_nothing_listens_fails_in_seconds(
+    config: Path, command: str, how: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import time
+
+    import ray
+
+    # This process may hold a Ray of another test's; a command given an address connects anew.
+    monkeypatch.setattr(ray, "is_initialized", lambda: False)
+    address = _dead_address()
+    monkeypatch.delenv("RAY_ADDRESS", raising=False)
+    flag = ["--address", address]
+    if how == "env":
+        monkeypatch.setenv("RAY_ADDRESS", address)
+        flag = []
+    if how == "config":
+        config.write_text(config.read_text() + f"ray: {{address: '{address}'}}\n")
+        flag = []
+    args = [command, str(config), *flag]
+    if command == "profile":
+        args += ["--tasks", _profiled_task(config)]
+    t0 = time.monotonic()
+    result = runner.invoke(app, args)
+    took = time.monotonic() - t0
+    assert result.exit_code == 1 and "Traceback" not in result.output, result.output
+    assert [x for x in result.stderr.splitlines() if x.startswith("error: ")], result.stderr
+    assert "cannot connect to the Ray cluster at" in result.stderr and address in result.stderr, result.stderr
+    assert "nothing answers there" in result.stderr
+    assert took < 60, f"took {took:.0f} s (Ray alone retries for about 14 minutes)"

@@ -2,7 +2,8 @@
 
 Real-engine behaviour (kernels that segfault, hang, ...) is tested in test_faults.py; this
 module exercises the supervisor's protocol paths the real engine never takes on purpose
-(an engine that raises, a build phase that hangs).
+(an engine that raises, a reference or a build phase that hangs or crashes). Like the engine,
+its ``evaluate`` says when the solution's build and run begin (``on_phase``).
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from __future__ import annotations
 import ctypes
 import os
 import time
+from collections.abc import Callable
 from typing import Any
 
 from sweep.schema import Correctness, Environment, Evaluation, Performance, Status, Trace
@@ -27,7 +29,16 @@ class EngineCache:
         self.built: set[str] = set()
 
 
-def build(task: Task, *, device: str, cache: EngineCache) -> None:
+def reference_step(task: Task) -> None:
+    """What the engine does before the solution's build: the reference's side."""
+    name = task.solution.name
+    if name == "hang_reference":
+        time.sleep(3600)
+    if name == "segv_reference":
+        ctypes.string_at(0)
+
+
+def build_step(task: Task, cache: EngineCache) -> None:
     name = task.solution.name
     if name == "hang_build":
         time.sleep(3600)
@@ -63,7 +74,13 @@ def _gate(task: Task) -> None:
         time.sleep(0.02)
 
 
-def evaluate(task: Task, *, device: str, cache: Any) -> Trace:
+def evaluate(task: Task, *, device: str, cache: Any, on_phase: Callable[[str], None] | None = None) -> Trace:
+    reference_step(task)
+    if on_phase is not None:
+        on_phase("build")
+    build_step(task, cache)
+    if on_phase is not None:
+        on_phase("run")
     name = task.solution.name
     if name.endswith("_on_w1"):  # misbehaves on workload w1 only, like a kernel that fails at one size
         name = name.removesuffix("_on_w1") if task.workload.uuid == "w1" else "ok"
@@ -83,6 +100,15 @@ def evaluate(task: Task, *, device: str, cache: Any) -> Trace:
         _barrier(task)
     elif name == "gate":
         _gate(task)
+    elif name == "litter":
+        # leaves a file in its working folder and a global: neither may reach the next task
+        found = sorted(os.listdir("."))
+        with open("left_behind.txt", "w") as f:
+            f.write("x")
+        os.environ["SWEEP_LEFT_BEHIND"] = "1"
+        return _passed(
+            task, {"cwd": os.getcwd(), "found": ",".join(found), "tmp": os.environ.get("TMPDIR", "")}
+        )
     elif name == "kill_worker":
         # sandbox -> zygote -> Ray actor: kill the actor, as if its node vanished
         zygote = os.getppid()
@@ -90,7 +116,10 @@ def evaluate(task: Task, *, device: str, cache: Any) -> Trace:
             actor = int(f.read().rsplit(")", 1)[1].split()[1])
         os.kill(actor, 9)
         time.sleep(30)
-    env = Environment(hardware="CPU", libs={"fake": str(os.getpid())})
+    # the process that forked this one: the worker's zygote, which a warm worker keeps
+    env = Environment(hardware="CPU", libs={"fake": str(os.getpid()), "zygote": str(os.getppid())})
+    if os.environ.get("SWEEP_LEFT_BEHIND"):
+        name = "polluted"  # a global another task left: must never happen
     if name == "broken":
         ev = Evaluation(
             status=Status.RUNTIME_ERROR,
@@ -107,3 +136,17 @@ def evaluate(task: Task, *, device: str, cache: Any) -> Trace:
             performance=Performance(latency_ms=1.0, reference_latency_ms=2.0, speedup_factor=2.0),
         )
     return Trace(definition=task.definition.name, workload=task.workload, solution=name, evaluation=ev)
+
+
+def _passed(task: Task, libs: dict[str, str]) -> Trace:
+    env = Environment(hardware="CPU", libs={"fake": str(os.getpid()), **libs})
+    ev = Evaluation(
+        status=Status.PASSED,
+        environment=env,
+        timestamp="2026-01-01T00:00:00Z",
+        correctness=Correctness(),
+        performance=Performance(latency_ms=1.0, reference_latency_ms=2.0, speedup_factor=2.0),
+    )
+    return Trace(
+        definition=task.definition.name, workload=task.workload, solution=task.solution.name, evaluation=ev
+    )

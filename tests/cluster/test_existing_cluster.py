@@ -220,7 +220,7 @@ with open({imports!r}, "a") as f:
 
 def run(x):
     with open({path!r}, "a") as f:
-        f.write(f"{{os.getpid()}}\\n")
+        f.write(f"{{os.getpid()}} {{os.getppid()}}\\n")
     return x + 1
 """
 
@@ -237,19 +237,21 @@ def test_a_second_launch_reuses_the_warm_workers_of_the_first(head: Head, tmp_pa
     assert first.returncode == 0, first.stdout + first.stderr
     # (the earlier tests' workers, started by other drivers' runtime environments, are replaced)
     assert "warm workers: 0 reused, 2 started; left running for the next launch" in first.stdout, first.stdout
-    before = set(pids.read_text().split())
-    assert before <= set(imports.read_text().split())  # each sandbox that ran it built it
+    ran = [line.split() for line in pids.read_text().splitlines()]
+    assert {pid for pid, _ in ran} <= set(imports.read_text().split())  # each task's process built it
+    zygotes = {zygote for _, zygote in ran}
     pids.unlink()
     imports.unlink()
-    # a new driver process: the workers outlived the first one, with their sandboxes
+    # a new driver process: the workers outlived the first one, with their zygotes
     second = _run(launch, outside)
     assert second.returncode == 0, second.stdout + second.stderr
     assert "4 ran (PASSED 4)" in second.stdout and "warm workers: 2 reused, 0 started" in second.stdout
     assert "replaced a stale warm worker" not in second.stdout
-    again = set(pids.read_text().split()) & before
-    assert again, "no sandbox of the first launch ran the second"
-    rebuilt = set(imports.read_text().split()) if imports.exists() else set()
-    assert not again & rebuilt, "a sandbox kept from the first launch built the solution again"
+    again = [line.split() for line in pids.read_text().splitlines()]
+    assert {zygote for _, zygote in again} & zygotes, "no zygote of the first launch ran the second"
+    # every task in a process of its own, which built the solution itself
+    assert not {pid for pid, _ in again} & {pid for pid, _ in ran}
+    assert {pid for pid, _ in again} <= set(imports.read_text().split())
 
     listed = _run([*sweep, "workers", "--address", head.address], outside)
     assert listed.returncode == 0, listed.stdout + listed.stderr

@@ -141,32 +141,29 @@ def test_exhausting_memory_fails_that_task_and_limits_do_not_outlive_it(engine: 
     assert status is Status.PASSED, log
 
 
-def test_a_hard_limit_it_lowers_for_good_retires_the_sandbox(engine: Sandbox) -> None:
-    first = _ok(engine)
+def test_a_hard_limit_it_lowers_for_good_does_not_reach_the_next_task(engine: Sandbox) -> None:
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)
     body = (
         "    import resource\n    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\n    y.copy_(x + 1)\n"
     )
     status, log = _status(_run(engine, "lowers_limit", body))
     assert status is Status.PASSED, log
-    after = _ok(engine)
-    assert first.provenance is not None and after.provenance is not None
-    assert after.provenance.worker_pid != first.provenance.worker_pid  # replaced, not reused
+    check = f"    import resource\n    assert resource.getrlimit(resource.RLIMIT_NOFILE) == {limit!r}\n    y.copy_(x + 1)\n"
+    status, log = _status(_run(engine, "checks_limit", check))
+    assert status is Status.PASSED, log
 
 
 def test_a_raised_nice_value_does_not_reach_the_next_task(engine: Sandbox) -> None:
-    first = _ok(engine)
-    assert first.provenance is not None and first.provenance.worker_pid
-    before = os.getpriority(os.PRIO_PROCESS, first.provenance.worker_pid)
     status, log = _status(_run(engine, "renices", "    import os\n    os.nice(5)\n    y.copy_(x + 1)\n"))
     assert status is Status.PASSED, log
-    after = _ok(engine)
-    # Put back where the user may lower it again (root), else the process is replaced.
-    assert after.provenance is not None and after.provenance.worker_pid
-    assert os.getpriority(os.PRIO_PROCESS, after.provenance.worker_pid) == before
+    check = f"    import os\n    assert os.nice(0) == {os.nice(0)}\n    y.copy_(x + 1)\n"
+    status, log = _status(_run(engine, "checks_nice", check))
+    assert status is Status.PASSED, log
 
 
-def test_a_thread_left_running_retires_the_sandbox(engine: Sandbox) -> None:
-    first = _ok(engine)
+def test_a_thread_left_running_is_tampering_and_dies_with_its_process(engine: Sandbox) -> None:
     body = (
         "    import os, signal, threading, time\n"
         "    def later():\n"
@@ -175,13 +172,13 @@ def test_a_thread_left_running_retires_the_sandbox(engine: Sandbox) -> None:
         "    threading.Thread(target=later, daemon=True).start()\n"
         "    y.copy_(x + 1)\n"
     )
-    _run(engine, "leaves_thread", body)
-    # The thread would kill the parent during the next tasks: it died with its sandbox.
+    trace = _run(engine, "leaves_thread", body)
+    assert trace.evaluation is not None and trace.evaluation.status is Status.RUNTIME_ERROR
+    assert trace.evaluation.flags == ["tampered"] and "thread(s) running" in trace.evaluation.log
+    # The thread would kill the zygote during the next tasks: it died with its process.
     for _ in range(3):
-        after = _ok(engine)
+        _ok(engine)
         time.sleep(1.2)
-    assert first.provenance is not None and after.provenance is not None
-    assert after.provenance.worker_pid != first.provenance.worker_pid
 
 
 def test_signal_handlers_umask_and_environment_are_put_back(engine: Sandbox) -> None:
@@ -209,11 +206,14 @@ def test_signal_handlers_umask_and_environment_are_put_back(engine: Sandbox) -> 
 
 
 def test_the_sandbox_leads_its_own_session_and_is_the_oom_killers_first_choice(engine: Sandbox) -> None:
-    trace = _ok(engine)
-    assert trace.provenance is not None and trace.provenance.worker_pid
-    pid = trace.provenance.worker_pid
-    assert os.getsid(pid) == pid and os.getpgid(pid) == pid
-    assert Path(f"/proc/{pid}/oom_score_adj").read_text().strip() == "1000"
+    check = (
+        "    import os\n"
+        "    assert os.getsid(0) == os.getpid() and os.getpgid(0) == os.getpid()\n"
+        "    assert open('/proc/self/oom_score_adj').read().strip() == '1000'\n"
+        "    y.copy_(x + 1)\n"
+    )
+    status, log = _status(_run(engine, "checks_session", check))
+    assert status is Status.PASSED, log
 
 
 def test_a_socket_closed_by_a_living_sandbox_is_named_even_when_it_is_killed() -> None:

@@ -5,11 +5,8 @@ from __future__ import annotations
 import pickle
 from pathlib import Path
 
-import pytest
-
 from sweep.cluster import Sandbox, SandboxSpec
-from sweep.cluster import sandbox as sandbox_mod
-from sweep.cluster.sandbox import Done, Envelope, TaskPacker, load_task
+from sweep.cluster._packing import Done, Envelope, TaskPacker, load_task
 from sweep.schema import Provenance, Status
 
 from .conftest import FAKE_BACKEND, toy_tasks
@@ -61,20 +58,17 @@ def test_done_stamps_the_trace_on_receipt() -> None:
     assert prov.started_at and prov.finished_at and prov.started_at <= prov.finished_at
 
 
-def test_sandbox_forgets_old_record_sets_and_resends_them(monkeypatch: pytest.MonkeyPatch) -> None:
-    """More solutions than a sandbox keeps: the supervisor tells it which to forget, and sends
-    a forgotten set again when a task needs it; every task still runs with its own records."""
-    monkeypatch.setattr(sandbox_mod, "_MAX_RECORD_SETS", 2)
+def test_every_task_of_a_batch_gets_its_own_records_in_a_process_of_its_own() -> None:
+    """Tasks of several solutions, interleaved: each runs with its own records (they travel with
+    it), in a process no other task used."""
     names = ["a", "b", "c"]
     tasks = toy_tasks(names, n_workloads=2)
     order = [tasks[0], tasks[2], tasks[4], tasks[1], tasks[3], tasks[5], tasks[0]]  # a b c a b c a
     packer = TaskPacker()
     with Sandbox(SandboxSpec(backend=FAKE_BACKEND, preload=())) as sb:
         results = sb.run_batch([packer.pack(t) for t in order])
-        child = sb._child
-        assert child is not None and len(child.records) == 2
-        assert sb.stats.started == 1  # one process throughout: nothing crashed
     traces = [d.trace(t) for d, t in zip(results, order, strict=True)]
     assert [t.solution for t in traces] == [t.solution.name for t in order]
     assert [t.workload.uuid for t in traces] == [t.workload.uuid for t in order]
     assert all(t.evaluation is not None and t.evaluation.status is Status.PASSED for t in traces)
+    assert len({t.provenance.worker_pid for t in traces if t.provenance}) == len(order)

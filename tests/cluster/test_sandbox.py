@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from sweep.cluster import Sandbox, SandboxSpec, SandboxStartError
-from sweep.cluster.sandbox import Envelope
+from sweep.cluster._packing import Envelope
 from sweep.config import EvalSettings, Timeouts
 from sweep.plan.dataset import load_dataset
 from sweep.schema import Provenance, Status
@@ -58,13 +58,13 @@ def _fault_task(solution: str, *, log_limit: int = 16384) -> Task:
     )
 
 
-def test_healthy_tasks_share_one_process_and_are_stamped(fake: Sandbox) -> None:
+def test_every_task_runs_in_a_process_of_its_own_and_is_stamped(fake: Sandbox) -> None:
     a, b = toy_tasks(["ok"], n_workloads=2)
     ta, tb = fake.run(a), fake.run(b, attempt=1)
     assert ta.evaluation is not None and ta.evaluation.status is Status.PASSED
     pa, pb = ta.provenance, tb.provenance
     assert pa is not None and pb is not None
-    assert pa.worker_pid == pb.worker_pid
+    assert pa.worker_pid != pb.worker_pid
     assert (pa.task_id, pa.run_id, pa.gpu_id, pa.attempt) == (a.task_id, "r", "7", 0)
     assert pb.attempt == 1 and pa.started_at and pa.finished_at and pa.started_at <= pa.finished_at
     assert pa.settings_hash == a.settings.settings_hash() and pa.solution_hash == a.solution.content_hash
@@ -87,8 +87,40 @@ def test_hang_in_build_is_a_compile_timeout_with_the_stack(fake: Sandbox) -> Non
     ev = trace.evaluation
     assert ev is not None and ev.status is Status.TIMEOUT
     assert ev.log.startswith("TIMEOUT: the build phase (import, compile) exceeded timeouts.compile_s=1 s")
-    assert 'fake_backend.py", line' in ev.log and "in build" in ev.log
+    assert 'fake_backend.py", line' in ev.log and "in build_step" in ev.log
+    assert not ev.flags  # the solution's own timeout
     assert fake.run(toy_tasks(["ok"])[0]).evaluation.status is Status.PASSED  # type: ignore[union-attr]
+
+
+def test_a_reference_that_hangs_is_the_references_failure_not_the_solutions(fake: Sandbox) -> None:
+    (task,) = toy_tasks(["hang_reference"], compile_s=30, run_s=1, body="    pass  # hang\n")
+    ev = fake.run(task).evaluation
+    assert ev is not None and ev.status is Status.RUNTIME_ERROR
+    assert ev.flags == ["reference_failed"]
+    assert "the reference's side (before the solution was imported) exceeded timeouts.run_s=1 s" in ev.log
+    assert "in reference_step" in ev.log
+
+
+def test_a_crash_before_the_solutions_build_is_the_references(fake: Sandbox) -> None:
+    (task,) = toy_tasks(["segv_reference"], body="    pass  # crash\n")
+    ev = fake.run(task).evaluation
+    assert ev is not None and ev.status is Status.RUNTIME_ERROR and ev.flags == ["reference_failed"]
+    assert "SIGSEGV" in ev.log and "while running the reference" in ev.log
+    (task,) = toy_tasks(["segv_build"], body="    pass  # crash\n")
+    ev = fake.run(task).evaluation
+    assert ev is not None and ev.status is Status.RUNTIME_ERROR and not ev.flags
+    assert "while building/importing the solution" in ev.log
+
+
+def test_nothing_a_task_leaves_in_its_folder_or_process_reaches_the_next(fake: Sandbox) -> None:
+    first, second = (fake.run(t) for t in toy_tasks(["litter"], n_workloads=2))
+    for trace in (first, second):
+        assert trace.evaluation is not None and trace.evaluation.status is Status.PASSED
+        assert trace.solution == "litter"  # not "polluted": no environment variable came along
+    libs = [t.evaluation.environment.libs for t in (first, second)]  # type: ignore[union-attr]
+    assert libs[0]["cwd"] != libs[1]["cwd"] and libs[1]["found"] == ""  # a fresh, empty folder
+    assert libs[0]["tmp"] == libs[0]["cwd"]  # temporary files go there too
+    assert not Path(libs[0]["cwd"]).exists()  # removed once its task was done
 
 
 def test_sticky_cuda_error_replaces_the_process_after_its_trace(fake: Sandbox) -> None:
@@ -143,12 +175,10 @@ def test_real_engine_crash_log_is_clipped_to_the_limit(engine: Sandbox) -> None:
         ("hang_on_w1", Status.TIMEOUT, "fake_backend.py"),
     ],
 )
-def test_batch_with_a_task_sent_ahead_that_fails(
-    fake: Sandbox, name: str, status: Status, needle: str
-) -> None:
-    """In a batch, the next task is written to the sandbox before the current one ends. When
-    that task (of an already built solution) crashes or hangs, it still gets its own trace
-    and its own crash report, and the tasks after it run, once each, in a new process."""
+def test_batch_with_a_task_that_fails(fake: Sandbox, name: str, status: Status, needle: str) -> None:
+    """In a batch, the next task's process starts while a task runs. When a task crashes or
+    hangs, it still gets its own trace and its own crash report, and the tasks after it run,
+    once each, every one in a process of its own."""
     tasks = toy_tasks([name], n_workloads=4, run_s=2.0)
     envs = [Envelope.of(t) for t in tasks]
     traces = [done.trace(t) for done, t in zip(fake.run_batch(envs), tasks, strict=True)]
@@ -157,4 +187,12 @@ def test_batch_with_a_task_sent_ahead_that_fails(
     assert statuses == [Status.PASSED, status, Status.PASSED, Status.PASSED], statuses
     assert needle in traces[1].evaluation.log
     pids = [t.provenance.worker_pid for t in traces]
-    assert pids[0] != pids[2] and pids[2] == pids[3]
+    assert len(set(pids)) == 4
+
+
+def test_without_prefork_each_task_still_gets_a_fresh_process() -> None:
+    spec = SandboxSpec(backend=FAKE_BACKEND, preload=(), prefork=False)
+    with Sandbox(spec) as sb:
+        traces = [sb.run(t) for t in toy_tasks(["ok"], n_workloads=3)]
+        assert sb.stats.started == 3
+    assert len({t.provenance.worker_pid for t in traces}) == 3  # type: ignore[union-attr]

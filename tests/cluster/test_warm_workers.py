@@ -72,11 +72,12 @@ def _run(
     return stats, got
 
 
-def _sandbox_pids(traces: list[Trace]) -> set[int]:
-    return {t.provenance.worker_pid for t in traces if t.provenance and t.provenance.worker_pid}
+def _zygote_pids(traces: list[Trace]) -> set[str]:
+    """The zygotes that forked the tasks' processes (the fake backend says, in its libs)."""
+    return {t.evaluation.environment.libs["zygote"] for t in traces if t.evaluation is not None}
 
 
-def test_a_second_run_reuses_the_workers_their_sandboxes_and_stamps_its_run_id() -> None:
+def test_a_second_run_reuses_the_workers_their_zygotes_and_stamps_its_run_id() -> None:
     tasks = toy_tasks(["sleep"], n_workloads=8)  # 50 ms each: both workers get some
     pools = _pools("H100", 2)
     first, traces1 = _run(tasks, pools, "run-1", WarmWorkers("run-1", idle_timeout_s=600))
@@ -90,8 +91,11 @@ def test_a_second_run_reuses_the_workers_their_sandboxes_and_stamps_its_run_id()
     after = _states()
     assert sorted(s.pid for s in after) == sorted(s.pid for s in states)  # the same actors
     assert [s.launches for s in after] == [2, 2]
-    # sandbox processes of the first run evaluated the second, its traces stamped with its run id
-    assert _sandbox_pids(traces2) & _sandbox_pids(traces1)
+    # the zygotes of the first run forked the second's tasks (each task a process of its own),
+    # its traces stamped with its run id
+    assert _zygote_pids(traces2) & _zygote_pids(traces1)
+    pids = [t.provenance.worker_pid for t in traces1 + traces2 if t.provenance]
+    assert len(set(pids)) == len(pids) == 16
     assert {t.provenance.run_id for t in traces2 if t.provenance} == {"run-2"}
 
 

@@ -7,52 +7,73 @@ import os
 import subprocess
 import sys
 import textwrap
-import time
 
 import pytest
 
 from sweep.schema import Trace
 
+#: Holds the lock named by argv[1] until a line arrives on stdin; says when it holds it (and how
+#: long it waited for it) and when it lets it go. No sleeps: the tests wait for what it says.
 HOLDER = textwrap.dedent(
     """
     import sys, time
     from sweep.engine._lock import FileLock
+    print("waiting", flush=True)
     with FileLock(sys.argv[1]) as lock:
-        start = time.time()
-        time.sleep(0.6)
-        print(f"{start} {time.time()} {lock.waited_s}")
+        print(f"held {time.time()} {lock.waited_s}", flush=True)
+        sys.stdin.readline()
+        print(f"released {time.time()}", flush=True)
     """
 )
 
 
+def _holder(lock: object) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", HOLDER, str(lock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+    )
+
+
+def _said(proc: subprocess.Popen[str], word: str) -> list[str]:
+    assert proc.stdout is not None
+    line = proc.stdout.readline().split()
+    assert line and line[0] == word, line
+    return line
+
+
 def test_file_lock_excludes_a_second_process(tmp_path) -> None:
     lock = tmp_path / "x.lock"
-    procs = [
-        subprocess.Popen([sys.executable, "-c", HOLDER, str(lock)], stdout=subprocess.PIPE, text=True)
-        for _ in range(2)
-    ]
-    rows = sorted(tuple(map(float, p.communicate(timeout=60)[0].split())) for p in procs)
-    assert all(p.returncode == 0 for p in procs)
-    (_, e1, _), (s2, _, w2) = rows
-    assert s2 >= e1 - 0.01, "the second holder entered before the first left"
-    assert w2 > 0.3
+    first = _holder(lock)
+    second = None
+    try:
+        _said(first, "waiting")
+        _said(first, "held")
+        second = _holder(lock)
+        _said(second, "waiting")  # about to ask for the lock the first one holds
+        assert first.stdin is not None
+        first.stdin.write("go\n")
+        first.stdin.flush()
+        released = float(_said(first, "released")[1])
+        _, entered, waited = _said(second, "held")
+        assert float(entered) >= released - 0.01, "the second holder entered before the first left"
+        assert float(waited) > 0
+    finally:
+        for proc in (first, second):
+            if proc is not None:
+                proc.communicate("go\n", timeout=60)
 
 
 def test_file_lock_times_out_with_a_message(tmp_path) -> None:
     from sweep.engine._lock import FileLock
     from sweep.errors import EngineError
 
-    holder = subprocess.Popen(
-        [sys.executable, "-c", HOLDER.replace("0.6", "3"), str(tmp_path / "y.lock")],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    holder = _holder(tmp_path / "y.lock")
     try:
-        time.sleep(1.0)
+        _said(holder, "waiting")
+        _said(holder, "held")
         with pytest.raises(EngineError, match="another process is building the same solution"):
             FileLock(tmp_path / "y.lock", timeout_s=0.3).acquire()
     finally:
-        holder.communicate(timeout=60)
+        holder.communicate("go\n", timeout=60)
 
 
 def test_lock_dies_with_its_process(tmp_path) -> None:

@@ -178,25 +178,55 @@ def test_a_latency_under_the_floor_is_flagged_impossible_and_keeps_its_status(
     assert ev.performance.peak_fraction is not None and "IMPOSSIBLE" not in ev.log
 
 
+def _assessed(kit: Kit, speedup: float, settings: EvalSettings | None = None) -> Any:
+    """What the assessment of a PASSED result makes of a latency and a speedup given here (no
+    measured time: the flags follow from the figures alone)."""
+    import torch
+
+    from sweep.engine._global_state import TorchFlags
+    from sweep.engine._roofline import assess
+    from sweep.engine._run_state import RunState
+    from sweep.schema import Performance
+
+    defn = _gemm(flops="2 * M * N * K", bytes="4 * (M * K + N * K + M * N)")
+    task = Task.make(defn, kit.solution(defn.name, GOOD), _wl(64), settings or kit.fast, "CPU")
+    run = RunState(task, torch.device("cpu"), EngineCache(), TorchFlags.read())
+    perf = Performance(latency_ms=0.01, reference_latency_ms=0.01 * speedup, speedup_factor=speedup)
+    return assess(run, perf)
+
+
 def test_a_speedup_above_the_bound_is_flagged_suspicious(kit: Kit) -> None:
-    slow_ref = _gemm(reference="import time\n\ndef run(A, B):\n    time.sleep(0.004)\n    return A @ B.t()\n")
-    ev = _run(kit, slow_ref).evaluation
-    assert ev.status.value == "PASSED" and ev.performance.speedup_factor > 10
-    assert ev.flags == ["suspicious"]
-    assert "SUSPICIOUS: speedup " in ev.log and "above evaluation.suspicious_speedup (10x)" in ev.log
+    flagged = _assessed(kit, 11.0)
+    assert flagged.flags == ["suspicious"]
+    assert any(
+        n.startswith("SUSPICIOUS: speedup 11x is above evaluation.suspicious_speedup (10x)")
+        for n in flagged.notes
+    )
+    assert _assessed(kit, 9.0).flags is None
     relaxed = kit.fast.model_copy(update={"suspicious_speedup": 1e6})
-    assert _run(kit, slow_ref, settings=relaxed).evaluation.flags is None
+    assert _assessed(kit, 11.0, relaxed).flags is None
+
+
+def _flagged_trace(kit: Kit) -> Any:
+    """A PASSED trace of the engine's, with the flag and the log line of a suspicious speedup set
+    here (what the assessment writes, without depending on how fast the machine is)."""
+    trace = _run(kit, _gemm())
+    ev = trace.evaluation
+    log = ev.log + "\nSUSPICIOUS: speedup 12x is above evaluation.suspicious_speedup (10x)"
+    return trace.model_copy(
+        update={"evaluation": ev.model_copy(update={"flags": ["suspicious"], "log": log})}
+    )
 
 
 def test_flags_and_work_round_trip_in_the_trace_json(kit: Kit) -> None:
-    slow_ref = _gemm(reference="import time\n\ndef run(A, B):\n    time.sleep(0.004)\n    return A @ B.t()\n")
-    trace = _run(kit, slow_ref)
+    trace = _flagged_trace(kit)
     obj = json.loads(trace.to_json())
     assert obj["evaluation"]["flags"] == ["suspicious"]
     assert {"work_flops", "work_bytes", "work_source", "tflops", "gbps"} <= set(
         obj["evaluation"]["performance"]
     )
     assert "floor_ms" not in obj["evaluation"]["performance"]  # no floor here: not written
+    assert type(trace).model_validate_json(trace.to_json()) == trace
 
 
 def test_work_is_counted_once_per_definition_and_workload(kit: Kit) -> None:
@@ -211,8 +241,7 @@ def test_work_is_counted_once_per_definition_and_workload(kit: Kit) -> None:
 def test_sweep_eval_table_shows_rates_and_flags(kit: Kit) -> None:
     from sweep._cli.evaluate import render_traces
 
-    slow_ref = _gemm(reference="import time\n\ndef run(A, B):\n    time.sleep(0.004)\n    return A @ B.t()\n")
-    text = render_traces([_run(kit, slow_ref)])
+    text = render_traces([_flagged_trace(kit)])
     header, row = text.splitlines()[1:3]
     assert header.split()[-4:] == ["tflops", "gbps", "peak", "flags"]
     assert row.split()[-2:] == ["-", "suspicious"]  # no peak on a CPU; the flag

@@ -17,6 +17,7 @@ from hypothesis import strategies as st
 from sweep.config import SweepConfig
 from sweep.errors import MAX_LINE, DatasetError, PlanError
 from sweep.plan import expand, load_dataset, validate_roots
+from sweep.plan.dataset import load_runnable
 
 pytestmark = pytest.mark.hostile
 
@@ -290,3 +291,112 @@ def test_any_workload_line_is_loaded_or_reported(root: Path, data: st.DataObject
         assert len(e) <= MAX_LINE
     # A line either became a workload or was reported; the good lines always load.
     assert ds.num_workloads() + len(errors) >= 4 if line.strip() else ds.num_workloads() == 3
+
+
+_SOLUTION = json.loads((GOOD / "solutions" / "tester" / "ew" / "vec_add" / "vec_add_py.json").read_text())
+
+
+def _spoil_solution(data: st.DataObject) -> str:
+    base = json.loads(json.dumps(_SOLUTION))
+    base["name"] = "spoiled"
+    place = data.draw(
+        st.sampled_from(
+            [
+                ("name",),
+                ("definition",),
+                ("author",),
+                ("spec",),
+                ("spec", "language"),
+                ("spec", "entry_point"),
+                ("spec", "target_hardware"),
+                ("spec", "destination_passing_style"),
+                ("sources",),
+                ("sources", 0, "content"),
+                ("sources", 0, "path"),
+                ("params",),
+            ]
+        )
+    )
+    target = base
+    for part in place[:-1]:
+        target = target[part]
+    target[place[-1]] = data.draw(_JSON | st.text(max_size=30))
+    return json.dumps(base)
+
+
+@settings(
+    max_examples=80,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_any_solution_file_is_a_solution_or_broken_and_the_rest_runs(root: Path, data: st.DataObject) -> None:
+    """Property: whatever a solution file holds, validate reports it or loads it, a launch's
+    load keeps it (as a solution or a broken one) and warns, and the good solution still plans;
+    a broken one that names the definition gets COMPILE_ERROR tasks naming its file."""
+    how = data.draw(st.sampled_from(["spoiled", "json", "text", "python"]))
+    if how == "spoiled":
+        text = _spoil_solution(data)
+    elif how == "json":
+        text = json.dumps(data.draw(_JSON))
+    elif how == "python":  # a record whose entry file is anything at all
+        rec = {**json.loads(json.dumps(_SOLUTION)), "name": "spoiled"}
+        rec["sources"][0]["content"] = data.draw(st.text(max_size=60))
+        text = json.dumps(rec)
+    else:
+        text = data.draw(st.text(max_size=60))
+    path = root / "solutions" / "tester" / "ew" / "vec_add" / "spoiled.json"
+    path.write_text(text, encoding="utf-8", errors="surrogatepass")
+    _ds, errors = validate_roots([root])
+    assert all(e.startswith(str(path)) and len(e) <= MAX_LINE for e in errors), errors
+    runnable = load_runnable([root])
+    assert runnable.errors[: len(errors)] == errors and len(runnable.errors) <= len(errors) + 1
+    assert "vec_add_py" in runnable.solutions and "vec_add_py" not in runnable.broken
+    # The file is a solution, a broken one, or (its name taken) said to get no task.
+    kept = [
+        n for n in [*runnable.solutions, *runnable.broken] if runnable.origin("solution", n).path == str(path)
+    ]
+    assert kept or any(
+        e.startswith(str(path)) and ("duplicate" in e or "gets no task" in e) for e in runnable.errors
+    )
+    plan = expand(SweepConfig(name="x", dataset=[str(root)], hardware="cpu"), runnable)
+    assert plan.warnings == runnable.errors
+    assert [t.workload.uuid for t in plan.tasks if t.solution.name == "vec_add_py"] == [
+        "wl-0002",
+        "wl-0004",
+        "wl-0016",
+    ]
+    for t in plan.tasks:
+        if t.broken is not None:
+            assert t.broken.startswith(str(path)), t.broken
+            assert t.solution.name in runnable.broken
+    if not errors:
+        assert not runnable.broken and not any(t.broken for t in plan.tasks)
+
+
+def test_a_broken_file_with_a_name_that_is_not_utf8_gives_writable_tasks(root: Path) -> None:
+    """A file name with a byte that is not UTF-8, or a JSON name with a lone surrogate: the
+    broken solution's tasks and their trace logs are still valid UTF-8 (traces are JSON)."""
+    folder = bytes(root / "solutions" / "tester" / "ew" / "vec_add")
+    with open(os.path.join(folder, b"bad\xff.json"), "w") as f:
+        f.write('{"definition": "vec_add", "spec": 3}')
+    (root / "solutions" / "tester" / "ew" / "vec_add" / "s.json").write_text(
+        '{"name": "odd\\ud800", "definition": "vec_add"}'
+    )
+    from sweep.plan.dataset import load_runnable
+    from sweep.schema import Environment, Evaluation, Status, Trace
+
+    plan = expand(SweepConfig(name="x", dataset=[str(root)], hardware="cpu"), load_runnable([root]))
+    broken = [t for t in plan.tasks if t.broken]
+    assert len(broken) == 6 and {t.solution.name for t in broken} == {"bad\\udcff", "odd\\ud800"}
+    for t in broken:
+        assert t.broken is not None
+        ev = Evaluation(
+            status=Status.COMPILE_ERROR,
+            environment=Environment(hardware="CPU"),
+            timestamp="2026-01-01T00:00:00Z",
+            log=t.broken,
+        )
+        Trace(definition="vec_add", workload=t.workload, solution=t.solution.name, evaluation=ev).to_json()
+        t.model_dump_json()

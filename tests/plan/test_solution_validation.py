@@ -44,7 +44,7 @@ def test_upstream_example_solution_validates(tmp_path: Path, shared_data: Path) 
     assert errors == [] and "example_agent_solution" in ds.solutions
 
 
-def test_mismatched_signature_is_an_error_and_left_out(tmp_path: Path) -> None:
+def test_mismatched_signature_is_an_error_and_the_solution_broken(tmp_path: Path) -> None:
     shutil.copytree(REPO / "definitions", tmp_path / "definitions")
     sol = json.loads(
         (REPO / "solutions/sweep-examples/softmax/softmax_f32/softmax_f32_torch.json").read_text()
@@ -53,7 +53,10 @@ def test_mismatched_signature_is_an_error_and_left_out(tmp_path: Path) -> None:
     (tmp_path / "solutions").mkdir()
     (tmp_path / "solutions" / "s.json").write_text(json.dumps(sol))
     ds, errors = validate_roots([tmp_path])
-    assert "softmax_f32_torch" not in ds.solutions
+    # Kept, as a broken solution: its tasks are COMPILE_ERROR traces with this message.
+    assert ds.valid_solutions() == 0
+    assert ds.broken["softmax_f32_torch"].record == ds.solutions["softmax_f32_torch"]
+    assert ds.broken["softmax_f32_torch"].messages == tuple(errors)
     [err] = errors
     assert err.startswith(f"{tmp_path / 'solutions' / 's.json'}: spec.entry_point: 'main.py::run' (line 6)")
     assert 'use "destination_passing_style": false' in err

@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from sweep.schema.entry_signature import (
     Params,
     dps_choice,
+    entry_missing,
     fits,
     signature_problem,
     static_entry,
@@ -73,6 +74,79 @@ def test_decorated_and_syntax_error() -> None:
     assert found is not None and found.decorated
     with pytest.raises(ValueError, match=r"main.py: not valid Python: .* \(line 1\)"):
         top_level_functions("def run(x)\n", "main.py")
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "def runn(x):\n    pass\n",
+        "",
+        "# run\nx = 'run'\n",
+        "def helper():\n    run = 3\n    return run\n",  # a local, not the module's
+        "class K:\n    run = 1\n",
+        "import runner\n",
+        "try:\n    pass\nexcept Exception as run:\n    pass\n",  # unbound again after the handler
+    ],
+)
+def test_an_entry_point_no_statement_binds_is_missing(src: str) -> None:
+    assert entry_missing(src, "run")
+
+
+@pytest.mark.parametrize(
+    "src",
+    [
+        "def run(x):\n    pass\n",
+        "async def run(x):\n    pass\n",
+        "from .impl import run\n",
+        "import fast as run\n",
+        "from helpers import *\n",
+        "run = make()\n",
+        "run: object = make()\n",
+        "if FAST:\n    def run(x):\n        pass\n",
+        "with ctx() as run:\n    pass\n",
+        "for run in []:\n    pass\n",
+        "(run := make())\n",
+        "class run:\n    pass\n",
+        "def setup():\n    global run\n    run = make()\nsetup()\n",
+        "globals()['run'] = make()\n",
+        "import sys\nsetattr(sys.modules[__name__], 'run', make())\n",
+        "exec('def run(x): pass')\n",
+        "vars()['r' + 'un'] = make()\n",
+        "def __getattr__(name):\n    return make()\n",
+        "match make():\n    case run:\n        pass\n",
+        "match make():\n    case {**run}:\n        pass\n",
+    ],
+)
+def test_what_may_bind_the_entry_point_is_never_called_missing(src: str) -> None:
+    assert not entry_missing(src, "run")
+
+
+def test_entry_missing_of_source_that_does_not_parse() -> None:
+    with pytest.raises(ValueError, match=r"main.py: not valid Python: .* \(line 2\)"):
+        entry_missing("x = 1\ndef run(x)\n", "run", "main.py")
+
+
+#: Top-level statements that never bind ``run`` in the module.
+_OTHER_STATEMENTS = [
+    "x = 1",
+    "import os",
+    "def helper(a):\n    return a",
+    "class K:\n    run = 2",
+    "if x:\n    y = 2",
+    "try:\n    import numpy\nexcept ImportError:\n    numpy = None",
+    "print('run')",
+]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.sampled_from(_OTHER_STATEMENTS), max_size=6), st.integers(min_value=0, max_value=6))
+def test_a_def_anywhere_in_the_module_is_never_missing(statements: list[str], at: int) -> None:
+    """Property: whatever surrounds it, a module with a top-level ``def run`` has its entry
+    point; without one (and no dynamic binding among the statements) it is missing."""
+    body = list(statements)
+    assert entry_missing("\n".join(body) + "\n", "run")
+    body.insert(min(at, len(body)), "def run(x):\n    return x")
+    assert not entry_missing("\n".join(body) + "\n", "run")
 
 
 # ---- generated signatures -----------------------------------------------------------------

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import ast
+import math
 import time
+from collections.abc import Callable
 
 import pytest
 from hypothesis import given, settings
@@ -150,3 +153,86 @@ def test_any_expression_gives_a_number_or_a_documented_error_quickly(text: str, 
     problem = expression_problem(text, ["dim", "n"])
     assert problem is None or len(problem) < 400
     assert time.monotonic() - t0 < 1.0
+
+
+# ---- the compiled evaluator against the tree walker it replaced (issue 27, 9.8) ----
+
+
+def _walk(node: ast.AST, values: dict[str, object]) -> object:
+    """The evaluator before expressions were compiled (sweep.schema.expr._eval, as it was):
+    the oracle that the compiled functions must agree with, result for result, error for error."""
+    from sweep.errors import shown
+    from sweep.schema.expr import _MAX_EXPONENT, BINARY_OPERATORS, COMPARISONS, _call, _checked
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+        return _checked(node.value)
+    if isinstance(node, ast.Name):
+        if node.id not in values:
+            raise ConstraintError(f"unknown name {shown(node.id)}")
+        return _checked(values[node.id])
+    if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPERATORS:
+        left, right = _walk(node.left, values), _walk(node.right, values)
+        if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:  # type: ignore[arg-type]
+            raise ConstraintError("exponent too large")
+        return _checked(BINARY_OPERATORS[type(node.op)](left, right))
+    if isinstance(node, ast.UnaryOp):
+        v = _walk(node.operand, values)
+        if isinstance(node.op, ast.USub):
+            return -v  # type: ignore[operator]
+        if isinstance(node.op, ast.UAdd):
+            return +v  # type: ignore[operator]
+        if isinstance(node.op, ast.Not):
+            return not v
+    if isinstance(node, ast.BoolOp):
+        vals = (_walk(v, values) for v in node.values)
+        return all(vals) if isinstance(node.op, ast.And) else any(vals)
+    if isinstance(node, ast.Compare):
+        left = _walk(node.left, values)
+        for op, comp in zip(node.ops, node.comparators):
+            if type(op) not in COMPARISONS:
+                raise ConstraintError(f"comparison {type(op).__name__} not allowed")
+            right = _walk(comp, values)
+            if not COMPARISONS[type(op)](left, right):
+                return False
+            left = right
+        return True
+    if (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Name)
+        and node.func.id in ("min", "max", "abs")
+        and not node.keywords
+    ):
+        return _call(node.func.id, [_walk(a, values) for a in node.args])  # type: ignore[misc]
+    if isinstance(node, ast.Constant):
+        raise ConstraintError(f"the constant {shown(node.value)} is not allowed (only numbers)")
+    raise ConstraintError(f"{type(node).__name__} is not allowed in an expression")
+
+
+def _outcome(fn: Callable[[], object]) -> tuple[str, object]:
+    try:
+        value = fn()
+    except TypeError as e:
+        return ("TypeError", str(e))
+    except (ConstraintError, ZeroDivisionError, OverflowError, ValueError) as e:
+        return (type(e).__name__, str(e))
+    if isinstance(value, float) and math.isnan(value):
+        return ("nan", None)
+    return (type(value).__name__, value)
+
+
+@settings(max_examples=600, deadline=None, derandomize=True)
+@given(
+    text=_EXPRESSIONS,
+    dim=st.one_of(st.integers(min_value=-(2**63), max_value=2**63 - 1), st.sampled_from(["a", 0.5, True])),
+)
+def test_the_compiled_evaluator_agrees_with_the_tree_walker(text: str, dim: object) -> None:
+    from sweep.schema.expr import compile_expression, parse_expression
+
+    try:
+        tree = parse_expression(text)
+    except (SyntaxError, ConstraintError):
+        return
+    values = {"dim": dim, "n": 3}
+    assert _outcome(lambda: compile_expression(text)(values)) == _outcome(lambda: _walk(tree.body, values)), (
+        text
+    )

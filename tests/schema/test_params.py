@@ -158,3 +158,46 @@ def test_sampler_property(space: dict[str, list[int]], max_points: int, seed: in
     assert all(p in valid for p in a)
     keys = [params_json(p) for p in a]
     assert keys == sorted(keys, key=[params_json(p) for p in valid].index)  # grid order kept
+
+
+# ---- the fast grid against the definition: point_violation of every point ----
+
+_NAMES = ["a", "b", "c", "n"]  # "n" is also an axis: a parameter of that name hides it
+_OPERANDS = [*_NAMES, "m", "q", "0", "2", "-1", "True", "'s'", "(a % 2)", "(1 / (b - 1))", "max(a, c)"]
+_OPS = ["<", "<=", "==", "!=", " % ", " / ", " ** ", " and ", " or ", " < 3 <= "]
+_VALUES = st.one_of(st.integers(-3, 5), st.booleans(), st.sampled_from(["x", 0.5, 2.0]))
+
+
+@st.composite
+def _spaces(draw: st.DrawFn) -> tuple[dict[str, list[object]], list[str], dict[str, int]]:
+    names = draw(st.lists(st.sampled_from(_NAMES), min_size=1, max_size=4, unique=True))
+    params: dict[str, list[object]] = {}
+    for name in names:
+        values = draw(st.lists(_VALUES, min_size=1, max_size=4, unique_by=lambda v: (type(v), repr(v))))
+        params[name] = values
+    made = st.builds(
+        lambda x, op, y, neg: f"{'not ' if neg else ''}{x}{op}{y}",
+        st.sampled_from(_OPERANDS),
+        st.sampled_from(_OPS),
+        st.sampled_from(_OPERANDS),
+        st.booleans(),
+    )
+    odd = st.sampled_from(
+        ["(", "a.real > 1", "a ** 100 > 1", "min(a) < 1", "q > 1 or a > 1", "a > 1 or q > 1"]
+    )
+    constraints = draw(st.lists(st.one_of(made, made, odd), max_size=6))
+    axes = {"n": draw(st.integers(0, 4)), "m": draw(st.integers(-2, 4))}
+    return params, constraints, axes
+
+
+@settings(max_examples=400, deadline=None, derandomize=True)
+@given(space=_spaces())
+def test_grid_violations_answers_as_point_violation_for_every_point(
+    space: tuple[dict[str, list[object]], list[str], dict[str, int]],
+) -> None:
+    from sweep.schema.params import grid_violations
+
+    params, constraints, axes = space
+    fast = list(grid_violations(params, constraints, axes))  # type: ignore[arg-type]
+    slow = [(p, point_violation(p, constraints, axes)) for p in grid_points(params)]  # type: ignore[arg-type]
+    assert [(json.dumps(p), w) for p, w in fast] == [(json.dumps(p), w) for p, w in slow]

@@ -127,3 +127,28 @@ def test_a_constraint_naming_an_unknown_axis_is_an_error() -> None:
     )
     (problem,) = solution_problems(sol, DEFN)
     assert problem.error and "did you mean 'n'" in problem.message
+
+
+def test_an_entry_file_is_read_whatever_the_definition() -> None:
+    """Not valid Python, or certainly no entry point: an error even for a solution whose
+    definition is not loaded or is an imported BackendBench operator (whose signature alone
+    is left to the engine)."""
+    imported = DEFN.model_copy(update={"tags": ["backendbench"]})
+    for definition in (None, imported, DEFN):
+        [bad] = solution_problems(_solution("def run(x, w)\n    pass\n"), definition)
+        assert bad.error and bad.message == "sources: main.py: not valid Python: expected ':' (line 1)"
+        [gone] = solution_problems(_solution("def fn(x, w, y):\n    pass\n"), definition)
+        assert gone.error and gone.message == (
+            "spec.entry_point: 'main.py::run': main.py defines no 'run' (top-level functions: fn)"
+        )
+    # BackendBench: a signature that fits nothing the definition says is the engine's to judge.
+    assert solution_problems(_solution("def run(a):\n    pass\n"), imported) == []
+
+
+def test_an_entry_point_bound_at_run_time_is_left_to_the_engine() -> None:
+    for src in (
+        "globals()['run'] = print\n",
+        "from .impl import *\n",
+        "def __getattr__(n):\n    return print\n",
+    ):
+        assert solution_problems(_solution(src), DEFN) == []

@@ -1,6 +1,6 @@
 """``cross_hardware`` over the tables every insert keeps (schema 7) gives exactly the rows of
 the view of schema 6, which ranked every trace per (definition, pair_key, hardware) at each
-query (kept here as the reference): for traces stored in any number of batches, re-runs with
+query (kept here as the reference, ranking as every view does since schema 8): for traces stored in any number of batches, re-runs with
 newer, equal and older timestamps, several hardware, solution and definition records that
 arrive later (and move traces to another pair key), through ``Store.add``, ``ingest``, a read
 session's log tail, and a migration from a schema-6 store."""
@@ -16,12 +16,16 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sweep.schema import Trace
-from sweep.store import RowBatch, Store, StoreContext, ingest, query
+from sweep.store import SCHEMA_VERSION, RowBatch, Store, StoreContext, ingest, query
 from sweep.store._schema import column_names
 
 from .conftest import make_definition, make_solution, make_trace
 
-_NEWEST = "QUALIFY row_number() OVER (PARTITION BY definition, pair_key, hardware ORDER BY timestamp DESC, trace_key DESC) = 1"
+# Newest as every view ranks since schema 8: the claimed time, never later than the stored one.
+_NEWEST = (
+    "QUALIFY row_number() OVER (PARTITION BY definition, pair_key, hardware "
+    "ORDER BY least(timestamp, ingested_at) DESC, trace_key DESC) = 1"
+)
 
 # The view of schema 6, verbatim but for its name: the reference.
 _REFERENCE = f"""WITH per_hw AS (
@@ -44,7 +48,7 @@ WHERE a.solution_hash IS NOT NULL OR a.solution IS NOT NULL"""
 
 # (Times as text: Python's time zones need pytz.)
 _LATEST_COLS = ", ".join(
-    f"{c}::VARCHAR" if c == "timestamp" else c for c in column_names("cross_hardware_latest")
+    f"{c}::VARCHAR" if c in ("timestamp", "ingested_at") else c for c in column_names("cross_hardware_latest")
 )
 
 
@@ -204,7 +208,9 @@ def test_a_schema_6_store_migrates_with_its_pairs(tmp_path: Path) -> None:
         before = _rows(s.con, "SELECT * FROM cross_hardware")
     assert len(before) == 12
     _as_schema_6(db)
-    assert query(db, "SELECT value FROM store_meta WHERE key = 'schema_version'").rows == [("7",)]
+    assert query(db, "SELECT value FROM store_meta WHERE key = 'schema_version'").rows == [
+        (str(SCHEMA_VERSION),)
+    ]
     with Store(db).session() as s:
         s.require("cross_hardware")
         assert _check(s.con) == 12

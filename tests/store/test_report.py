@@ -10,7 +10,7 @@ import pytest
 from sweep.store import RowBatch, Store, StoreContext
 from sweep.store.render import build_report, render_html, render_text
 
-from .conftest import make_definition, make_solution, make_trace
+from .conftest import make_definition, make_solution, make_trace, rows
 
 
 @pytest.fixture
@@ -37,9 +37,10 @@ def two_hw_store(tmp_path: Path) -> Path:
 
 def test_report_numbers(two_hw_store: Path) -> None:
     rep = build_report(two_hw_store)
+    # traces, passed, reference failures and tampering (none here), definitions, solutions, workloads
     assert rep.summary.rows == [
-        ("NVIDIA_H100", 3, 3, 1, 2, 2, rep.summary.rows[0][6]),
-        ("NVIDIA_H200", 3, 2, 1, 2, 2, rep.summary.rows[1][6]),
+        ("NVIDIA_H100", 3, 3, 0, 0, 1, 2, 2, rep.summary.rows[0][8]),
+        ("NVIDIA_H200", 3, 2, 0, 0, 1, 2, 2, rep.summary.rows[1][8]),
     ]
     cols = rep.leaderboard.columns
     assert cols[6:] == [
@@ -95,3 +96,23 @@ def test_empty_store_report(tmp_path: Path) -> None:
     assert rep.leaderboard.rows == [] and rep.bars == []
     assert "no evaluated traces yet" in render_html(rep)
     assert "(none)" in render_text(rep)
+
+
+def test_reference_failures_are_left_out_of_pass_rates_and_counted_apart(tmp_path: Path) -> None:
+    ctx = StoreContext.of([make_definition()], [make_solution("s1")])
+    b = RowBatch()
+    b.add_context(ctx)
+    for t in [
+        make_trace("s1", "wl-1", latency=1.0, reference=2.0),
+        make_trace("s1", "wl-2", status="RUNTIME_ERROR", extra_eval={"flags": ["reference_failed"]}),
+        make_trace("s1", "wl-3", status="RUNTIME_ERROR", extra_eval={"flags": ["tampered"]}),
+    ]:
+        b.add_trace(t, context=ctx)
+    path = tmp_path / "sweep.duckdb"
+    Store(path).add(b)
+    rep = build_report(path)
+    assert rep.summary.rows[0][:5] == ("NVIDIA_H100", 3, 1, 1, 1)  # traces, passed, ref. failed, tampered
+    (row,) = rows(Store(path), "SELECT traces, passed, pass_rate, op_correct FROM leaderboard")
+    # the reference's failure is not the solution's: 2 traces count, one of them passed
+    assert row == (2, 1, 0.5, False)
+    assert "reference_failed" in render_text(rep) and "tampered" in render_text(rep)

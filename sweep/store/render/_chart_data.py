@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from sweep.store._newest import RANK_TIME
 from sweep.store._query import run_sql
 from sweep.store._store import Session
 from sweep.store._views import RANKED
@@ -108,7 +109,7 @@ def roofline_points(session: Session) -> tuple[list[RooflinePoint], int]:
        work_flops / nullif(work_bytes, 0), tflops, gbps, count(*) OVER () AS n
 FROM latest
 WHERE status = 'PASSED' AND coalesce(tflops, gbps) IS NOT NULL AND {RANKED}
-ORDER BY timestamp DESC, trace_key LIMIT {MAX_POINTS}""",
+ORDER BY {RANK_TIME} DESC, trace_key LIMIT {MAX_POINTS}""",
     )
     pts = [
         RooflinePoint(str(h), str(dev), str(d), str(s), _f(ai), _f(tf), _f(gb))

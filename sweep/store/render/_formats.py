@@ -1,6 +1,8 @@
 """Rendering query answers: aligned text tables, JSON and CSV; numbers for people (the one
 home of the report's number formats: :func:`format_number`, :func:`format_speedup`,
-:func:`format_percent`, :func:`human_cell`)."""
+:func:`format_percent`, :func:`human_cell`). Every cell and column name of a table or CSV
+goes through :func:`cell` or :func:`sweep.errors.printable`: one line, nothing a terminal
+would act on."""
 
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal
 
+from sweep.errors import printable
 from sweep.store._query import QueryResult
 
 __all__ = [
@@ -130,7 +133,9 @@ def cell(value: object, width: int | None = 40) -> str:
         text = json.dumps(json_value(value), separators=(",", ":"))
     else:
         text = str(value)
-    text = text.replace("\n", "\\n")
+    # One line, and nothing a terminal would act on: a name from an ingested trace cannot
+    # recolour or move what is printed, nor break the table's columns.
+    text = printable(text, one_line=True)
     if width is not None and len(text) > width:
         text = text[: width - 1] + "…"
     return text
@@ -148,6 +153,7 @@ def format_table(
         cells = [[human_cell(c, v, width) for c, v in zip(columns, row)] for row in rows]
     else:
         cells = [[cell(v, width) for v in row] for row in rows]
+    columns = [printable(c, one_line=True) for c in columns]  # a query names its columns
     widths = [len(c) for c in columns]
     for row in cells:
         widths = [max(w, len(c)) for w, c in zip(widths, row)]
@@ -187,7 +193,7 @@ def to_csv(result: QueryResult) -> str:
     """Rows as CSV with a header line; nested values as compact JSON."""
     buf = io.StringIO()
     w = csv.writer(buf, lineterminator="\n")
-    w.writerow(result.columns)
+    w.writerow([printable(c, one_line=True) for c in result.columns])
     for row in result.rows:
         w.writerow([_csv_cell(v) for v in row])
     return buf.getvalue()

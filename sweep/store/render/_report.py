@@ -8,6 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sweep.errors import StoreError
+from sweep.store._newest import RANK_TIME
 from sweep.store._query import run_sql
 from sweep.store._store import Session, Store
 from sweep.store._views import RANKED
@@ -120,11 +121,13 @@ def build_report(store_path: Path, *, results_dir: Path | None = None, top: int 
         summary = _table(
             s,
             "Traces per hardware (newest per solution, workload and settings)",
-            """
+            f"""
 SELECT hardware, count(*) AS traces, count(*) FILTER (WHERE status = 'PASSED') AS passed,
+       count(*) FILTER (WHERE list_contains(coalesce(flags, []), 'reference_failed')) AS reference_failed,
+       count(*) FILTER (WHERE list_contains(coalesce(flags, []), 'tampered')) AS tampered,
        count(DISTINCT definition) AS definitions,
        count(DISTINCT coalesce(solution_hash, solution)) AS solutions,
-       count(DISTINCT workload_uuid) AS workloads, max(timestamp) AS newest
+       count(DISTINCT workload_uuid) AS workloads, max({RANK_TIME}) AS newest
 FROM latest GROUP BY hardware ORDER BY hardware""",
         )
         leaderboard = _table(
@@ -192,10 +195,15 @@ FROM cross_hardware GROUP BY hardware_a, hardware_b ORDER BY hardware_a, hardwar
 SELECT definition, solution, hardware, left(workload_uuid, 8) AS workload, status,
        array_to_string(flags, ', ') AS flags, latency_ms, floor_ms, speedup_factor
 FROM latest WHERE len(coalesce(flags, [])) > 0
-ORDER BY list_contains(flags, 'impossible') DESC, definition, solution, hardware, workload_uuid""",
+ORDER BY list_contains(flags, 'tampered') DESC, list_contains(flags, 'impossible') DESC,
+         list_contains(flags, 'reference_failed') DESC, definition, solution, hardware, workload_uuid""",
             note="impossible: latency under the least time the work can take on the device (floor_ms, "
             "see the trace's log); kept with its status, left out of best, the leaderboard and the scores. "
-            "suspicious: speedup above evaluation.suspicious_speedup; shown, not excluded.",
+            "suspicious: speedup above evaluation.suspicious_speedup; shown, not excluded. "
+            "tampered: the solution replaced what the harness times or checks with, or left a thread "
+            "running (RUNTIME_ERROR, the log names what). reference_failed: the reference raised, timed "
+            "out or crashed, or the task's inputs could not be made: not the solution's failure, left out "
+            "of pass rates, the leaderboard and the scores.",
         )
         rates = _table(
             s,

@@ -14,7 +14,7 @@ each failure, then the totals. Exit status 1 when a row did not pass.
 
 Usage (from the repository root; on the GPU machine with ``--device cuda``):
 
-    PYTHONPATH=. python3 bench/backendbench_identity.py ../shared/data/backendbench/sample.trace.txt \
+    PYTHONPATH=. python3 bench/backendbench_identity.py tests/data/real/backendbench/sample.trace.txt \
         [--device cpu] [--rows 3 | --all-rows] [--ops 'relu__default,index_*'] [--max-mb 256] \
         [--jobs 4] [--out traces.jsonl]
 

@@ -29,9 +29,7 @@ from typing import Any
 from sweep.backendbench import parse_trace
 from sweep.schema.call_args import ABBREV_TO_DTYPE, iter_tensors
 
-DEFAULT_FILE = Path(__file__).resolve().parents[2] / "shared" / "data" / "backendbench" / "sample.trace.txt"
-if not DEFAULT_FILE.exists():
-    DEFAULT_FILE = Path("/work/shared/data/backendbench/sample.trace.txt")
+DEFAULT_FILE = Path(__file__).resolve().parents[1] / "tests" / "data" / "real" / "backendbench" / "sample.trace.txt"
 
 
 def synthesize(sample: str, rows: int, *, unique: bool = False) -> str:

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # kernel-sweep against FlashInfer-Bench's own runner on one GPU (bench/gpu_flashinfer_parity.py),
-# on the repository's shipped dataset, ../shared/data/flashinfer-trace and, when present,
+# on the repository's shipped dataset, tests/data/real/flashinfer-trace and, when present,
 # upstream's example dataset (a folder of that layout named by $UPSTREAM_EXAMPLE).
 # The upstream wheels (flashinfer-bench from PyPI, apache-tvm-ffi, docstring-parser,
 # safetensors) are installed from $WHEELS (default .gpu/wheels) into a folder of their own.
@@ -23,7 +23,7 @@ if ! command -v ninja >/dev/null 2>&1 && ls "$WHEELS"/ninja-*.whl >/dev/null 2>&
     chmod +x /tmp/ninja-site/ninja/data/bin/ninja
     export PATH="/tmp/ninja-site/ninja/data/bin:$PATH"
 fi
-datasets=(--dataset . --dataset ../shared/data/flashinfer-trace)
+datasets=(--dataset . --dataset tests/data/real/flashinfer-trace)
 if [ -n "${UPSTREAM_EXAMPLE:-}" ] && [ -d "$UPSTREAM_EXAMPLE" ]; then
     datasets+=(--dataset "$UPSTREAM_EXAMPLE")
 fi

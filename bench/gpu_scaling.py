@@ -1,6 +1,6 @@
 """Scaling from one GPU to several: the same sweep on 1 and on N GPUs of this host, side by side.
 
-The sweep: real BackendBench rows (``../shared/data/backendbench/sample.trace.txt``, the first
+The sweep: real BackendBench rows (``tests/data/real/backendbench/sample.trace.txt``, the first
 ``--per-op`` non-synthetic rows of every operator: 2 give ~180 rows of 90 operators), each
 with its operator's ATen-identity solution (``gpu_backendbench.aten_identity``). Each run is
 a fresh process doing ``sweep launch`` on an embedded Ray that sees the first G GPUs
@@ -42,7 +42,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from warm_workers import run_python
 
-SAMPLE_NAMES = ("../shared/data/backendbench/sample.trace.txt", "shared/data/backendbench/sample.trace.txt")
+SAMPLE_NAMES = ("tests/data/real/backendbench/sample.trace.txt", "../shared/data/backendbench/sample.trace.txt")
 
 _LAUNCH = """
 import json, resource, sys

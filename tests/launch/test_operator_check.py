@@ -2,7 +2,7 @@
 (``sweep plan``, ``sweep launch``, ``sweep eval``), with its reason, instead of failing as a
 RUNTIME_ERROR at evaluation time.
 
-The real rows come from ``shared/data/backendbench/sample.trace.txt``, whose operators
+The real rows come from ``tests/data/real/backendbench/sample.trace.txt``, whose operators
 ``im2col_backward``, ``upsample_bilinear2d_backward.vec`` and ``upsample_nearest2d_backward.vec``
 no longer exist in recent torch, and ``_cudnn_rnn`` has no CPU kernel.
 """

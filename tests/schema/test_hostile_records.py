@@ -22,10 +22,7 @@ from .conftest import DEFINITION, EVALUATION, SOLUTION, WORKLOAD
 pytestmark = pytest.mark.hostile
 
 _REPO = Path(__file__).resolve().parents[2]
-_SHARED = next(
-    (c for c in (_REPO.parent / "shared" / "data", Path("/work/shared/data")) if c.is_dir()),
-    _REPO.parent / "shared" / "data",
-)
+_SHARED = _REPO / "tests" / "data" / "real"
 
 
 def _messages(model: type[pydantic.BaseModel], data: object) -> str:

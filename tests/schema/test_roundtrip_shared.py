@@ -1,4 +1,4 @@
-"""Every real FlashInfer-Bench file under shared/data reads and writes back to the same JSON."""
+"""Every real FlashInfer-Bench file under tests/data/real reads and writes back to the same JSON."""
 
 from __future__ import annotations
 
@@ -10,14 +10,8 @@ import pytest
 from sweep.schema import Definition, Solution, Trace
 
 _REPO = Path(__file__).resolve().parents[2]
-# Same search order as the suite's ``shared_data`` fixture (checked below).
-_ROOT = (
-    next(
-        (c for c in (_REPO.parent / "shared" / "data", Path("/work/shared/data")) if c.is_dir()),
-        _REPO.parent / "shared" / "data",
-    ).resolve()
-    / "flashinfer-trace"
-)
+# The suite's ``shared_data`` folder (checked below).
+_ROOT = _REPO / "tests" / "data" / "real" / "flashinfer-trace"
 _FILES = sorted(p.relative_to(_ROOT).as_posix() for p in _ROOT.rglob("*") if p.suffix in (".json", ".jsonl"))
 
 

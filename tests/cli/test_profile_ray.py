@@ -53,8 +53,8 @@ def local_ray(tools: None, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> I
     workers inherit them), with a HOME of its own; shut down after (only what we started)."""
     import ray
 
-    if ray.is_initialized():
-        pytest.skip("a Ray of another test runs in this process")
+    if ray.is_initialized():  # an earlier test's, in this process: ours to stop
+        ray.shutdown()
     home = tmp_path / "home"
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
@@ -102,8 +102,8 @@ def test_each_task_is_a_ray_task_of_its_own(tmp_path: Path, local_ray: None) -> 
 def test_a_cluster_without_gpus_is_refused(tmp_path: Path, tools: None) -> None:
     import ray
 
-    if ray.is_initialized():
-        pytest.skip("a Ray of another test runs in this process")
+    if ray.is_initialized():  # an earlier test's, in this process: ours to stop
+        ray.shutdown()
     ray.init(address="local", num_cpus=1, num_gpus=0, include_dashboard=False, log_to_driver=False)
     try:
         config = tmp_path / "sweep.yaml"

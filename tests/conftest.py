@@ -4,6 +4,7 @@ BackendBench tests and by the engine's tests of evaluating imported calls)."""
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -20,6 +21,18 @@ def _cuda_available() -> bool:
     except ImportError:
         return False
     return bool(torch.cuda.is_available())
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Triton kernels run on the CPU only under Triton's interpreter, which must be chosen before
+    # anything imports triton: set it for the whole session, whichever test imports triton first.
+    if not _cuda_available():
+        from sweep.engine import prepare_process
+
+        prepare_process("cpu")
+    # A Ray head started by a test on a loaded 2-core machine can take more than Ray's default
+    # 30 s to start its dashboard's modules (a `ray start --head` then fails).
+    os.environ.setdefault("RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", "300")
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -16,17 +16,40 @@ from typing import Any
 from sweep.errors import shown
 from sweep.schema import Definition, Solution, Task, Workload
 from sweep.schema.expr import (
-    _MAX_EXPONENT,
     BINARY_OPERATORS,
     COMPARISONS,
+    MAX_INT_BITS,
     ConstraintError,
-    _call,
-    _checked,
+    ValueRangeError,
     parse_expression,
 )
 from sweep.schema.params import grid_points, params_json
 from sweep.schema.settings import EvalSettings
 from sweep.schema.task import task_id
+
+# The evaluator's guards as they were then (frozen here: the baseline must not follow main).
+_MAX_EXPONENT = 64
+_FUNCS = {"min": min, "max": max, "abs": abs}
+
+
+def _checked(value: Any) -> float | bool:
+    if type(value) is float:
+        return value
+    if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
+        raise ValueRangeError(f"a value grows past {MAX_INT_BITS} bits")
+    if isinstance(value, complex):
+        raise ValueRangeError("gives a complex number (a fractional power of a negative number)")
+    result: float | bool = value
+    return result
+
+
+def _call(name: str, args: list[float | bool]) -> float | bool:
+    if name == "abs" and len(args) != 1:
+        raise ConstraintError(f"abs() takes exactly one argument, got {len(args)}")
+    if name != "abs" and len(args) < 2:
+        raise ConstraintError(f"{name}() needs at least two arguments, got {len(args)}")
+    return _checked(_FUNCS[name](*args))
+
 
 __all__ = ["baseline_tasks"]
 

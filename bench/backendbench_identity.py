@@ -162,7 +162,7 @@ def run_shard(args: argparse.Namespace) -> dict[str, object]:
     """Evaluate this shard's rows; the outcome as plain data (one entry per evaluated row)."""
     import torch
 
-    from sweep.engine._call_inputs import describe_call  # the bench reads the engine's own sizes
+    from sweep.engine.aten import describe_call  # the bench reads the engine's own sizes
 
     prepare_process(args.device)
     shards = args.shard[1]

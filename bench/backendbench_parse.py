@@ -29,7 +29,9 @@ from typing import Any
 from sweep.backendbench import parse_trace
 from sweep.schema.call_args import ABBREV_TO_DTYPE, iter_tensors
 
-DEFAULT_FILE = Path(__file__).resolve().parents[1] / "tests" / "data" / "real" / "backendbench" / "sample.trace.txt"
+DEFAULT_FILE = (
+    Path(__file__).resolve().parents[1] / "tests" / "data" / "real" / "backendbench" / "sample.trace.txt"
+)
 
 
 def synthesize(sample: str, rows: int, *, unique: bool = False) -> str:
@@ -144,7 +146,7 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(text: str, ns: argparse.Namespace, unique: bool) -> None:
-    from sweep.backendbench import _parser
+    from sweep.backendbench import clear_tensor_cache
 
     ours = parse_trace(text)
     base = baseline_ast_walk(text)
@@ -156,7 +158,7 @@ def _run(text: str, ns: argparse.Namespace, unique: bool) -> None:
         assert (r.op, r.cnt, mine) == (op, cnt, shapes), f"disagree on line {r.line}"
 
     def cold() -> object:
-        _parser._TENSOR_CACHE.clear()  # each timed run starts with an empty tensor cache
+        clear_tensor_cache()  # each timed run starts with an empty tensor cache
         return parse_trace(text)
 
     cases: list[tuple[str, Callable[[], object]]] = [

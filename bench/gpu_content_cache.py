@@ -142,7 +142,7 @@ def fresh_cost() -> list[list[str]]:
     """Per call: a fresh uniform draw into a tensor against a copy of its bytes."""
     import torch
 
-    from sweep.engine._fresh import Freshener
+    from sweep.engine.timing import Freshener
 
     fresh = Freshener(torch.device("cuda"), 0)
     rows = [["input bytes", "fresh draw", "copy", "draw/copy"]]

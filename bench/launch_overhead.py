@@ -94,7 +94,7 @@ _SCHED = """
 import json, os, sys, time
 import ray
 from sweep.cluster.connect import ClusterInfo, _nodes, pools_for
-from sweep.cluster.sandbox import SandboxSpec
+from sweep.sandbox.supervisor import SandboxSpec
 from sweep.cluster.scheduler import run_tasks
 from sweep.config import ConfigOverrides
 from sweep.plan import plan_config
@@ -284,9 +284,9 @@ def _free_port() -> int:
 
 def replacement_times(crashes: int, tmp: Path, device_kind: str, target: str) -> tuple[float, list[float]]:
     """First sandbox start, then each restart after a segfault (seconds)."""
-    from sweep.cluster import Sandbox, SandboxSpec
     from sweep.config import EvalSettings
     from sweep.plan.dataset import load_dataset
+    from sweep.sandbox import Sandbox, SandboxSpec
     from sweep.schema.task import Task
 
     root = REPO / "tests" / "data" / "cluster" / "faults"

@@ -1,7 +1,7 @@
 """The price of a fresh process per task: what each task pays for not sharing a process.
 
 Every task now runs in a sandbox process of its own, forked from a zygote that imported torch
-and the engine (``sweep.cluster.sandbox``). This runs the same short tasks (the shipped
+and the engine (``sweep.sandbox.supervisor``). This runs the same short tasks (the shipped
 ``softmax_f32`` and ``rmsnorm_h1024`` torch solutions over their workloads, at settings short
 enough that fixed costs dominate) three ways, in this one process:
 
@@ -39,8 +39,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sweep.cluster import Sandbox, SandboxSpec
 from sweep.plan import load_dataset
+from sweep.sandbox import Sandbox, SandboxSpec
 from sweep.schema import EvalSettings, Trace
 from sweep.schema.hardware import CPU
 from sweep.schema.task import Task

@@ -70,12 +70,11 @@ from typing import Any
 from sim_ray import SimRay, TaskPlan
 
 from sweep.cluster.connect import Pool
-from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats
 from sweep.config import EvalSettings
-from sweep.launch import STORE_FLUSH_S
-from sweep.launch._storing import Storing
+from sweep.launch import STORE_FLUSH_S, Storing
 from sweep.launch.progress import Tally
+from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import (
     Correctness,
     Definition,
@@ -225,7 +224,7 @@ def measure_ray(sweep: Sweep, batch: int = 2, calls: int = 2000) -> RayCosts:
     of a call, per ``get()`` of its result, and per reference in ``wait`` (1,000 ready refs)."""
     import ray
 
-    from sweep.cluster import Done, TaskPacker
+    from sweep.sandbox import Done, TaskPacker
     from sweep.schema import Provenance
 
     # "local": a Ray of our own, even when another one runs on this machine.
@@ -283,7 +282,7 @@ def load_loop(which: str, baseline_rev: str) -> ModuleType:
     mod = _module_from(f"scheduler_at_{baseline_rev}", src, f"{baseline_rev}:sweep/cluster/scheduler.py")
     # ... with the task packing of that revision too (it is on the driver's path per task).
     packing = subprocess.run(
-        ["git", "show", f"{baseline_rev}:sweep/cluster/_packing.py"],
+        ["git", "show", f"{baseline_rev}:sweep/sandbox/packing.py"],
         cwd=REPO,
         capture_output=True,
         text=True,
@@ -537,9 +536,13 @@ def old_writer(results: Path, context: StoreContext, rev: str) -> Any:
     modules), as the launch used it: ``write_many`` per delivery, an fsync on the driver's
     thread, rows and inserts on the writer's thread."""
     src = subprocess.run(
-        ["git", "show", f"{rev}:sweep/store/_writer.py"], cwd=REPO, capture_output=True, text=True, check=True
+        ["git", "show", f"{rev}:sweep/store/write/_writer.py"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
     ).stdout
-    mod = _module_from(f"writer_at_{rev}", src, f"{rev}:sweep/store/_writer.py")
+    mod = _module_from(f"writer_at_{rev}", src, f"{rev}:sweep/store/write/_writer.py")
     flush = subprocess.run(
         ["git", "show", f"{rev}:sweep/launch/driver.py"], cwd=REPO, capture_output=True, text=True, check=True
     ).stdout

@@ -41,9 +41,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweep.cluster import Done, Envelope
-from sweep.cluster._failure_traces import now_iso
-from sweep.cluster._worker_actor import WorkerInfo
+from sweep.cluster import WorkerInfo
+from sweep.sandbox import Done, Envelope
+from sweep.sandbox.failure_traces import now_iso
 from sweep.schema import Provenance
 
 __all__ = ["Clock", "SimRay", "TaskPlan"]

@@ -205,8 +205,7 @@ def _child(mode: str, results: Path, store: Path) -> None:
         added, present, workers = baseline_ingest(logs, store), 0, 1
     else:
         from sweep.store import ingest
-        from sweep.store._ingest_pool import auto_workers
-        from sweep.store._jsonl_chunks import CHUNK_BYTES
+        from sweep.store.ingest import CHUNK_BYTES, auto_workers
 
         workers = 1 if mode == "ingest-1" else auto_workers(sum(p.stat().st_size for p in logs), CHUNK_BYTES)
         rep = ingest([results / "traces"], store, workers=workers)
@@ -231,8 +230,7 @@ def _spool(logs: list[Path], spool: Path) -> Path:
     answers the writing process reads, in order; not timed."""
     import pickle
 
-    from sweep.store._ingest_pool import auto_workers, parse_in_order, write_frame
-    from sweep.store._jsonl_chunks import CHUNK_BYTES, split_log
+    from sweep.store.ingest import CHUNK_BYTES, auto_workers, parse_in_order, split_log, write_frame
 
     items = (item for log in logs for item in split_log(log, CHUNK_BYTES))
     workers = auto_workers(sum(p.stat().st_size for p in logs), CHUNK_BYTES)
@@ -247,14 +245,12 @@ def _insert_spooled(spool: Path, store: Path) -> tuple[int, int, int]:
     worker answers it, batch and insert (as ``sweep.store.ingest`` does); (added, present, 1)."""
     import pickle
 
-    from sweep.store._ingest import BATCH_ROWS, IngestReport, _Ingest
-    from sweep.store._ingest_pool import read_frame
-    from sweep.store._jsonl_chunks import LogEnd
-    from sweep.store._writable_store import WritableStore
+    from sweep.store.ingest import BATCH_ROWS, IngestJob, IngestReport, LogEnd, read_frame
+    from sweep.store.rows import WritableStore
 
     ws = WritableStore(store)
     report = IngestReport(store=str(store))
-    job = _Ingest(ws, report, BATCH_ROWS)
+    job = IngestJob(ws, report, BATCH_ROWS)
     with spool.open("rb") as inp:
         while (frame := read_frame(inp)) is not None:
             item = pickle.loads(frame)  # written by _spool above

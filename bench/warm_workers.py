@@ -88,7 +88,7 @@ _OVERLAP = """
 import json, sys, threading, time
 mode = sys.argv[1]
 t0 = time.monotonic()
-from sweep.cluster._zygote import ZygoteClient
+from sweep.sandbox._zygote import ZygoteClient
 out = {}
 def zygote():
     t = time.monotonic()

@@ -20,7 +20,7 @@ from sweep.backendbench._importer import (
 )
 from sweep.backendbench._kernels import KernelImportReport, import_kernels, solution_from_file
 from sweep.backendbench._ops import select_ops
-from sweep.backendbench._parser import TraceRow, parse_trace, parse_trace_file
+from sweep.backendbench._parser import TraceRow, clear_tensor_cache, parse_trace, parse_trace_file
 from sweep.schema.call_args import TensorArg, parse_op_name
 from sweep.schema.op_tags import BACKENDBENCH_OP_TYPE as OP_TYPE
 from sweep.schema.op_tags import CALL_INPUT, MutatedArg
@@ -36,6 +36,7 @@ __all__ = [
     "TensorArg",
     "TraceRow",
     "build_records",
+    "clear_tensor_cache",
     "export_backendbench",
     "export_text",
     "import_backendbench",

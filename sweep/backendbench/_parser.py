@@ -101,6 +101,13 @@ _GENERAL = r"""
 _TOKEN = re.compile(r"\s*(" + _FAST + "|" + _GENERAL + ")", re.VERBOSE)
 _SLOW_TOKEN = re.compile(r"\s*(" + _GENERAL + ")", re.VERBOSE)
 _TENSOR_CACHE: dict[str, TensorArg] = {}
+
+
+def clear_tensor_cache() -> None:
+    """Forget the parsed tensor arguments kept between calls (a benchmark's cold start)."""
+    _TENSOR_CACHE.clear()
+
+
 _END = "\x00"
 _MISS: ArgValue = object()  # type: ignore[assignment]
 _CNT = re.compile(r"cnt:\s*(\d{1,19})\s*,(.*)$")

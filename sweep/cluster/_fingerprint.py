@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-from sweep.cluster._sandbox_spec import SandboxSpec
+from sweep.sandbox import SandboxSpec
 
 __all__ = ["KEY_PACKAGES", "WorkerEnv", "code_digest", "env_changes", "launch_key", "worker_env"]
 

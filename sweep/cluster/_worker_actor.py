@@ -25,11 +25,11 @@ import time
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sweep.cluster._compile_pool import CompilePool, PoolStats, compile_workers_for, run_with_pool
 from sweep.cluster._lease import Claim, Wanted, WarmState
-from sweep.cluster._packing import Done, Envelope
 from sweep.cluster._warm_keeper import Place, WarmKeeper
-from sweep.cluster.sandbox import Sandbox, SandboxSpec, SandboxStats
+from sweep.sandbox.compile_pool import CompilePool, PoolStats, compile_workers_for, run_with_pool
+from sweep.sandbox.packing import Done, Envelope
+from sweep.sandbox.supervisor import Sandbox, SandboxSpec, SandboxStats
 from sweep.schema import Provenance
 
 __all__ = ["CONTROL_GROUP", "SweepWorker", "WorkerInfo", "actor_class", "resolve_device_kind"]

@@ -40,17 +40,17 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from sweep.cluster._failure_traces import lost_worker_trace, short_error
 from sweep.cluster._order import longest_first
-from sweep.cluster._packing import TaskPacker
 from sweep.cluster._ray_api import RayApi, real_ray
 from sweep.cluster._scheduler_records import SchedulerOptions, SchedulerStats
 from sweep.cluster._slots import Slots
 from sweep.cluster._worker_actor import WorkerInfo
 from sweep.cluster.connect import Pool
-from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.workers import FreshWorkers, WorkerSource
 from sweep.errors import ClusterError
+from sweep.sandbox.failure_traces import lost_worker_trace, short_error
+from sweep.sandbox.packing import TaskPacker
+from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import Trace
 from sweep.schema.task import Task
 

@@ -45,8 +45,8 @@ from sweep.cluster._fingerprint import code_digest, launch_key
 from sweep.cluster._lease import Claim, Wanted, WarmState
 from sweep.cluster._worker_actor import actor_class
 from sweep.cluster.connect import Pool
-from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.workers import Started
+from sweep.sandbox.supervisor import SandboxSpec
 
 __all__ = [
     "ANSWER_S",

@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from sweep.cluster._worker_actor import SweepWorker, actor_class
 from sweep.cluster.connect import Pool
-from sweep.cluster.sandbox import SandboxSpec
+from sweep.sandbox.supervisor import SandboxSpec
 
 __all__ = ["FreshWorkers", "Started", "WorkerSource"]
 

@@ -13,14 +13,15 @@ from datetime import datetime, timezone
 
 import torch
 
-from sweep.engine import _integrity, prepare_process
-from sweep.engine._cache import EngineCache
-from sweep.engine._capture import capture_output
-from sweep.engine._envinfo import environment, nvml_for, resolve_device
-from sweep.engine._global_state import preserved_state
-from sweep.engine._nvml import Nvml
-from sweep.engine._outcome import Result, Stop, traceback_text
-from sweep.engine._phases import new_run
+from sweep.engine._process import prepare_process
+from sweep.engine.guard import _integrity
+from sweep.engine.guard._global_state import preserved_state
+from sweep.engine.io._outcome import Result, Stop, traceback_text
+from sweep.engine.run._cache import EngineCache
+from sweep.engine.run._phases import new_run
+from sweep.engine.timing._capture import capture_output
+from sweep.engine.timing._envinfo import environment, nvml_for, resolve_device
+from sweep.engine.timing._nvml import Nvml
 from sweep.schema import (
     FLAG_REFERENCE_FAILED,
     FLAG_TAMPERED,

@@ -33,13 +33,13 @@ from typing import Any
 
 import torch
 
-from sweep.engine._cache import EngineCache
-from sweep.engine._capture import capture_output
-from sweep.engine._envinfo import resolve_device
 from sweep.engine._evaluate import _environment, _now, _nvml, _set_mode, default_cache, trace_of
-from sweep.engine._global_state import preserved_state
-from sweep.engine._outcome import Stop
-from sweep.engine._phases import new_run
+from sweep.engine.guard._global_state import preserved_state
+from sweep.engine.io._outcome import Stop
+from sweep.engine.run._cache import EngineCache
+from sweep.engine.run._phases import new_run
+from sweep.engine.timing._capture import capture_output
+from sweep.engine.timing._envinfo import resolve_device
 from sweep.schema import Evaluation, Status, Trace
 from sweep.schema.task import Task
 from sweep.schema.trace_log import clip_log

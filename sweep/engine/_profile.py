@@ -16,12 +16,12 @@ from dataclasses import dataclass
 
 import torch
 
-from sweep.engine._cache import EngineCache
-from sweep.engine._envinfo import resolve_device
 from sweep.engine._evaluate import _set_mode
-from sweep.engine._global_state import preserved_state
-from sweep.engine._outcome import Stop
-from sweep.engine._phases import new_run
+from sweep.engine.guard._global_state import preserved_state
+from sweep.engine.io._outcome import Stop
+from sweep.engine.run._cache import EngineCache
+from sweep.engine.run._phases import new_run
+from sweep.engine.timing._envinfo import resolve_device
 from sweep.errors import EngineError
 from sweep.schema.task import Task
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sweep.engine import EngineCache, cuda_problem, prepare_process
+from sweep.engine._process import cuda_problem, prepare_process
+from sweep.engine.run._cache import EngineCache
 
 if TYPE_CHECKING:
     from sweep.schema import Trace

@@ -14,7 +14,8 @@ __all__ = ["main"]
 
 def main(argv: list[str]) -> int:
     """Profile the task in ``argv[0]`` (``argv[1]``: calls, default 5; ``argv[2]``: device)."""
-    from sweep.engine import prepare_process, profile_run
+    from sweep.engine._api import profile_run
+    from sweep.engine._process import prepare_process
     from sweep.errors import SweepError
     from sweep.schema.task import Task
 

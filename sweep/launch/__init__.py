@@ -9,7 +9,16 @@ Nothing here imports ray or torch at module level.
 """
 
 from sweep.launch._run import STORE_FLUSH_S
+from sweep.launch._storing import Storing
 from sweep.launch.driver import LaunchOptions, LaunchResult, launch, new_run_id
 from sweep.launch.local import evaluate_from_dataset
 
-__all__ = ["STORE_FLUSH_S", "LaunchOptions", "LaunchResult", "evaluate_from_dataset", "launch", "new_run_id"]
+__all__ = [
+    "STORE_FLUSH_S",
+    "LaunchOptions",
+    "LaunchResult",
+    "Storing",
+    "evaluate_from_dataset",
+    "launch",
+    "new_run_id",
+]

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from sweep.cluster.profile_tools import ToolRun, run_tool
 from sweep.errors import ProfileError, clip
+from sweep.sandbox.profile_tools import ToolRun, run_tool
 from sweep.store import (
     NCU_METRICS,
     KernelProfile,

@@ -19,7 +19,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sweep.cluster.connect import Pool
-from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
 from sweep.cluster.warm import WarmWorkers
 from sweep.config import SweepConfig
@@ -28,6 +27,7 @@ from sweep.launch._storing import Storing
 from sweep.launch.progress import Progress, Tally
 from sweep.plan import Plan
 from sweep.plan.dataset import Dataset
+from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema.task import Task
 
 if TYPE_CHECKING:

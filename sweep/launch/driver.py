@@ -38,7 +38,6 @@ from sweep.cluster.connect import (
     gpu_targets,
     pools_for_targets,
 )
-from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats
 from sweep.cluster.warm import WarmWorkers
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
@@ -47,6 +46,7 @@ from sweep.launch._run import StartClock, StoreOpening, run_sweep
 from sweep.launch.progress import Progress, SummaryRow, Tally
 from sweep.plan import Exclusion, Plan, Selection, build_plan, combined_excluded, select, with_lines
 from sweep.plan.dataset import load_runnable
+from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import Definition
 from sweep.schema.task import Task
 
@@ -152,7 +152,7 @@ def operator_check(definition: Definition, target: str) -> str | None:
         return None
 
 
-def _portable(tasks: list[Task], cwd: Path) -> list[Task]:
+def portable_tasks(tasks: list[Task], cwd: Path) -> list[Task]:
     """Dataset roots under ``cwd`` made relative: under ``ray job submit --working-dir``
     the working dir is the current directory of every worker, wherever it was unpacked."""
     out = []
@@ -248,7 +248,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
             work = {p.hardware: left[p.hardware] for p in plans if left[p.hardware]}
             pools = pools_for_targets(work, conn.info)
             if conn.portable_paths:
-                todo = _portable(todo, Path(os.getcwd()).resolve())
+                todo = portable_tasks(todo, Path(os.getcwd()).resolve())
             warm = _warm_workers(config, address, conn, run_id)
             progress = _progress(config, run_id, plans, todo, pools, opts)
             spec = SandboxSpec(

@@ -2,7 +2,7 @@
 
 The in-process path of the launch stage: the plan stage picks the pair, and each workload is
 evaluated as a launch's worker evaluates it, in a sandbox process of its own forked from a
-zygote (``sweep.cluster.sandbox``): no task's solution code runs where another's, or this
+zygote (``sweep.sandbox.supervisor``): no task's solution code runs where another's, or this
 command, runs; a crash or a hang is a trace; and the evaluation's threads, phases and checks
 are a launch's, so both time alike. The caller gets each trace as it is ready.
 """
@@ -13,9 +13,9 @@ import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from sweep.cluster import Sandbox, SandboxSpec, SandboxStartError
 from sweep.errors import EngineError
 from sweep.plan import select_pair
+from sweep.sandbox import Sandbox, SandboxSpec, SandboxStartError
 from sweep.schema import Ceilings, EvalSettings, Trace
 from sweep.schema.hardware import CPU, short_name
 from sweep.schema.task import Task

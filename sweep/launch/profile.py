@@ -4,7 +4,7 @@ Which tasks: by default the best PASSED solution per definition x workload x har
 store's ``best`` view); ``where`` filters the ``latest`` view instead; ``task_ids`` names
 them. Each task is planned again from the config (so it is the very task the sweep ran, same
 settings and seed) and run in a process of its own, ``python -m sweep.engine.profile_main``,
-under each tool in turn (``sweep.cluster.profile_tools``: own process group, killed at
+under each tool in turn (``sweep.sandbox.profile_tools``: own process group, killed at
 ``profile.timeout_s``). Each task is a Ray task on one GPU of the sweep's cluster
 (``sweep.cluster.gpu_tasks``: the address a launch would use, or an embedded local Ray),
 which looks the tools up and checks its GPU there and sends its rows back; only this
@@ -23,13 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sweep.cluster.gpu_tasks import GpuTaskFailure, NoGpuError, run_each_on_a_gpu
-from sweep.cluster.profile_tools import find_tool
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import ProfileError, shown
 from sweep.launch._profile_run import ncu_problem, run_ncu, run_sanitizer
 from sweep.launch.driver import operator_check
 from sweep.plan import build_plan, select, with_lines
 from sweep.plan.dataset import load_runnable
+from sweep.sandbox.profile_tools import find_tool
 from sweep.schema.files import name_problem, write_atomic
 from sweep.schema.hardware import short_name
 from sweep.schema.task import Task

@@ -1,7 +1,7 @@
 """The lazy argument tree of one traced ATen call, and the name tables it is built from.
 
 Nothing here imports torch: a tensor is its description (shape, dtype, stride, device) until
-the materializer in :mod:`sweep.engine._call_inputs` allocates it. Each node also keeps the few
+the materializer in :mod:`sweep.engine.aten._call_inputs` allocates it. Each node also keeps the few
 spelling details the trace text had (``torch.float16`` versus ``f16``, a positional stride) so
 that exporting gives back the text that was imported.
 """

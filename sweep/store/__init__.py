@@ -25,15 +25,24 @@ No DuckDB or Arrow import happens at import time of this package.
 """
 
 from sweep.store._calibration import calibration_for, load_calibrations, save_calibration
-from sweep.store._compare import VERDICTS, CompareSummary, Comparison, SideInfo, TaskComparison, compare
-from sweep.store._connection import StoreLockedError
 from sweep.store._durations import EarlierRun, earlier_durations
 from sweep.store._export import ExportReport, export_parquet
-from sweep.store._ingest import IngestReport, ingest
-from sweep.store._insert import AddCounts
-from sweep.store._log_files import log_path
 from sweep.store._outputs import check_output, write_output
-from sweep.store._profile_parse import (
+from sweep.store._sweep_state import StatusCount, sweep_state
+from sweep.store._tuning import tuning_table, write_tuning
+from sweep.store.compare._compare import (
+    VERDICTS,
+    CompareSummary,
+    Comparison,
+    SideInfo,
+    TaskComparison,
+    compare,
+)
+from sweep.store.db._connection import StoreLockedError
+from sweep.store.db._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_NAMES, column_names
+from sweep.store.db._store_context import StoreContext
+from sweep.store.ingest._ingest import IngestReport, ingest
+from sweep.store.profiles._profile_parse import (
     NCU_METRICS,
     KernelProfile,
     ProfileParseError,
@@ -42,15 +51,13 @@ from sweep.store._profile_parse import (
     parse_ncu_csv,
     parse_sanitizer,
 )
-from sweep.store._profiles import save_profile_results
-from sweep.store._query import QueryResult, query
-from sweep.store._row_batch import RowBatch
-from sweep.store._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_NAMES, column_names
-from sweep.store._store import Session, Store
-from sweep.store._store_context import StoreContext
-from sweep.store._sweep_state import StatusCount, sweep_state
-from sweep.store._tuning import tuning_table, write_tuning
-from sweep.store._writer import ResultsWriter, completed_task_ids
+from sweep.store.profiles._profiles import save_profile_results
+from sweep.store.read._query import QueryResult, query
+from sweep.store.read._store import Session, Store
+from sweep.store.rows._insert import AddCounts
+from sweep.store.rows._row_batch import RowBatch
+from sweep.store.write._log_files import log_path
+from sweep.store.write._writer import ResultsWriter, completed_task_ids
 
 __all__ = [
     "NCU_METRICS",

@@ -18,8 +18,8 @@ from sweep.schema import Ceilings
 from sweep.schema.files import name_problem, write_atomic
 from sweep.schema.hardware import record_name, short_name
 from sweep.schema.limits import read_bytes
-from sweep.store._row_batch import parse_timestamp
-from sweep.store._writable_store import WritableStore
+from sweep.store.rows._row_batch import parse_timestamp
+from sweep.store.rows._writable_store import WritableStore
 
 __all__ = ["CALIBRATION_DIR", "calibration_for", "calibration_rows", "load_calibrations", "save_calibration"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.errors import StoreError
-from sweep.store._store import Store
+from sweep.store.read._store import Store
 
 __all__ = ["EarlierRun", "earlier_durations"]
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.errors import SweepError
-from sweep.store._newest import RANK_TIME
-from sweep.store._query import query
+from sweep.store.db._newest import RANK_TIME
+from sweep.store.read._query import query
 
 __all__ = ["StatusCount", "sweep_state"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from sweep.errors import StoreError
 from sweep.store._outputs import check_output, write_output
-from sweep.store._query import query
+from sweep.store.read._query import query
 
 __all__ = ["TUNING_FORMAT", "TUNING_VERSION", "tuning_table", "write_tuning"]
 

@@ -15,8 +15,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from sweep.cluster import Done, Envelope
 from sweep.cluster._worker_actor import WorkerInfo
+from sweep.sandbox import Done, Envelope
 from sweep.schema import Correctness, Environment, Evaluation, Performance, Provenance, Status, Trace
 
 

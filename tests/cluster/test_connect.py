@@ -19,7 +19,7 @@ from sweep.cluster.connect import (
 )
 from sweep.config import SweepConfig, resolve_address
 from sweep.errors import ClusterError
-from sweep.launch.driver import _portable
+from sweep.launch.driver import portable_tasks
 
 from .conftest import toy_tasks
 
@@ -134,6 +134,6 @@ def test_dataset_roots_become_relative_inside_the_job_working_dir(tmp_path: Path
     inside = tmp_path / "repo" / "data"
     tasks = [t.model_copy(update={"dataset_root": str(inside)}) for t in toy_tasks(["ok"])]
     tasks += [t.model_copy(update={"dataset_root": "/elsewhere/data"}) for t in toy_tasks(["ok"])]
-    out = _portable(tasks, (tmp_path / "repo").resolve())
+    out = portable_tasks(tasks, (tmp_path / "repo").resolve())
     assert [t.dataset_root for t in out] == ["data", "/elsewhere/data"]
     assert [t.task_id for t in out] == [t.task_id for t in tasks]

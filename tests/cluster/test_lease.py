@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from sweep.cluster._fingerprint import WorkerEnv, code_digest, env_changes, launch_key, worker_env
 from sweep.cluster._lease import Lease, LeaseLost, Wanted
 from sweep.cluster._warm_keeper import Place, WarmKeeper
-from sweep.cluster.sandbox import SandboxSpec
+from sweep.sandbox.supervisor import SandboxSpec
 
 
 class Clock:

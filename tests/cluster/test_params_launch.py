@@ -48,9 +48,9 @@ def test_params_cpu_sweep_end_to_end(tmp_path: Path) -> None:
 
 
 def test_a_failure_trace_carries_the_point() -> None:
-    from sweep.cluster._failure_traces import failure_trace
     from sweep.config import EvalSettings
     from sweep.plan.dataset import load_dataset
+    from sweep.sandbox.failure_traces import failure_trace
     from sweep.schema import Status
     from sweep.schema.task import Task
     from sweep.schema.trace import Provenance

@@ -36,7 +36,7 @@ def _session(sid: int) -> dict[int, str]:
 
 
 def _ours(cmdline: str) -> bool:
-    return "sweep.cluster._zygote" in cmdline or "SweepWorker" in cmdline or "raylet" in cmdline
+    return "sweep.sandbox._zygote" in cmdline or "SweepWorker" in cmdline or "raylet" in cmdline
 
 
 def _launch(cfg: Path) -> subprocess.Popen[bytes]:

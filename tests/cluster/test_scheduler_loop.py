@@ -12,8 +12,8 @@ from hypothesis import strategies as st
 
 from sweep.cluster._order import longest_first
 from sweep.cluster.connect import Pool
-from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
+from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import Status, Trace
 from sweep.schema.task import Task
 

@@ -16,12 +16,12 @@ from typer.testing import CliRunner
 
 from sweep.cli import app
 from sweep.cluster.connect import ClusterInfo, Pool, _nodes, pools_for
-from sweep.cluster.sandbox import SandboxSpec
 from sweep.cluster.scheduler import SchedulerStats, run_tasks
 from sweep.cluster.warm import NAMESPACE, WarmState, WarmWorkers, survey
 from sweep.cluster.warm_admin import stop_warm_workers
 from sweep.config import ConfigOverrides
 from sweep.launch.driver import LaunchOptions, launch
+from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import Trace
 from sweep.schema.task import Task
 

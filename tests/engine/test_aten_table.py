@@ -5,9 +5,9 @@ from __future__ import annotations
 import json
 from importlib import resources
 
-from sweep.engine._aten_ops import write_table
+from sweep.engine.aten._aten_ops import write_table
 
-REGENERATE = "regenerate it: python -m sweep.engine._aten_ops > sweep/backendbench/aten_writes.json"
+REGENERATE = "regenerate it: python -m sweep.engine.aten._aten_ops > sweep/backendbench/aten_writes.json"
 
 
 def _shipped() -> dict[str, object]:

@@ -21,7 +21,7 @@ from sweep.backendbench import build_records, import_backendbench, import_kernel
 from sweep.cli import app
 from sweep.config import EvalSettings
 from sweep.engine import EngineCache, evaluate
-from sweep.engine._inputs import base_seed
+from sweep.engine.io._inputs import base_seed
 from sweep.plan import expand, load_config
 from sweep.plan.dataset import Dataset, load_dataset
 from sweep.schema import Definition, Trace, Workload

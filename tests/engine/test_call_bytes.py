@@ -15,9 +15,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sweep.backendbench import build_records, parse_trace
-from sweep.engine._call_bytes import _like_constructor, _schema_views, call_inputs, moved_bytes
-from sweep.engine._call_inputs import describe_call, materialize_meta
-from sweep.engine._work import Work, count_work
+from sweep.engine.aten._call_bytes import _like_constructor, _schema_views, call_inputs, moved_bytes
+from sweep.engine.aten._call_inputs import describe_call, materialize_meta
+from sweep.engine.run._work import Work, count_work
 from sweep.schema import Definition, Workload
 from sweep.schema.peaks import datasheet_ceilings, floor_ms
 

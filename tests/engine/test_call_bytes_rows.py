@@ -38,11 +38,11 @@ import pytest
 import torch
 
 from sweep.backendbench import build_records, parse_trace_file
-from sweep.engine._aten_ops import operator_problem
-from sweep.engine._call_inputs import CallSpec, clone_call, describe_call, materialize, materialize_meta
-from sweep.engine._call_tree import storage_view, tensor_leaves, tree_tensors
-from sweep.engine._roofline import IMPOSSIBLE, assess
-from sweep.engine._work import Work, count_work
+from sweep.engine.aten._aten_ops import operator_problem
+from sweep.engine.aten._call_inputs import CallSpec, clone_call, describe_call, materialize, materialize_meta
+from sweep.engine.aten._call_tree import storage_view, tensor_leaves, tree_tensors
+from sweep.engine.run._roofline import IMPOSSIBLE, assess
+from sweep.engine.run._work import Work, count_work
 from sweep.schema import Definition, Performance, Workload
 from sweep.schema.peaks import datasheet_ceilings
 

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from sweep.engine._call_compare import compare_call, compare_values
-from sweep.engine._call_inputs import CallSpec, clone_call
+from sweep.engine.aten._call_compare import compare_call, compare_values
+from sweep.engine.aten._call_inputs import CallSpec, clone_call
 from sweep.schema.op_tags import MutatedArg
 
 

@@ -8,8 +8,8 @@ from pathlib import Path
 import torch
 
 from sweep.backendbench import ImportReport, import_backendbench, import_kernels
-from sweep.engine._call_compare import compare_call
-from sweep.engine._call_inputs import clone_call, describe_call, materialize
+from sweep.engine.aten._call_compare import compare_call
+from sweep.engine.aten._call_inputs import clone_call, describe_call, materialize
 from sweep.plan.dataset import load_dataset
 
 # Operators of edge_cases.trace.txt whose CPU kernels accept BackendBench's random inputs

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from sweep.backendbench import build_records, parse_trace, parse_trace_file
-from sweep.engine._call_inputs import (
+from sweep.engine.aten._call_inputs import (
     CallSpec,
     InputTooLarge,
     call_input,

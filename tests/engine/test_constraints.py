@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from sweep.engine._constraints import ConstraintError, constraint_inputs, evaluate_constraint
+from sweep.engine.io._constraints import ConstraintError, constraint_inputs, evaluate_constraint
 
 NAMES = {"indptr": torch.tensor([0, 2, 5], dtype=torch.int32), "x": torch.ones(3, 4), "NNZ": 5, "B": 2}
 

@@ -12,17 +12,17 @@ from typing import Any
 import pytest
 import torch
 
-import sweep.engine._timing_phase as timing_phase
+import sweep.engine.run._timing_phase as timing_phase
 from sweep.config import EvalSettings
-from sweep.engine._cupti_timer import (
+from sweep.engine.timing._cupti_timer import (
     CuptiSession,
     CuptiUnavailable,
     busy_ns,
     cupti_problem,
     durations_ms,
 )
-from sweep.engine._fresh import CheckSchedule, Rechecks
-from sweep.engine._timing import _cupti_batch, _Rotation, choose_timer
+from sweep.engine.timing._fresh import CheckSchedule, Rechecks
+from sweep.engine.timing._timing import _cupti_batch, _Rotation, choose_timer
 from sweep.errors import SweepError
 
 GOOD = "def run(x, y):\n    return x + y\n"

@@ -12,8 +12,8 @@ import textwrap
 import pytest
 import torch
 
-from sweep.engine._inputs import base_seed, make_inputs
-from sweep.engine._timing import flush_bytes
+from sweep.engine.io._inputs import base_seed, make_inputs
+from sweep.engine.timing._timing import flush_bytes
 
 pytestmark = pytest.mark.gpu
 

@@ -15,7 +15,7 @@ import pytest
 import torch
 
 from sweep.config import EvalSettings
-from sweep.engine._cupti_timer import cupti_problem
+from sweep.engine.timing._cupti_timer import cupti_problem
 from sweep.schema import Workload
 
 pytestmark = pytest.mark.gpu

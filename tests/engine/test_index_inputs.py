@@ -23,9 +23,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sweep.backendbench import build_records, parse_trace_file
-from sweep.engine._call_inputs import CallSpec, materialize
-from sweep.engine._index_draw import index_fills
-from sweep.engine._index_rules import family
+from sweep.engine.aten._call_inputs import CallSpec, materialize
+from sweep.engine.aten._index_draw import index_fills
+from sweep.engine.aten._index_rules import family
 from sweep.schema.call_args import ArgValue, DeviceArg, LayoutArg, TensorArg, parse_op_name
 
 Kit = Any
@@ -300,7 +300,7 @@ def _identity(kit: Kit, folder: str, op: str, body: str | None = None, name: str
 
 
 def _rows(path: Path, ops: list[str], per_op: int, max_bytes: int) -> list[tuple[Any, Any, str]]:
-    from sweep.engine._call_inputs import describe_call
+    from sweep.engine.aten._call_inputs import describe_call
 
     out = []
     for item in build_records(parse_trace_file(path), source_file=path.name, ops=ops):

@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from sweep.config import EvalSettings, Tolerance
-from sweep.engine._inputs import InputError, base_seed, make_inputs, memory_plan, random_tensor
+from sweep.engine.io._inputs import InputError, base_seed, make_inputs, memory_plan, random_tensor
 from sweep.schema import Definition, SafetensorsInput, Workload
 
 CPU = torch.device("cpu")

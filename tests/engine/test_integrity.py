@@ -12,8 +12,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 import torch
 
-from sweep.engine import _integrity
-from sweep.engine._integrity import Guard
+from sweep.engine.guard import _integrity
+from sweep.engine.guard._integrity import Guard
 
 
 @pytest.fixture
@@ -54,7 +54,7 @@ def test_a_method_set_on_a_watched_class_is_an_addition(guard: Guard) -> None:
 
 
 def test_a_swapped_code_object_is_seen_though_the_function_is_the_same(guard: Guard) -> None:
-    from sweep.engine import _compare
+    from sweep.engine.io import _compare
 
     fn = _compare.compare_outputs
     code = fn.__code__
@@ -72,12 +72,12 @@ def test_a_swapped_code_object_is_seen_though_the_function_is_the_same(guard: Gu
 
 
 def test_the_engines_own_modules_are_watched(guard: Guard) -> None:
-    from sweep.engine import _named_inputs
+    from sweep.engine.run import _named_inputs
 
     original = _named_inputs.compare_outputs
     _named_inputs.compare_outputs = lambda *a, **k: None  # type: ignore[assignment]
     try:
-        assert "sweep.engine._named_inputs.compare_outputs replaced" in guard.changes()
+        assert "sweep.engine.run._named_inputs.compare_outputs replaced" in guard.changes()
     finally:
         _named_inputs.compare_outputs = original
 

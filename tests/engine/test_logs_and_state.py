@@ -7,7 +7,7 @@ import sys
 
 import torch
 
-from sweep.engine._capture import capture_output
+from sweep.engine.timing._capture import capture_output
 
 
 def test_python_fd_and_c_level_output_are_captured(kit, vadd, vadd_wl) -> None:

@@ -16,11 +16,11 @@ import pytest
 import torch
 
 from sweep.backendbench import build_records, op_expression, parse_op_name, parse_trace_file
-from sweep.engine._call_compare import Acc, compare_call
-from sweep.engine._call_inputs import CallSpec, clone_call, describe_call
-from sweep.engine._call_random import _ks_test, _Law, _law_test, tensor_check
-from sweep.engine._call_tree import copy_into
-from sweep.engine._op_kinds import op_kind, seeded
+from sweep.engine.aten._call_compare import Acc, compare_call
+from sweep.engine.aten._call_inputs import CallSpec, clone_call, describe_call
+from sweep.engine.aten._call_random import _ks_test, _Law, _law_test, tensor_check
+from sweep.engine.aten._call_tree import copy_into
+from sweep.engine.aten._op_kinds import op_kind, seeded
 from sweep.schema.call_args import TensorArg
 
 Kit = Any

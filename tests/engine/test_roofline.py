@@ -11,7 +11,7 @@ import pytest
 from sweep.backendbench import build_records, parse_trace
 from sweep.config import EvalSettings
 from sweep.engine import EngineCache, evaluate
-from sweep.engine._work import count_work
+from sweep.engine.run._work import count_work
 from sweep.schema import Ceilings, Definition, Workload
 from sweep.schema import peaks as peaks_module
 from sweep.schema.peaks import Datasheet
@@ -183,9 +183,9 @@ def _assessed(kit: Kit, speedup: float, settings: EvalSettings | None = None) ->
     measured time: the flags follow from the figures alone)."""
     import torch
 
-    from sweep.engine._global_state import TorchFlags
-    from sweep.engine._roofline import assess
-    from sweep.engine._run_state import RunState
+    from sweep.engine.guard._global_state import TorchFlags
+    from sweep.engine.run._roofline import assess
+    from sweep.engine.run._run_state import RunState
     from sweep.schema import Performance
 
     defn = _gemm(flops="2 * M * N * K", bytes="4 * (M * K + N * K + M * N)")

@@ -13,8 +13,8 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from sweep.config import EvalSettings
-from sweep.engine._nvml import ClockReading
-from sweep.engine._stopping import ClockWatch, Sampled, Stopper, StopRule, median_rel_error
+from sweep.engine.timing._nvml import ClockReading
+from sweep.engine.timing._stopping import ClockWatch, Sampled, Stopper, StopRule, median_rel_error
 
 RULE = StopRule(min_samples=10, max_samples=100_000, min_ms=50.0, max_ms=2_000.0, target=0.005)
 

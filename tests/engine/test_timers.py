@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 import torch
 
-import sweep.engine._timing_phase as timing_phase
+import sweep.engine.run._timing_phase as timing_phase
 from sweep.config import EvalSettings
-from sweep.engine._graph_timer import GRAPH_MAX_CALLS, CaptureFailed, calls_per_replay
-from sweep.engine._nvml import ClockReading
-from sweep.engine._stopping import ClockWatch, StopRule
-from sweep.engine._timing import AUTO_GRAPH_BELOW_MS, _sample, choose_timer
+from sweep.engine.timing._graph_timer import GRAPH_MAX_CALLS, CaptureFailed, calls_per_replay
+from sweep.engine.timing._nvml import ClockReading
+from sweep.engine.timing._stopping import ClockWatch, StopRule
+from sweep.engine.timing._timing import AUTO_GRAPH_BELOW_MS, _sample, choose_timer
 from sweep.schema import Trace
 
 GOOD = "def run(x, y):\n    return x + y\n"

@@ -8,7 +8,7 @@ import pytest
 
 from sweep.config import EvalSettings
 from sweep.engine import EngineCache, evaluate_pair
-from sweep.engine._timing import stats_of
+from sweep.engine.timing._timing import stats_of
 from sweep.schema import Trace
 from sweep.schema.task import Task
 

@@ -17,7 +17,7 @@ from pathlib import Path
 import duckdb
 
 from sweep.schema import Definition, Solution, Trace
-from sweep.store._migrate import V1_SCHEMA
+from sweep.store.rows._migrate import V1_SCHEMA
 
 HERE = Path(__file__).resolve().parent.parent / "data" / "store"
 

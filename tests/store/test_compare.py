@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 from sweep.errors import StoreError
 from sweep.schema import TimingStats, Trace
 from sweep.store import Store, compare, export_parquet, ingest
-from sweep.store._compare_spec import parse_side
-from sweep.store._compare_stats import (
+from sweep.store.compare._compare_spec import parse_side
+from sweep.store.db._compare_stats import (
     Estimate,
     estimate_from_runs,
     estimate_from_samples,

@@ -13,7 +13,7 @@ import pytest
 
 from sweep.errors import StoreError
 from sweep.store import RowBatch, Store, StoreContext
-from sweep.store._query import run_sql
+from sweep.store.read._query import run_sql
 
 from .conftest import batch_of, make_definition, make_solution, make_trace, rows
 

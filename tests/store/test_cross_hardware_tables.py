@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from sweep.schema import Trace
 from sweep.store import SCHEMA_VERSION, RowBatch, Store, StoreContext, ingest, query
-from sweep.store._schema import column_names
+from sweep.store.db._schema import column_names
 
 from .conftest import make_definition, make_solution, make_trace
 
@@ -221,7 +221,7 @@ def test_batches_of_many_pair_keys_read_their_rows_by_a_join(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Past _FEW_KEYS keys a batch's stored rows are found by a join instead of a list of keys.
-    import sweep.store._cross_hardware as xh
+    import sweep.store.db._cross_hardware as xh
 
     monkeypatch.setattr(xh, "_FEW_KEYS", 1)
     store = Store(tmp_path / "sweep.duckdb")

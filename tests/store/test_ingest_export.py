@@ -319,8 +319,8 @@ def test_a_refusal_late_in_the_export_leaves_the_store_as_it_was(exp: Path, tmp_
         ingest([exp], db, lock_timeout_s=1)
     assert _counts(db) == (1, 0, 0, 1)
     # With small batches too (several inserts inside the one transaction).
-    from sweep.store._ingest import ingest_into
-    from sweep.store._writable_store import WritableStore
+    from sweep.store.ingest._ingest import ingest_into
+    from sweep.store.rows._writable_store import WritableStore
 
     store = WritableStore(db)
     with pytest.raises(StoreError):
@@ -329,7 +329,7 @@ def test_a_refusal_late_in_the_export_leaves_the_store_as_it_was(exp: Path, tmp_
 
 
 def test_an_export_of_schema_version_2_still_ingests(exp: Path, tmp_path: Path) -> None:
-    from sweep.store._schema import V3_TRACE_COLUMNS
+    from sweep.store.db._schema import V3_TRACE_COLUMNS
 
     for path in (exp / "traces").rglob("*.parquet"):
         _rewrite(path, lambda t: t.drop_columns([c for c, _ in V3_TRACE_COLUMNS]))

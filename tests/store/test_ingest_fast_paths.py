@@ -2,9 +2,9 @@
 warnings (with file:line), on any mix of lines.
 
 The fast paths: a line of a log's stored part whose raw bytes hash to a stored trace key is
-counted present without being parsed (:mod:`sweep.store._present_lines`); a line whose raw
+counted present without being parsed (:mod:`sweep.store.ingest._present_lines`); a line whose raw
 bytes hash to a key its chunk holds already is a repeat without being parsed
-(:meth:`~sweep.store._jsonl_chunks.LineSink.line`). The plain path parses every line; it is
+(:meth:`~sweep.store.ingest._jsonl_chunks.LineSink.line`). The plain path parses every line; it is
 had here by switching both off.
 """
 
@@ -21,11 +21,12 @@ from unittest import mock
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sweep.store import RowBatch, _present_lines
+from sweep.store import RowBatch
 from sweep.store import _ingest as ingest_module
-from sweep.store._ingest import IngestReport, ingest_into
-from sweep.store._row_batch import trace_key
-from sweep.store._writable_store import WritableStore
+from sweep.store.ingest import _present_lines
+from sweep.store.ingest._ingest import IngestReport, ingest_into
+from sweep.store.rows._row_batch import trace_key
+from sweep.store.rows._writable_store import WritableStore
 
 from ..conftest import SHARED_DATA
 from .conftest import make_trace

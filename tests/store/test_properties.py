@@ -28,10 +28,10 @@ from sweep.errors import ValidationError
 from sweep.schema import Status, Trace
 from sweep.schema.trace import EARLIEST_TIME, LATEST_TIME
 from sweep.store import RowBatch, Store, StoreContext, export_parquet
-from sweep.store._checks import check_trace
-from sweep.store._query import run_sql
-from sweep.store._row_batch import trace_key
+from sweep.store.db._checks import check_trace
+from sweep.store.read._query import run_sql
 from sweep.store.render import build_report
+from sweep.store.rows._row_batch import trace_key
 
 from .conftest import make_definition, make_solution, make_trace
 

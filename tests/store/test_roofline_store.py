@@ -22,7 +22,7 @@ from sweep.store import (
     query,
     save_calibration,
 )
-from sweep.store._schema import V3_TRACE_COLUMNS
+from sweep.store.db._schema import V3_TRACE_COLUMNS
 from sweep.store.render import build_report, render_html, render_text
 
 from .conftest import DATA, batch_of, make_definition, make_solution, make_trace, rows

@@ -214,7 +214,7 @@ def _fsync_spy(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """Record the file each ``os.fsync`` in the writer syncs (by name, via /proc)."""
     import os
 
-    from sweep.store import _writer
+    from sweep.store.write import _writer
 
     synced: list[str] = []
     real = os.fsync
@@ -246,7 +246,7 @@ def test_write_many_syncs_each_log_once_per_group_in_order(
 
 
 def test_write_many_syncs_a_log_evicted_mid_group(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from sweep.store import _log_files
+    from sweep.store.write import _log_files
 
     monkeypatch.setattr(_log_files, "MAX_OPEN_LOGS", 1)
     results, db = _paths(tmp_path)

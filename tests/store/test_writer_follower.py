@@ -17,8 +17,9 @@ from pathlib import Path
 import pytest
 
 from sweep.schema import Trace
-from sweep.store import ResultsWriter, StoreContext, _follower, ingest, query
-from sweep.store._follower import Start, Stored, _catch_up, _Follower
+from sweep.store import ResultsWriter, StoreContext, ingest, query
+from sweep.store.write import _follower
+from sweep.store.write._follower import Start, Stored, _catch_up, _Follower
 
 from .conftest import make_trace
 

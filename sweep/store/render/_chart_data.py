@@ -7,13 +7,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sweep.store._newest import RANK_TIME
-from sweep.store._query import run_sql
-from sweep.store._store import Session
-from sweep.store._views import RANKED
+from sweep.store.db import RANK_TIME, RANKED
+from sweep.store.read import Session, run_sql
 
 if TYPE_CHECKING:
-    from sweep.store._compare import TaskComparison
+    from sweep.store.compare import TaskComparison
 
 __all__ = [
     "CrossPoint",

@@ -15,7 +15,7 @@ from datetime import date, datetime
 from decimal import Decimal
 
 from sweep.errors import printable
-from sweep.store._query import QueryResult
+from sweep.store.read import QueryResult
 
 __all__ = [
     "cell",

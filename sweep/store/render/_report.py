@@ -8,10 +8,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sweep.errors import StoreError
-from sweep.store._newest import RANK_TIME
-from sweep.store._query import run_sql
-from sweep.store._store import Session, Store
-from sweep.store._views import RANKED
+from sweep.store.db import RANK_TIME, RANKED
+from sweep.store.read import Session, Store, run_sql
 from sweep.store.render._chart_data import (
     CrossPoint,
     RooflinePoint,

@@ -1,0 +1,127 @@
+"""The engine's public functions, re-exported by its face (``sweep.engine``): each imports
+what it runs when called, so importing the engine stays light (no torch)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from sweep.engine.run._cache import EngineCache
+
+if TYPE_CHECKING:
+    from sweep.engine._profile import ProfiledCalls
+    from sweep.schema import Ceilings, Definition, EvalSettings, Solution, Task, Trace, Workload
+
+__all__ = ["build", "calibrate", "evaluate", "evaluate_pair", "profile_run"]
+
+
+def calibrate(device: str | None = None) -> Ceilings:
+    """Measure this node's ceilings on ``device`` (``None``: CUDA when available): copy
+    bandwidth and dense GEMM TFLOP/s per dtype (see ``_calibrate`` for what and how large).
+
+    Raises:
+        EngineError: ``device`` is invalid or unavailable.
+    """
+    from sweep.engine.timing import _calibrate
+
+    return _calibrate.calibrate(device)
+
+
+def evaluate(
+    task: Task,
+    *,
+    device: str | None = None,
+    cache: EngineCache | None = None,
+    on_phase: Callable[[str], None] | None = None,
+) -> Trace:
+    """Evaluate one task in this process and return its Trace (see ``_evaluate.evaluate``).
+
+    Args:
+        task: What to evaluate.
+        device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; ``None`` picks CUDA when available.
+        cache: Reused builds and reference results (one per process); ``None`` uses a
+            process-wide default.
+        on_phase: Told ``"build"`` as the solution's build begins (the reference's side is
+            done) and ``"run"`` as its trials begin.
+
+    Raises:
+        EngineError: ``device`` is invalid or unavailable (never for a kernel's failure).
+    """
+    from sweep.engine._evaluate import evaluate as evaluate_task
+
+    return evaluate_task(task, device=device, cache=cache, on_phase=on_phase)
+
+
+def build(task: Task, *, device: str | None = None, cache: EngineCache | None = None) -> None:
+    """Build the task's reference and solution into ``cache`` and return.
+
+    Never raises for a failed build: the following :func:`evaluate` reports it as
+    COMPILE_ERROR without building again (for compiled solutions).
+    """
+    from sweep.engine._evaluate import build as build_task
+
+    build_task(task, device=device, cache=cache)
+
+
+def evaluate_pair(
+    definition: Definition,
+    solution: Solution,
+    workloads: list[Workload],
+    settings: EvalSettings | None = None,
+    *,
+    dataset_root: str | None = None,
+    device: str | None = None,
+    cache: EngineCache | None = None,
+    sweep: str = "",
+    on_trace: Callable[[Trace], None] | None = None,
+    ceilings: list[Ceilings] | None = None,
+    broken: str | None = None,
+) -> list[Trace]:
+    """Evaluate one solution over several workloads in this process (no Ray).
+
+    Args:
+        definition: The definition.
+        solution: One of its solutions.
+        workloads: Workloads of the definition, evaluated in order.
+        settings: Evaluation settings; defaults when ``None``.
+        dataset_root: Folder that safetensors input paths are relative to.
+        device: As for :func:`evaluate`.
+        cache: Shared by the workloads; a fresh one when ``None``.
+        sweep: Sweep name recorded in provenance.
+        on_trace: Called with each trace as soon as it is ready.
+        ceilings: Calibrated ceilings (``sweep calibrate``); the one of this device's
+            hardware, if any, is used for the fraction of peak.
+        broken: Why the solution cannot be evaluated (``Task.broken``): every trace is a
+            COMPILE_ERROR with this message, nothing of the solution built or run.
+
+    Raises:
+        EngineError: ``device`` is invalid or unavailable.
+    """
+    from sweep.engine._evaluate import evaluate_pair as evaluate_workloads
+
+    return evaluate_workloads(
+        definition,
+        solution,
+        workloads,
+        settings,
+        dataset_root=dataset_root,
+        device=device,
+        cache=cache,
+        sweep=sweep,
+        on_trace=on_trace,
+        ceilings=ceilings,
+        broken=broken,
+    )
+
+
+def profile_run(task: Task, device: str | None = None, calls: int = 5) -> ProfiledCalls:
+    """Build ``task``'s solution, make the inputs of its first timed input set, call it once
+    to warm up, then ``calls`` times between ``cudaProfilerStart`` and ``cudaProfilerStop``
+    (see ``_profile``).
+
+    Raises:
+        EngineError: Not a CUDA device, or the solution cannot be built or called.
+    """
+    from sweep.engine._profile import profile_run as profile_task
+
+    return profile_task(task, device, calls)

@@ -1,0 +1,76 @@
+"""The process an evaluation runs in: made ready for a device kind, its snapshot taken before
+any solution runs, the device an evaluation asked for resolved. Light: torch is imported only
+by the functions that need it."""
+
+from __future__ import annotations
+
+import os
+
+__all__ = ["cuda_problem", "device_of", "gpu_problem", "preload", "prepare_process", "start_process"]
+
+
+def prepare_process(device_kind: str) -> None:
+    """Make this process ready to evaluate on ``device_kind`` (``"cpu"`` or ``"cuda"``).
+
+    On CPU, Triton kernels run under the Triton interpreter, which needs
+    ``TRITON_INTERPRET=1`` before ``triton`` is imported: call this first in a fresh
+    worker. It imports nothing heavy and creates no CUDA context (safe before a fork).
+    """
+    if device_kind.startswith("cpu"):
+        os.environ["TRITON_INTERPRET"] = "1"
+
+
+def preload(device_kind: str) -> None:
+    """In a process that forks evaluating processes (a sandbox's zygote), after
+    :func:`prepare_process`: import what evaluations use, then take the snapshot every
+    evaluation in a process forked from here checks what its solution replaced against
+    (``_integrity.baseline``). Creates no CUDA context (safe before a fork)."""
+    from sweep.engine.guard import _integrity
+
+    _integrity.baseline()
+
+
+def start_process(device_kind: str) -> None:
+    """In a task's fresh process, before it says it is ready (a sandbox forks it while the
+    previous task runs): on a GPU, make the CUDA context, the allocator's first block, the
+    cuBLAS handle and the kernels every evaluation launches (random values, fills, copies,
+    reductions) ready, so the task's own time does not include them."""
+    if not device_kind.startswith("cuda"):
+        return
+    import torch
+
+    x = torch.rand(4096, device="cuda")
+    y = torch.empty_like(x).fill_(float("nan"))
+    y.copy_(x)
+    torch.softmax(x.view(64, 64), dim=-1).sum().item()
+    torch.cuda.current_blas_handle()  # type: ignore[no-untyped-call]
+    torch.cuda.synchronize()
+
+
+def device_of(device: str | None) -> str:
+    """The device an evaluation asked for as ``device`` runs on, as ``"cpu"`` or
+    ``"cuda:N"`` (``None``: CUDA when torch sees a GPU, else the CPU).
+
+    Raises:
+        EngineError: an unknown device, or CUDA where torch sees none.
+    """
+    from sweep.engine.timing._envinfo import resolve_device
+
+    return str(resolve_device(device))
+
+
+def cuda_problem(device: str) -> str | None:
+    """Why this process's CUDA context on ``device`` is unusable (after a sticky error), or
+    ``None`` when it still computes correctly. The cluster asks this after a failed evaluation."""
+    from sweep.engine.timing import _envinfo
+
+    return _envinfo.cuda_problem(device)
+
+
+def gpu_problem() -> str | None:
+    """Why this process cannot profile: no CUDA GPU visible (``None`` when one is)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return "no CUDA GPU is visible to torch on this machine"
+    return None

@@ -1,0 +1,109 @@
+"""Inputs made and outputs judged: seeded inputs of named definitions and their constraints, the
+comparison with the reference, and what an evaluation ends with (Result, Stop)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sweep._lazy import face
+
+if TYPE_CHECKING:
+    from sweep.engine.io._compare import (
+        check_reference as check_reference,
+        compare_outputs as compare_outputs,
+        ErrorStats as ErrorStats,
+        is_sequence as is_sequence,
+        Mismatch as Mismatch,
+        normalize_outputs as normalize_outputs,
+        tolerance as tolerance,
+    )
+    from sweep.engine.io._constraints import (
+        constraint_inputs as constraint_inputs,
+        ConstraintError as ConstraintError,
+        evaluate_constraint as evaluate_constraint,
+    )
+    from sweep.engine.io._inputs import (
+        base_seed as base_seed,
+        element_bytes as element_bytes,
+        InputError as InputError,
+        InputSet as InputSet,
+        INT_RANGE_BITS as INT_RANGE_BITS,
+        make_inputs as make_inputs,
+        memory_plan as memory_plan,
+        MemoryPlan as MemoryPlan,
+        set_seed as set_seed,
+        torch_dtype as torch_dtype,
+    )
+    from sweep.engine.io._outcome import (
+        bits as bits,
+        compile_failure as compile_failure,
+        nbytes as nbytes,
+        reference_stop as reference_stop,
+        Result as Result,
+        Stop as Stop,
+        traceback_text as traceback_text,
+        triton_mode_problem as triton_mode_problem,
+    )
+
+#: Each public name of this wing and the module that defines it.
+_WHERE = {
+    "base_seed": "_inputs",
+    "bits": "_outcome",
+    "check_reference": "_compare",
+    "compare_outputs": "_compare",
+    "compile_failure": "_outcome",
+    "constraint_inputs": "_constraints",
+    "ConstraintError": "_constraints",
+    "element_bytes": "_inputs",
+    "ErrorStats": "_compare",
+    "evaluate_constraint": "_constraints",
+    "InputError": "_inputs",
+    "InputSet": "_inputs",
+    "INT_RANGE_BITS": "_inputs",
+    "is_sequence": "_compare",
+    "make_inputs": "_inputs",
+    "memory_plan": "_inputs",
+    "MemoryPlan": "_inputs",
+    "Mismatch": "_compare",
+    "nbytes": "_outcome",
+    "normalize_outputs": "_compare",
+    "reference_stop": "_outcome",
+    "Result": "_outcome",
+    "set_seed": "_inputs",
+    "Stop": "_outcome",
+    "tolerance": "_compare",
+    "torch_dtype": "_inputs",
+    "traceback_text": "_outcome",
+    "triton_mode_problem": "_outcome",
+}
+__all__ = [
+    "ConstraintError",
+    "ErrorStats",
+    "INT_RANGE_BITS",
+    "InputError",
+    "InputSet",
+    "MemoryPlan",
+    "Mismatch",
+    "Result",
+    "Stop",
+    "base_seed",
+    "bits",
+    "check_reference",
+    "compare_outputs",
+    "compile_failure",
+    "constraint_inputs",
+    "element_bytes",
+    "evaluate_constraint",
+    "is_sequence",
+    "make_inputs",
+    "memory_plan",
+    "nbytes",
+    "normalize_outputs",
+    "reference_stop",
+    "set_seed",
+    "tolerance",
+    "torch_dtype",
+    "traceback_text",
+    "triton_mode_problem",
+]
+__getattr__ = face(__name__, _WHERE)

@@ -1,0 +1,83 @@
+"""Measuring: the timers (CUDA events, CUDA graphs, CUPTI, the host clock), when to stop, fresh inputs
+per timed call, the L2 between calls, the device's clocks and health (NVML), output capture."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sweep._lazy import face
+
+if TYPE_CHECKING:
+    from sweep.engine.timing._cupti_timer import (
+        cupti_problem as cupti_problem,
+        CuptiUnavailable as CuptiUnavailable,
+    )
+    from sweep.engine.timing._envinfo import memory_budget as memory_budget
+    from sweep.engine.timing._fresh import (
+        CheckSchedule as CheckSchedule,
+        Freshener as Freshener,
+        Rechecks as Rechecks,
+    )
+    from sweep.engine.timing._graph_timer import (
+        CaptureFailed as CaptureFailed,
+        stray_streams as stray_streams,
+        UNJOINED as UNJOINED,
+    )
+    from sweep.engine.timing._l2 import (
+        persisting_l2_limit as persisting_l2_limit,
+        reset_persisting_l2 as reset_persisting_l2,
+    )
+    from sweep.engine.timing._nvml import ClockReading as ClockReading, Nvml as Nvml
+    from sweep.engine.timing._stopping import ClockWatch as ClockWatch
+    from sweep.engine.timing._timing import (
+        choose_timer as choose_timer,
+        flush_bytes as flush_bytes,
+        time_calls as time_calls,
+        warm_up as warm_up,
+        WarmUp as WarmUp,
+    )
+
+#: Each public name of this wing and the module that defines it.
+_WHERE = {
+    "CaptureFailed": "_graph_timer",
+    "CheckSchedule": "_fresh",
+    "choose_timer": "_timing",
+    "ClockReading": "_nvml",
+    "ClockWatch": "_stopping",
+    "cupti_problem": "_cupti_timer",
+    "CuptiUnavailable": "_cupti_timer",
+    "flush_bytes": "_timing",
+    "Freshener": "_fresh",
+    "memory_budget": "_envinfo",
+    "Nvml": "_nvml",
+    "persisting_l2_limit": "_l2",
+    "Rechecks": "_fresh",
+    "reset_persisting_l2": "_l2",
+    "stray_streams": "_graph_timer",
+    "time_calls": "_timing",
+    "UNJOINED": "_graph_timer",
+    "warm_up": "_timing",
+    "WarmUp": "_timing",
+}
+__all__ = [
+    "CaptureFailed",
+    "CheckSchedule",
+    "ClockReading",
+    "ClockWatch",
+    "CuptiUnavailable",
+    "Freshener",
+    "Nvml",
+    "Rechecks",
+    "UNJOINED",
+    "WarmUp",
+    "choose_timer",
+    "cupti_problem",
+    "flush_bytes",
+    "memory_budget",
+    "persisting_l2_limit",
+    "reset_persisting_l2",
+    "stray_streams",
+    "time_calls",
+    "warm_up",
+]
+__getattr__ = face(__name__, _WHERE)

@@ -1,0 +1,297 @@
+"""The sandbox: the process that runs one task's evaluation, forked from the zygote.
+
+A sandbox runs exactly one task and exits: no process that ran one task's solution code runs
+another task's solution or reference, so nothing a solution leaves behind (a replaced
+function, a thread, a global, CUDA state, files in its working folder) reaches another task.
+The supervisor forks the next task's sandbox while this one runs, and lets it make CUDA ready
+once this one's timed calls are over, so its start is mostly off the GPU's critical path. Protocol over its socket (pickled
+tuples):
+
+- supervisor -> sandbox ``("start",)``: make the device ready (CUDA's context, on a GPU), which
+  it does only then, so that no other task's timing shares the GPU with it; then
+  sandbox -> supervisor ``("ready", SandboxInfo)``;
+- supervisor -> sandbox ``("eval", task_blob, records)``: the task's fields pickled without its
+  definition, solution, settings and ceilings, which are the pickle ``records``;
+- sandbox -> supervisor ``("phase", name)`` as the evaluation reaches the solution's build
+  (``"build"``) and its run (``"run"``), and when nothing of it is timed any more
+  (``"timed"``), when the backend says so (its ``evaluate`` takes ``on_phase``; the real
+  engine's does): before the first, the reference's side runs;
+- sandbox -> supervisor ``("trace", trace_json, broken, started, finished)``, where ``broken``
+  is ``None`` or why this process could not be reused (a sticky CUDA error, a change it made
+  to the process: said in the log) and the times are ``time.time()`` around the evaluation;
+  or ``("error", text)`` when the backend raised. Then it exits.
+
+Its working folder and temporary folder are a folder of its own, which the supervisor removes
+once the task is done. Its stdout and stderr go to a log file the supervisor reads when it dies.
+"""
+
+from __future__ import annotations
+
+import faulthandler
+import importlib
+import inspect
+import os
+import pickle
+import platform
+import signal
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from multiprocessing.connection import Connection
+from typing import Any
+
+from sweep.sandbox._process_guard import ProcessState
+from sweep.sandbox.packing import load_task
+from sweep.schema.trace_log import sticky_cuda_error
+
+__all__ = ["LOST_CONNECTION", "Backend", "SandboxInfo", "child_main", "load_backend"]
+
+
+@dataclass(frozen=True)
+class SandboxInfo:
+    """What a sandbox reports once it is ready; ``phases``: its backend says when the
+    solution's build and run begin (the reference's side runs before)."""
+
+    pid: int
+    device: str
+    device_name: str | None = None
+    libs: dict[str, str] = field(default_factory=dict)
+    phases: bool = False
+
+
+@dataclass(frozen=True)
+class Backend:
+    """The evaluation functions of one backend module (``sweep.engine`` by default).
+
+    The module must define ``evaluate(task, *, device, cache) -> Trace``; when it also takes
+    ``on_phase``, it calls it with ``"build"`` and ``"run"`` as the solution's build and run
+    begin (each with its own deadline). Optional: ``prepare_process(device_kind)`` (called
+    first), ``preload(device_kind)`` (called once in the zygote, after ``prepare_process``:
+    import what evaluations use, no CUDA), ``start_process(device_kind)`` (called in each
+    task's process before it says it is ready: make the device ready), ``EngineCache`` (one
+    per process) and
+    ``cuda_problem(device) -> str | None`` (why this process's CUDA context is unusable: the
+    sandbox asks after every failed evaluation on a GPU, since a kernel fault can surface only
+    at the next synchronisation).
+    """
+
+    evaluate: Callable[..., Any]
+    prepare: Callable[[str], Any] | None
+    cache_factory: Callable[[], Any] | None
+    cuda_problem: Callable[[str], str | None] | None
+    phases: bool = False
+    start: Callable[[str], Any] | None = None
+
+
+def load_backend(module: str) -> Backend:
+    """Import ``module`` and collect its evaluation functions."""
+    mod = importlib.import_module(module)
+    evaluate = getattr(mod, "evaluate", None)
+    if evaluate is None:
+        raise ImportError(f"backend module {module!r} has no 'evaluate' function")
+    try:
+        phases = "on_phase" in inspect.signature(evaluate).parameters
+    except (TypeError, ValueError):
+        phases = False
+    return Backend(
+        evaluate=evaluate,
+        prepare=getattr(mod, "prepare_process", None),
+        cache_factory=getattr(mod, "EngineCache", None),
+        cuda_problem=getattr(mod, "cuda_problem", None),
+        phases=phases,
+        start=getattr(mod, "start_process", None),
+    )
+
+
+def _describe(device: str, phases: bool) -> SandboxInfo:
+    libs = {"python": platform.python_version()}
+    name: str | None = None
+    torch = sys.modules.get("torch")
+    if torch is not None:
+        libs["torch"] = str(torch.__version__)
+        if device.startswith("cuda"):
+            name = str(torch.cuda.get_device_name(0))
+            libs["cuda"] = str(torch.version.cuda)
+    triton = sys.modules.get("triton")
+    if triton is not None:
+        libs["triton"] = str(getattr(triton, "__version__", "?"))
+    return SandboxInfo(pid=os.getpid(), device=device, device_name=name, libs=libs, phases=phases)
+
+
+def _broken(device: str, trace: Any, backend: Backend) -> str | None:
+    """Why this process must be replaced after ``trace``, or ``None`` when it is healthy."""
+    evaluation = getattr(trace, "evaluation", None)
+    status = getattr(getattr(evaluation, "status", None), "value", "PASSED")
+    if status == "PASSED":
+        return None
+    marker = sticky_cuda_error(str(getattr(evaluation, "log", "")))
+    if marker is not None:
+        return f"sticky CUDA error in the trace log ({marker!r})"
+    if not device.startswith("cuda") or backend.cuda_problem is None:
+        return None
+    return backend.cuda_problem(device)
+
+
+def isolate() -> None:
+    """Make this process the leader of a session of its own (so a solution that signals its
+    process group reaches only this process and its children) and the first the kernel's
+    OOM killer picks (so a solution that exhausts memory costs no other process)."""
+    try:
+        os.setsid()
+    except OSError:  # already a group leader
+        pass
+    try:
+        with open("/proc/self/oom_score_adj", "w") as f:
+            f.write("1000")
+    except OSError:
+        pass
+
+
+def set_parent_death_signal() -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (no-op elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - exotic libc
+        pass
+
+
+_CRASH_LOG: Any = None
+#: The exit code of a sandbox that cannot send a result: its socket was closed or replaced
+#: (its output may be lost too: the descriptors it printed to may be gone).
+LOST_CONNECTION = 75
+
+
+def _lost_connection(e: OSError, problems: str | None) -> int:
+    """Say in the log why the supervisor gets no result (it reads the log's tail), and exit."""
+    print(
+        f"sandbox: cannot send the result to the supervisor ({e}); "
+        f"{problems or 'its socket was closed'}; exiting",
+        file=sys.stderr,
+        flush=True,
+    )
+    return LOST_CONNECTION
+
+
+def _restore(state: ProcessState) -> str | None:
+    """Undo what the evaluation did to this process (its children killed first); what it
+    changed that cannot be undone, if anything."""
+    problems = state.restore()
+    if not problems:
+        return None
+    return "the evaluation changed the sandbox process: " + "; ".join(problems)
+
+
+def _device_for(kind: str) -> str:
+    return "cuda:0" if kind == "cuda" else "cpu"
+
+
+def _wait_for(conn: Connection, kind: str) -> tuple[Any, ...] | None:
+    """The next message of ``kind`` from the supervisor (others are ignored); ``None`` when it
+    closed the socket."""
+    while True:
+        try:
+            msg = conn.recv()
+        except (EOFError, OSError):
+            return None
+        if isinstance(msg, tuple) and msg and msg[0] == kind:
+            return msg
+
+
+def _enter_folder(folder: str | None) -> None:
+    """Make ``folder`` this process's working and temporary folder (the task's own)."""
+    if not folder:
+        return
+    os.makedirs(folder, exist_ok=True)
+    os.chdir(folder)
+    os.environ["TMPDIR"] = folder
+    tempfile.tempdir = folder
+
+
+def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
+    """Run one evaluation, once the supervisor sends it. Returns the exit code."""
+    global _CRASH_LOG
+    isolate()
+    set_parent_death_signal()
+    log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)
+    os.dup2(log_fd, 1)
+    os.dup2(log_fd, 2)
+    # Crash reports get a descriptor of their own: the engine points fds 1 and 2 at a
+    # temporary file while a solution runs, which is lost when the process dies.
+    _CRASH_LOG = os.fdopen(log_fd, "w", buffering=1)
+    sys.stdout = os.fdopen(1, "w", buffering=1, closefd=False)
+    sys.stderr = os.fdopen(2, "w", buffering=1, closefd=False)
+    faulthandler.enable(file=_CRASH_LOG, all_threads=True)
+    # The supervisor sends SIGUSR1 before killing a hung sandbox: where it hung goes to the log.
+    faulthandler.register(signal.SIGUSR1, file=_CRASH_LOG, all_threads=True)
+    conn = Connection(conn_fd)
+    kind = str(params.get("device_kind", "cpu"))
+    device = _device_for(kind)
+    try:
+        _enter_folder(params.get("folder"))
+        backend = load_backend(str(params["backend"]))
+        if backend.prepare is not None:
+            backend.prepare(kind)
+        # The device is made ready only when the supervisor says so: on a GPU, a context made
+        # (or a kernel run) while another task's process is timing would share the GPU with it.
+        if _wait_for(conn, "start") is None:
+            return 0
+        if backend.start is not None:
+            backend.start(kind)
+        cache = backend.cache_factory() if backend.cache_factory is not None else None
+        conn.send(("ready", _describe(device, backend.phases)))
+    except BaseException:  # noqa: BLE001 - any start failure is reported through the log
+        traceback.print_exc()
+        sys.stderr.flush()
+        return 3
+    msg = _wait_for(conn, "eval")
+    if msg is None:
+        return 0
+    _, blob, records = msg
+    state = ProcessState.capture((conn_fd, 1, 2, log_fd))
+
+    def on_phase(name: str) -> None:
+        conn.send(("phase", name))
+
+    try:
+        task = load_task(blob, pickle.loads(records))
+        started = time.time()
+        kwargs: dict[str, Any] = {"device": device, "cache": cache}
+        if backend.phases:
+            kwargs["on_phase"] = on_phase
+        trace = backend.evaluate(task, **kwargs)
+        broken = getattr(cache, "fatal_error", None) or _broken(device, trace, backend)
+        finished = time.time()
+        payload = trace.to_json().encode()
+    except BaseException:  # noqa: BLE001 - even SystemExit from a solution is a result
+        text = traceback.format_exc()
+        print(text, file=sys.stderr, flush=True)
+        _restore(state)
+        try:
+            conn.send(("error", text))
+        except OSError as e:
+            return _lost_connection(e, None)
+        return 0
+    # What it did to the process is said in the log (the process ends anyway).
+    problems = _restore(state)
+    if problems:
+        print(f"sandbox: {problems}", file=sys.stderr, flush=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        # send_bytes of a plain pickle reads the same as conn.send at the other end, without
+        # multiprocessing's per-call pickler set-up (~9 us, on the GPU's idle time)
+        conn.send_bytes(
+            pickle.dumps(("trace", payload, broken or problems, started, finished), pickle.HIGHEST_PROTOCOL)
+        )
+    except OSError as e:
+        return _lost_connection(e, broken)
+    return 0

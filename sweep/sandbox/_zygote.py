@@ -1,0 +1,322 @@
+"""The zygote: a small process that imports torch once and forks sandboxes on request.
+
+A fresh ``python`` that imports torch and initialises CUDA costs 4-7 s on a GPU host; a fork
+of a process that imported torch but never touched CUDA costs about 0.4 s (field notes). So
+each GPU worker keeps one zygote, which never touches CUDA, and forks a new sandbox from it
+whenever the previous one crashed, hung or broke its CUDA context.
+
+Control channel: one ``SOCK_SEQPACKET`` socket pair (message boundaries kept, file
+descriptors passed with ``SCM_RIGHTS``). Requests and replies are JSON objects:
+
+- ``{"op": "fork", "log": PATH, "child": {...}}`` with one fd (the sandbox's end of its
+  socket) -> ``{"pid": N}``. The child runs :func:`sweep.sandbox._child.child_main`.
+- ``{"op": "wait", "pid": N, "timeout": S}`` -> the exit state (see :class:`ExitState`).
+- ``{"op": "kill", "pid": N}`` -> SIGKILL, reap, and the exit state.
+
+The zygote exits, killing its children, when the control socket closes (its owner died).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import gc
+import importlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sweep.sandbox._process_guard import children_of, kill_descendants, kill_group
+
+__all__ = ["ExitState", "ZygoteClient"]
+
+_MAX_MSG = 1 << 16
+_ENTRY = "import sys; from sweep.sandbox._zygote import zygote_main; sys.exit(zygote_main(sys.argv[1:]))"
+
+
+@dataclass(frozen=True)
+class ExitState:
+    """How a sandbox process ended (or that it has not)."""
+
+    running: bool
+    code: int | None = None
+    signal: int | None = None
+    #: Its socket to the supervisor reached EOF first (it closed it, or closed every
+    #: descriptor): whether it then exited on its own or had to be killed is a race.
+    socket_closed: bool = False
+
+    def describe(self) -> str:
+        """Human words: ``"killed by signal 11 (SIGSEGV)"``, ``"exited with code 3"``."""
+        if self.running:
+            return "still running"
+        if self.signal is not None:
+            try:
+                name = signal.Signals(self.signal).name
+            except ValueError:
+                name = "unknown"
+            return f"killed by signal {self.signal} ({name})"
+        return f"exited with code {self.code}"
+
+
+def _state_obj(status: int | None) -> dict[str, Any]:
+    if status is None:
+        return {"running": True}
+    if os.WIFSIGNALED(status):
+        return {"running": False, "signal": os.WTERMSIG(status)}
+    return {"running": False, "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else status}
+
+
+# ---------------------------------------------------------------------------------------
+# The zygote process.
+
+
+def _serve(ctl: socket.socket) -> None:
+    children: dict[int, int | None] = {}  # pid -> wait status once reaped
+
+    def reap(pid: int, block: bool) -> int | None:
+        if children.get(pid) is not None:
+            return children[pid]
+        try:
+            got, status = os.waitpid(pid, 0 if block else os.WNOHANG)
+        except ChildProcessError:
+            return children.get(pid)
+        if got == 0:
+            return None
+        children[pid] = status
+        return status
+
+    def cull() -> None:
+        """Kill and reap the orphans a sandbox left (re-parented here, the subreaper)."""
+        for pid in kill_descendants_except(set(children)):
+            children.pop(pid, None)
+
+    while True:
+        cull()
+        try:
+            data, fds, _flags, _addr = socket.recv_fds(ctl, _MAX_MSG, 4)
+        except (ConnectionError, OSError):
+            data, fds = b"", []
+        if not data:
+            for pid, status in children.items():
+                if status is None:
+                    try:
+                        os.kill(pid, signal.SIGKILL)
+                    except ProcessLookupError:
+                        pass
+            return
+        req = json.loads(data)
+        op = req["op"]
+        if op == "fork":
+            pid = os.fork()
+            if pid == 0:  # the sandbox
+                code = 1
+                try:
+                    ctl.close()
+                    from sweep.sandbox._child import child_main
+
+                    code = child_main(fds[0], req["log"], req["child"])
+                finally:
+                    os._exit(code)
+            for fd in fds:
+                os.close(fd)
+            children[pid] = None
+            reply: dict[str, Any] = {"pid": pid}
+        elif op == "wait":
+            pid, deadline = int(req["pid"]), time.monotonic() + float(req["timeout"])
+            status = reap(pid, block=False)
+            while status is None and time.monotonic() < deadline:
+                time.sleep(0.005)
+                status = reap(pid, block=False)
+            reply = _state_obj(status)
+        elif op == "kill":
+            pid = int(req["pid"])
+            if children.get(pid, 0) is None:
+                kill_group(pid)  # its process group too (it leads one: ``isolate``)
+            reply = _state_obj(reap(pid, block=True))
+            cull()
+        else:
+            reply = {"error": f"unknown op {op!r}"}
+        ctl.send(json.dumps(reply).encode())
+
+
+def _become_subreaper() -> None:
+    """Orphans of this process's descendants (a solution's double-forked children) are
+    re-parented here instead of to init, where :func:`kill_descendants_except` finds them."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        pr_set_child_subreaper = 36
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_child_subreaper, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # pragma: no cover - exotic libc
+        pass
+
+
+def kill_descendants_except(keep: set[int]) -> list[int]:
+    """SIGKILL and reap this process's children not in ``keep`` (orphans a sandbox left,
+    re-parented here) with everything below them; return the pids reaped. Also reaps
+    orphans that have exited already."""
+    reaped: list[int] = []
+    for pid in children_of(os.getpid()):
+        if pid in keep:
+            continue
+        kill_descendants(pid)
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+        try:
+            os.waitpid(pid, 0)
+            reaped.append(pid)
+        except ChildProcessError:
+            pass
+    return reaped
+
+
+def zygote_main(argv: list[str]) -> int:
+    """Entry point of the zygote process; ``argv`` is ``[CTL_FD, BACKEND, DEVICE_KIND, "mod1,mod2"]``.
+
+    The backend's ``prepare_process(DEVICE_KIND)`` runs first (it must be fork-safe: no CUDA),
+    so e.g. ``TRITON_INTERPRET`` is set before anything imports triton; then the modules
+    named are imported and the backend's ``preload(DEVICE_KIND)`` runs, so every sandbox
+    forked afterwards starts with them loaded.
+
+    No parent-death signal here: Linux ties it to the *thread* that started us, and a Ray
+    worker may start us from a thread that ends. The closed control socket is the signal.
+    """
+    ctl = socket.socket(fileno=int(argv[0]))
+    backend, kind, preload = argv[1], argv[2], argv[3]
+    _become_subreaper()
+    try:
+        module = importlib.import_module(backend)
+        prepare = getattr(module, "prepare_process", None)
+        if prepare is not None:
+            prepare(kind)
+        for name in filter(None, preload.split(",")):
+            importlib.import_module(name)
+        # What every evaluation imports, and the harness's snapshot taken before any solution
+        # code runs in a process forked from here (``sweep.engine.preload``).
+        ready = getattr(module, "preload", None)
+        if ready is not None:
+            ready(kind)
+    except Exception as e:  # noqa: BLE001 - each sandbox fails on it again, with a clear log
+        print(f"zygote: preloading failed: {e!r}", file=sys.stderr)
+    # What is loaded now is shared with every sandbox: keep the collector off it, so the
+    # sandboxes neither walk nor copy (copy-on-write) those pages at each collection.
+    gc.collect()
+    gc.freeze()
+    ctl.send(json.dumps({"ready": os.getpid()}).encode())
+    _serve(ctl)
+    return 0
+
+
+# ---------------------------------------------------------------------------------------
+# The client side, in the worker that owns the GPU.
+
+
+class ZygoteError(RuntimeError):
+    """The zygote could not be started or stopped answering."""
+
+
+class ZygoteClient:
+    """Starts a zygote subprocess and asks it to fork, wait for and kill sandboxes."""
+
+    def __init__(
+        self,
+        backend: str,
+        device_kind: str,
+        preload: tuple[str, ...],
+        *,
+        start_timeout_s: float = 300.0,
+        env_over: tuple[tuple[str, str], ...] = (),
+    ) -> None:
+        self._ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        env = {**os.environ, **dict(env_over)}
+        # The sweep package must be importable in the zygote even when it reached this
+        # worker through a runtime_env (on sys.path, not on PYTHONPATH).
+        pkg_parent = str(Path(__file__).resolve().parents[2])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH", "")]))
+        self._proc = subprocess.Popen(
+            [sys.executable, "-c", _ENTRY, str(theirs.fileno()), backend, device_kind, ",".join(preload)],
+            pass_fds=[theirs.fileno()],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            # A session of its own: a solution that signals its parent's process group
+            # reaches the zygote, not the worker that owns it.
+            start_new_session=True,
+        )
+        theirs.close()
+        self._ctl.settimeout(start_timeout_s)
+        try:
+            self._recv()
+        except (OSError, ZygoteError) as e:
+            self.close()
+            raise ZygoteError(f"the sandbox zygote did not start: {e}") from None
+        self._ctl.settimeout(None)
+
+    @property
+    def pid(self) -> int:
+        """The zygote's process id."""
+        return self._proc.pid
+
+    def alive(self) -> bool:
+        """Whether the zygote process is still running."""
+        return self._proc.poll() is None
+
+    def wait_dead(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for the zygote process to end (and be reaped)."""
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self._proc.wait(timeout=timeout)
+
+    def exit_state(self) -> ExitState:
+        """How the zygote ended (``running`` while it has not)."""
+        code = self._proc.poll()
+        if code is None:
+            return ExitState(running=True)
+        if code < 0:
+            return ExitState(running=False, signal=-code)
+        return ExitState(running=False, code=code)
+
+    def _recv(self) -> dict[str, Any]:
+        data = self._ctl.recv(_MAX_MSG)
+        if not data:
+            raise ZygoteError(f"the sandbox zygote exited (code {self._proc.poll()})")
+        obj: dict[str, Any] = json.loads(data)
+        return obj
+
+    def _call(self, req: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
+        try:
+            socket.send_fds(self._ctl, [json.dumps(req).encode()], fds or [])
+            return self._recv()
+        except OSError as e:
+            raise ZygoteError(f"the sandbox zygote stopped answering: {e}") from None
+
+    def fork(self, conn_fd: int, log_path: str, child: dict[str, Any]) -> int:
+        """Fork a sandbox that talks over ``conn_fd`` and writes its output to ``log_path``."""
+        return int(self._call({"op": "fork", "log": log_path, "child": child}, [conn_fd])["pid"])
+
+    def wait(self, pid: int, timeout: float) -> ExitState:
+        """Wait up to ``timeout`` seconds for sandbox ``pid`` to end."""
+        return ExitState(**self._call({"op": "wait", "pid": pid, "timeout": timeout}))
+
+    def kill(self, pid: int) -> ExitState:
+        """SIGKILL sandbox ``pid`` (if still running) and reap it."""
+        return ExitState(**self._call({"op": "kill", "pid": pid}))
+
+    def close(self) -> None:
+        """Stop the zygote; it kills any sandbox still running."""
+        try:
+            self._ctl.close()
+        finally:
+            try:
+                self._proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                self._proc.kill()
+                self._proc.wait()

@@ -1,0 +1,397 @@
+"""The supervisor: runs each task in a fresh sandbox process, with deadlines.
+
+One :class:`Sandbox` per GPU (or CPU slot). Every task runs in a process of its own, forked
+from a zygote (see ``_zygote``) that imported torch and the engine and never touched CUDA:
+no process that ran one task's solution code runs another task's solution or reference. The
+next task's process is forked while a task runs (``SandboxSpec.prefork``); on a GPU it makes
+its CUDA context only once the running task says its timed calls are over (two processes
+using one GPU share it by time slices: a context made during another's timing would show in
+it), so most of its start is off the GPU's critical path. The process of a finished task is
+killed and reaped before the next task is sent, so its memory is back first.
+
+When a sandbox hangs past a deadline it is killed (SIGKILL) and the task gets a TIMEOUT
+trace; when it dies (segfault, ``os._exit``, ...) the task gets a RUNTIME_ERROR trace with
+the exit signal or code and the tail of its output.
+
+Deadlines follow the phases the sandbox reports (a backend that says them, as the engine
+does): ``settings.timeouts.run_s`` for the reference's side, which runs first, then
+``compile_s`` for the solution's build, then ``run_s`` for its trials and timing. A timeout
+or a crash before the solution's build began is the reference's (flag ``reference_failed``).
+A backend that says no phases gets ``compile_s + run_s`` for the whole evaluation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import shutil
+import socket
+import tempfile
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import Any
+
+from typing_extensions import Self
+
+from sweep.sandbox._child import SandboxInfo
+from sweep.sandbox._log import crash_log, dump_stacks, orphan_log, output_tail, timeout_log
+from sweep.sandbox._process_guard import kill_group
+from sweep.sandbox._spec import SandboxSpec, SandboxStartError, SandboxStats
+from sweep.sandbox._zygote import ExitState, ZygoteClient, ZygoteError
+from sweep.sandbox.failure_traces import failure_trace, now_iso
+from sweep.sandbox.packing import Done, Envelope
+from sweep.schema import Provenance, Status, Trace
+from sweep.schema.task import Task
+
+__all__ = ["Sandbox", "SandboxSpec", "SandboxStartError", "SandboxStats"]
+
+_POLL_SLICE_S = 0.5
+
+
+@dataclass
+class _Child:
+    pid: int
+    conn: Connection
+    log: Path
+    folder: Path
+    started: bool = False  # told to make its device ready
+    info: SandboxInfo | None = None  # once it said it is ready
+
+
+class Sandbox:
+    """Runs tasks one at a time, each in a fresh sandbox process it supervises.
+
+    Args:
+        spec: How to start sandboxes.
+        stamp: Where this supervisor runs (node, GPU, run id); copied into each trace.
+    """
+
+    def __init__(self, spec: SandboxSpec, stamp: Provenance | None = None) -> None:
+        self.spec = spec
+        self.stamp = stamp or Provenance()
+        self.stats = SandboxStats()
+        self._tmp: tempfile.TemporaryDirectory[str] | None = None
+        if spec.workdir is None:
+            self._tmp = tempfile.TemporaryDirectory(prefix="sweep-sandbox-")
+            self._workdir = Path(self._tmp.name)
+        else:
+            self._workdir = Path(spec.workdir)
+            self._workdir.mkdir(parents=True, exist_ok=True)
+        self._zygote: ZygoteClient | None = None
+        self._spare: _Child | None = None
+        self._info: SandboxInfo | None = None
+
+    # -- lifecycle ------------------------------------------------------------------------
+
+    def start(self) -> SandboxInfo:
+        """Start the first task's sandbox now (else the first task starts it). Returns what
+        it reported."""
+        child = self._ready(self._spare or self._fork())
+        self._spare = child
+        assert child.info is not None
+        return child.info
+
+    @property
+    def info(self) -> SandboxInfo | None:
+        """What the last sandbox to start reported when it became ready."""
+        return self._info
+
+    def close(self) -> None:
+        """Stop the spare sandbox and the zygote."""
+        spare, self._spare = self._spare, None
+        if spare is not None:
+            self._retire(spare)
+        if self._zygote is not None:
+            self._zygote.close()
+            self._zygote = None
+        if self._tmp is not None:
+            self._tmp.cleanup()
+            self._tmp = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _ensure_zygote(self) -> ZygoteClient:
+        if self._zygote is None or not self._zygote.alive():
+            if self._zygote is not None:
+                self._zygote.close()
+            try:
+                self._zygote = ZygoteClient(
+                    self.spec.backend,
+                    self.spec.device_kind,
+                    self.spec.preload,
+                    start_timeout_s=self.spec.start_timeout_s,
+                    env_over=self.spec.env,
+                )
+            except ZygoteError as e:
+                raise SandboxStartError(str(e)) from None
+        return self._zygote
+
+    def _fork(self) -> _Child:
+        """A new sandbox process, starting (not yet ready)."""
+        zygote = self._ensure_zygote()
+        ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.stats.started += 1
+        n = self.stats.started
+        log = self._workdir / f"sandbox-{n}.log"
+        folder = self._workdir / f"task-{n}"
+        params = {"backend": self.spec.backend, "device_kind": self.spec.device_kind, "folder": str(folder)}
+        try:
+            pid = zygote.fork(theirs.fileno(), str(log), params)
+        except ZygoteError as e:
+            ours.close()
+            raise SandboxStartError(str(e)) from None
+        finally:
+            theirs.close()
+        return _Child(pid=pid, conn=Connection(ours.detach()), log=log, folder=folder)
+
+    def _start(self, child: _Child) -> None:
+        """Tell ``child`` to make its device ready (it does nothing on the GPU before)."""
+        if child.started:
+            return
+        child.started = True
+        with contextlib.suppress(OSError):  # it died: _ready reports it
+            child.conn.send(("start",))
+
+    def _ready(self, child: _Child) -> _Child:
+        """``child`` once it said it is ready (started, and waited for here);
+        ``SandboxStartError`` if it does not in time."""
+        if child.info is not None:
+            return child
+        t0 = time.monotonic()
+        self._start(child)
+        msg: Any = None
+        if child.conn.poll(self.spec.start_timeout_s):
+            try:
+                msg = child.conn.recv()
+            except (EOFError, OSError):
+                msg = None
+        if not (isinstance(msg, tuple) and msg and msg[0] == "ready"):
+            zygote = self._ensure_zygote()
+            state = zygote.wait(child.pid, 2.0 if msg is None else 0.0)  # it may be exiting still
+            if state.running:
+                state = zygote.kill(child.pid)
+            child.conn.close()
+            tail = output_tail(child.log, 0, 8192)
+            self._clean(child)
+            why = "did not report ready in time" if state.running else state.describe()
+            raise SandboxStartError(
+                f"the sandbox process (backend {self.spec.backend!r}, device {self.spec.device_kind}) "
+                f"failed to start: {why}\n{tail}"
+            )
+        child.info = msg[1]
+        self._info = child.info
+        self.stats.start_seconds.append(time.monotonic() - t0)
+        return child
+
+    def _take(self) -> _Child:
+        """The process for the next task: the spare, else a new one; ready."""
+        child, self._spare = self._spare, None
+        return self._ready(child or self._fork())
+
+    def _prefork(self) -> None:
+        """Fork the next task's process now, while this one runs (when the spec says so). On a
+        CPU it starts at once; on a GPU once this task's timed calls are over (``timed``)."""
+        if not self.spec.prefork or self._spare is not None:
+            return
+        try:
+            self._spare = self._fork()
+        except SandboxStartError:
+            self._spare = None  # the next task tries again and reports it
+            return
+        if self.spec.device_kind != "cuda":
+            self._start(self._spare)
+
+    def _retire(self, child: _Child) -> ExitState | None:
+        """Kill and reap a task's process (its task is done), and remove its folder and log."""
+        child.conn.close()
+        state: ExitState | None = None
+        if self._zygote is not None and self._zygote.alive():
+            try:
+                state = self._zygote.kill(child.pid)
+            except ZygoteError:
+                kill_group(child.pid)
+        else:
+            kill_group(child.pid)  # its parent is gone: nobody else will
+        self._clean(child)
+        return state
+
+    def _clean(self, child: _Child) -> None:
+        shutil.rmtree(child.folder, ignore_errors=True)
+        with contextlib.suppress(OSError):
+            child.log.unlink()
+
+    def _parent_gone(self, child: _Child | None = None) -> str | None:
+        """Why the current sandbox has no parent any more (the zygote died), or ``None``.
+
+        With ``child`` (its trace just arrived), the zygote is also asked to wait for it: a
+        zygote a solution sent a kill to cannot answer (a killed process runs none of its own
+        code again), though on a loaded host it may not be reaped yet."""
+        zygote = self._zygote
+        if zygote is None:
+            return None
+        if child is not None and zygote.alive():
+            try:
+                zygote.wait(child.pid, 0.0)  # a question it answers at once
+                return None  # it answered: nothing happened to it
+            except ZygoteError:
+                zygote.wait_dead(10.0)  # dying: reaped, for how it ended
+        if zygote.alive():
+            return None
+        zygote.close()
+        return (
+            f"the sandbox's parent process {zygote.pid} (the zygote that forks sandboxes) "
+            f"{zygote.exit_state().describe()} while this task ran"
+        )
+
+    # -- running tasks --------------------------------------------------------------------
+
+    def run(self, task: Task, *, attempt: int = 0) -> Trace:
+        """Evaluate ``task`` in a fresh sandbox; always returns exactly one trace.
+
+        Raises:
+            SandboxStartError: when no sandbox can be started (not a kernel's fault).
+        """
+        return self.run_batch([Envelope.of(task, attempt)])[0].trace(task)
+
+    def run_batch(self, envs: list[Envelope]) -> list[Done]:
+        """Run several tasks, one after the other, each in a fresh process; one result each,
+        in order.
+
+        The supervisor passes tasks and traces through without unpickling or parsing them
+        (the receiver stamps them, see :meth:`Done.trace`), so a healthy evaluation costs it
+        no model work at all. While a task runs, the next task's process starts.
+        """
+        out: list[Done] = []
+        for env in envs:
+            child = self._take()
+            try:
+                child.conn.send(("eval", env.blob, env.records))
+            except OSError:
+                pass  # it died before its task: the receive below sees the end and reports it
+            self._prefork()
+            try:
+                out.append(self._await(child, env))
+            finally:
+                self._retire(child)
+        return out
+
+    def _await(self, child: _Child, env: Envelope) -> Done:
+        """Wait for ``env``'s trace from ``child`` under its deadlines; always one result."""
+        self.stats.tasks += 1
+        stamp = self.stamp.model_copy(
+            update={"worker_pid": child.pid, "started_at": now_iso(), "attempt": env.attempt}
+        )
+        assert child.info is not None
+        if child.info.phases:
+            phase, budget = "reference", env.run_s
+        else:
+            phase, budget = "evaluation", env.compile_s + env.run_s
+        deadline = time.monotonic() + budget
+        while True:
+            try:
+                msg, state = self._receive(child, deadline)
+            except ZygoteError:
+                state = ExitState(running=False)
+            # Whatever the sandbox did or said, a dead parent means the task broke out of it.
+            if state is not None:
+                gone = self._parent_gone()
+            elif msg and msg[0] == "trace":
+                gone = self._parent_gone(child)
+            else:
+                gone = None
+            if gone is not None:
+                return self._orphaned(env.task(), stamp, child, gone)
+            if state is not None:
+                return self._died(env.task(), stamp, child, state, phase)
+            if msg is None:
+                return self._timed_out(env.task(), stamp, child, phase, budget)
+            kind = msg[0]
+            if kind == "phase" and msg[1] == "timed":
+                if self._spare is not None:  # nothing of this task is timed any more
+                    self._start(self._spare)
+                continue
+            if kind == "phase" and msg[1] in ("build", "run"):
+                phase = msg[1]
+                budget = env.compile_s if phase == "build" else env.run_s
+                deadline = time.monotonic() + budget
+                continue
+            if kind == "trace":
+                payload, broken, started, finished = msg[1], msg[2], msg[3], msg[4]
+                if broken:
+                    self.stats.replaced_broken += 1
+                done = stamp.model_copy(
+                    update={"started_at": now_iso(started), "finished_at": now_iso(finished)}
+                )
+                return Done(bytes(payload), done)
+            if kind == "error":
+                log = f"the engine raised instead of returning a trace:\n{msg[1]}"
+                return self._failure(env.task(), Status.RUNTIME_ERROR, log, stamp, phase)
+
+    def _receive(self, child: _Child, deadline: float) -> tuple[Any, ExitState | None]:
+        """Next message, or ``(None, state)`` if the sandbox died, ``(None, None)`` at the deadline."""
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None, None
+            try:
+                if child.conn.poll(min(left, _POLL_SLICE_S)):
+                    return child.conn.recv(), None
+            except (EOFError, OSError):
+                return None, self._reap(child, socket_closed=True)
+            # No message yet: a process that died while a grandchild holds its socket open
+            # never shows EOF, so ask the zygote.
+            if self._zygote is not None and not self._zygote.wait(child.pid, 0).running:
+                return None, self._reap(child)
+
+    def _reap(self, child: _Child, *, socket_closed: bool = False) -> ExitState:
+        assert self._zygote is not None
+        state = self._zygote.wait(child.pid, 2.0)
+        if state.running:  # closed its socket but lives on: not ours to trust any more
+            state = self._zygote.kill(child.pid)
+            # A process that dies (a crash) closes its socket by dying; one still alive 2 s
+            # after its socket closed closed it itself (its own exit, code LOST_CONNECTION,
+            # can be that late on a loaded host): say so rather than only "killed".
+            if socket_closed:
+                state = dataclasses.replace(state, socket_closed=True)
+        return state
+
+    def _failure(self, task: Task, status: Status, log: str, stamp: Provenance, phase: str) -> Done:
+        """The result for a task the sandbox could not finish: a trace written here (before the
+        solution's build began, ``phase`` ``reference``, the reference's failure)."""
+        info = self._info
+        done = stamp.model_copy(update={"finished_at": now_iso()})
+        device_name, libs = (info.device_name, info.libs) if info else (None, None)
+        trace = failure_trace(task, status, log, done, device_name=device_name, libs=libs, phase=phase)
+        return Done(trace.to_json().encode(), done)
+
+    def _died(self, task: Task, stamp: Provenance, child: _Child, state: ExitState, phase: str) -> Done:
+        self.stats.crashes += 1
+        tail = output_tail(child.log, 0, task.settings.log_limit_bytes)
+        return self._failure(
+            task, Status.RUNTIME_ERROR, crash_log(child.pid, state, phase, tail), stamp, phase
+        )
+
+    def _orphaned(self, task: Task, stamp: Provenance, child: _Child, why: str) -> Done:
+        """The task's sandbox lost its parent: the task is blamed (nothing else ran there), the
+        sandbox killed (by ``run_batch``), and the next task gets a new zygote and sandbox."""
+        self.stats.crashes += 1
+        spare, self._spare = self._spare, None
+        if spare is not None:  # forked by the zygote that died: no parent to report to
+            self._retire(spare)
+        tail = output_tail(child.log, 0, task.settings.log_limit_bytes)
+        return self._failure(task, Status.RUNTIME_ERROR, orphan_log(child.pid, why, tail), stamp, "run")
+
+    def _timed_out(self, task: Task, stamp: Provenance, child: _Child, phase: str, budget: float) -> Done:
+        self.stats.timeouts += 1
+        dump_stacks(child.pid, child.log)
+        if self._zygote is not None and self._zygote.alive():
+            with contextlib.suppress(ZygoteError):
+                self._zygote.kill(child.pid)
+        tail = output_tail(child.log, 0, task.settings.log_limit_bytes)
+        return self._failure(task, Status.TIMEOUT, timeout_log(child.pid, phase, budget, tail), stamp, phase)

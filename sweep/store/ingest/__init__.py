@@ -1,0 +1,76 @@
+"""Files into the store: JSONL logs and export folders read as bounded regular files, split into
+chunks, parsed in a pool of processes, lines already stored counted present."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sweep._lazy import face
+
+if TYPE_CHECKING:
+    from sweep.store.ingest._ingest import (
+        BATCH_ROWS as BATCH_ROWS,
+        ingest_into as ingest_into,
+        IngestJob as IngestJob,
+        IngestReport as IngestReport,
+    )
+    from sweep.store.ingest._ingest_pool import (
+        auto_workers as auto_workers,
+        parse_in_order as parse_in_order,
+        read_frame as read_frame,
+        write_frame as write_frame,
+    )
+    from sweep.store.ingest._jsonl_chunks import (
+        CHUNK_BYTES as CHUNK_BYTES,
+        LogEnd as LogEnd,
+        split_log as split_log,
+    )
+    from sweep.store.ingest._trace_files import (
+        file_problem as file_problem,
+        head_hash as head_hash,
+        is_json as is_json,
+        log_files as log_files,
+        LogReader as LogReader,
+        MAX_LINE_BYTES as MAX_LINE_BYTES,
+    )
+
+#: Each public name of this wing and the module that defines it.
+_WHERE = {
+    "auto_workers": "_ingest_pool",
+    "BATCH_ROWS": "_ingest",
+    "CHUNK_BYTES": "_jsonl_chunks",
+    "file_problem": "_trace_files",
+    "head_hash": "_trace_files",
+    "ingest_into": "_ingest",
+    "IngestJob": "_ingest",
+    "IngestReport": "_ingest",
+    "is_json": "_trace_files",
+    "log_files": "_trace_files",
+    "LogEnd": "_jsonl_chunks",
+    "LogReader": "_trace_files",
+    "MAX_LINE_BYTES": "_trace_files",
+    "parse_in_order": "_ingest_pool",
+    "read_frame": "_ingest_pool",
+    "split_log": "_jsonl_chunks",
+    "write_frame": "_ingest_pool",
+}
+__all__ = [
+    "BATCH_ROWS",
+    "CHUNK_BYTES",
+    "IngestJob",
+    "IngestReport",
+    "LogEnd",
+    "LogReader",
+    "MAX_LINE_BYTES",
+    "auto_workers",
+    "file_problem",
+    "head_hash",
+    "ingest_into",
+    "is_json",
+    "log_files",
+    "parse_in_order",
+    "read_frame",
+    "split_log",
+    "write_frame",
+]
+__getattr__ = face(__name__, _WHERE)

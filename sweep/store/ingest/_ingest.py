@@ -1,0 +1,350 @@
+"""Ingest: trace files, folders and Parquet exports into a store, idempotently.
+
+Every record is parsed with the schema models, checked for what the store needs
+(:mod:`sweep.store.db._checks`), batched, and inserted as Arrow tables (one statement per table
+per batch). A record that breaks a rule is skipped with a warning naming the file, line,
+field and value. Traces already stored (same key) are counted, not added, so ingesting the
+same file twice adds nothing. Parquet exports are held to the same rules, row by row, and
+stored whole or not at all (:mod:`sweep.store.ingest._ingest_export`).
+
+JSONL logs are read in chunks of whole lines (:mod:`sweep.store.ingest._jsonl_chunks`), parsed by
+worker processes when there is much to read (:mod:`sweep.store.ingest._ingest_pool`) except for
+lines that are stored traces already (:mod:`sweep.store.ingest._present_lines`), and inserted
+here in the order of the lines, so what is stored, counted and warned about is the same
+whichever process parsed a line; memory holds a few chunks and one batch, whatever the size
+of the logs.
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pydantic
+import pydantic_core
+
+from sweep.errors import StoreError, ValidationError, reason
+from sweep.schema import Definition, Solution, Trace
+from sweep.schema.limits import FileRefused, read_bytes
+from sweep.store.db import describe_invalid
+from sweep.store.ingest._ingest_export import ingest_export
+from sweep.store.ingest._ingest_pool import auto_workers, parse_in_order
+from sweep.store.ingest._jsonl_chunks import CHUNK_BYTES, Chunk, LineSink, LogEnd, ParsedChunk, split_log
+from sweep.store.ingest._present_lines import mark_present
+from sweep.store.ingest._trace_files import (
+    MAX_LINE_BYTES,
+    MAX_RECORD_FILE_BYTES,
+    Source,
+    find_sources,
+    head_hash,
+    is_json,
+    parse_json_record,
+)
+from sweep.store.rows import AddCounts, LogMark, RowBatch, WritableStore
+
+__all__ = ["BATCH_ROWS", "IngestReport", "ingest", "ingest_into"]
+
+#: Traces per insert: DuckDB's row group. An insert of at least one row group is written
+#: straight to the file, compressed once; a smaller one goes through the write-ahead log and is
+#: compressed again at each checkpoint, which made 50,000-row inserts twice as costly per row.
+#: Each insert also looks every stored key up once, so fewer inserts cost less. Memory: about
+#: 1.5 KB of Arrow per trace, for this batch and the one being inserted.
+BATCH_ROWS = 122_880
+
+
+@dataclass
+class IngestReport:
+    """What an ingest read and added.
+
+    Attributes:
+        store: The store's name.
+        files: Trace files read (JSONL and JSON).
+        exports: Parquet export folders read.
+        traces_read: Evaluated traces found and accepted (a refused one counts in ``skipped``).
+        traces_added: Traces new to the store.
+        traces_present: Traces the store held already (same key), including repeats in the input.
+        workload_records: Workload-only records found (stored as workloads, not evaluations).
+        workloads_added: Workloads new to the store.
+        definitions_added: Definitions new or changed.
+        solutions_added: Solutions new or changed.
+        skipped: Lines or files that were not valid records, or records the store cannot hold.
+        warnings: One line per skipped record: file, line, field, value and what is wrong.
+    """
+
+    store: str
+    files: int = 0
+    exports: int = 0
+    traces_read: int = 0
+    traces_added: int = 0
+    traces_present: int = 0
+    workload_records: int = 0
+    workloads_added: int = 0
+    definitions_added: int = 0
+    solutions_added: int = 0
+    skipped: int = 0
+    warnings: list[str] = field(default_factory=list)
+
+    def _add(self, c: AddCounts) -> None:
+        self.traces_added += c.traces
+        self.traces_present += c.present
+        self.workloads_added += c.workloads
+        self.definitions_added += c.definitions
+        self.solutions_added += c.solutions
+
+
+class _Inserter:
+    """Inserts batches one at a time in a thread of its own, so the next batch is parsed while
+    DuckDB stores this one (DuckDB lets go of the GIL while it works). In order; an error is
+    raised at the next :meth:`submit` or :meth:`wait`, and nothing after it is inserted."""
+
+    def __init__(self, store: WritableStore, report: IngestReport) -> None:
+        self.store = store
+        self.report = report
+        self._thread: threading.Thread | None = None
+        self._result: list[AddCounts | BaseException] = []
+
+    def submit(self, batch: RowBatch, marks: list[LogMark]) -> None:
+        self.wait()
+        self._thread = threading.Thread(target=self._run, args=(batch, marks), name="sweep-ingest-insert")
+        self._thread.start()
+
+    def _run(self, batch: RowBatch, marks: list[LogMark]) -> None:
+        try:
+            self._result.append(self.store.add(batch, marks))
+        except BaseException as e:  # noqa: BLE001 - raised in the ingesting thread by wait()
+            self._result.append(e)
+
+    def wait(self) -> None:
+        """Wait for the insert in flight; raise what it raised."""
+        if self._thread is None:
+            return
+        self._thread.join()
+        self._thread = None
+        result = self._result.pop()
+        if isinstance(result, BaseException):
+            raise result
+        self.report._add(result)
+
+
+class IngestJob:
+    """One ingest's batches into a writable store: rows gathered, inserted every ``batch_rows``."""
+
+    def __init__(self, store: WritableStore, report: IngestReport, batch_rows: int) -> None:
+        self.store = store
+        self.report = report
+        self.batch_rows = batch_rows
+        self.batch = RowBatch()
+        self.marks: list[LogMark] = []
+        self.inserter = _Inserter(store, report)
+
+    def skip(self, where: str, why: str) -> None:
+        self.report.skipped += 1
+        self.report.warnings.append(f"{where}: {why}, skipped")
+
+    def full(self) -> bool:
+        """Whether the batch holds a whole insert of traces or of workloads."""
+        return max(self.batch.count("traces"), self.batch.count("workloads")) >= self.batch_rows
+
+    def flush(self, *, wait: bool = False) -> None:
+        """Hand the batch to the inserter; with ``wait``, return once it is stored."""
+        if len(self.batch) or self.marks:
+            self.inserter.submit(self.batch, self.marks)
+        self.batch = RowBatch()
+        self.marks = []
+        if wait:
+            self.inserter.wait()
+
+    def add(self, record: Definition | Solution | Trace, source: str, where: str) -> None:
+        """Add one parsed record, or skip it (with ``where`` and the reason) if the store
+        cannot hold it (:mod:`sweep.store.db._checks`)."""
+        try:
+            if isinstance(record, Definition):
+                self.batch.add_definition(record)
+            elif isinstance(record, Solution):
+                self.batch.add_solution(record)
+            else:
+                self.batch.add_trace(record, source=source)
+                if record.is_workload_only:
+                    self.report.workload_records += 1
+                else:
+                    self.report.traces_read += 1
+        except ValidationError as e:
+            self.skip(where, f"not a valid {type(record).__name__.lower()}: {e}")
+            return
+        if self.full():
+            self.flush()
+
+    def logs(self, paths: list[Path], workers: int | None, chunk_bytes: int) -> None:
+        """Read JSONL logs, in order, their chunks parsed by ``workers`` processes."""
+        if workers is None:
+            workers = auto_workers(sum(p.stat().st_size for p in paths), chunk_bytes)
+
+        def items() -> Iterator[Chunk | LogEnd]:
+            for path in paths:
+                yield from split_log(path, chunk_bytes)
+
+        with self.store.writing() as con:
+            marks = self.store.log_marks(con)
+        # Lines of what the store has of these logs: stored traces are found by hashing.
+        chunks: Iterable[Chunk | ParsedChunk | LogEnd] = (
+            mark_present(items(), marks, self.store.present_keys) if marks else items()
+        )
+        for item in parse_in_order(chunks, workers):
+            if isinstance(item, LogEnd):
+                self.log_end(item)
+            elif isinstance(item, ParsedChunk):
+                self.parsed(item)
+
+    def parsed(self, chunk: ParsedChunk) -> None:
+        """Take the rows, counts and warnings of a parsed chunk."""
+        self.batch.add_arrow("traces", chunk.traces, duplicates=chunk.duplicates)
+        self.batch.add_arrow("workloads", chunk.workloads)
+        self.report.traces_read += chunk.traces_read
+        self.report.workload_records += chunk.workload_records
+        self.report.skipped += len(chunk.warnings)
+        self.report.warnings.extend(chunk.warnings)
+        if self.full():
+            self.flush()
+
+    def log_end(self, end: LogEnd) -> None:
+        """Count the log, read a last line without its newline if it parses, and mark how
+        far the log is stored."""
+        self.report.files += 1
+        if end.overlong:
+            self.skip(
+                f"{end.path}:{end.lines + 1}",
+                f"a line longer than {MAX_LINE_BYTES:,} bytes (no trace is that long); it and the "
+                "rest of the file were not read",
+            )
+        if end.torn.strip():
+            where = f"{end.path}:{end.lines + 1}"
+            # A last line without its newline is a write cut short only if it does not parse
+            # (no prefix of a JSON object is one); a hand-written file may just lack the newline.
+            if is_json(end.torn):
+                sink = LineSink(self.batch)
+                sink.line(where, end.torn, end.source)
+                self.report.traces_read += sink.traces_read
+                self.report.workload_records += sink.workload_records
+                self.report.skipped += len(sink.warnings)
+                self.report.warnings.extend(sink.warnings)
+            else:
+                self.skip(where, "incomplete last line (a write cut short?)")
+        if end.end:
+            self.marks.append(LogMark(end.source, end.end, head_hash(end.path, end.end)))
+
+    def json(self, path: Path) -> None:
+        self.report.files += 1
+        try:
+            # pydantic's parser, as for JSONL lines: it refuses what Python's json module lets
+            # through and no store can hold (lone surrogates in strings).
+            raw = read_bytes(path, MAX_RECORD_FILE_BYTES)
+        except (OSError, FileRefused) as e:
+            self.skip(str(path), f"cannot read: {reason(e)}")
+            return
+        try:
+            data = pydantic_core.from_json(raw)
+        except ValueError as e:
+            self.skip(str(path), f"not valid JSON ({e})")
+            return
+        items = data if isinstance(data, list) else [data]
+        for i, obj in enumerate(items):
+            where = f"{path}[{i}]" if isinstance(data, list) else str(path)
+            try:
+                record = parse_json_record(obj)
+            except pydantic.ValidationError as e:
+                self.skip(where, describe_invalid(e, data=obj))
+                continue
+            except (TypeError, ValueError) as e:
+                self.skip(where, str(e))
+                continue
+            self.add(record, str(path.resolve()), where)
+
+    def export(self, folder: Path) -> None:
+        self.flush(wait=True)  # the export's own transaction comes after what was read before
+        self.report.exports += 1
+        self.report._add(ingest_export(self.store, folder, batch_rows=self.batch_rows))
+
+
+def ingest_into(
+    store: WritableStore,
+    paths: Sequence[Path],
+    *,
+    allow_empty: bool = False,
+    batch_rows: int = BATCH_ROWS,
+    workers: int | None = None,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> IngestReport:
+    """Ingest files and folders into an open store (see :func:`ingest`).
+
+    Args:
+        store: The store.
+        paths: Files or folders.
+        allow_empty: Return an empty report for paths with nothing to ingest, not an error.
+        batch_rows: Traces per insert.
+        workers: Processes that parse JSONL logs (default: one per usable CPU, one less past two, when the logs
+            are large, else none besides this one); 1 parses here.
+        chunk_bytes: Bytes of whole lines a worker parses at a time.
+    """
+    report = IngestReport(store=store.where)
+    if allow_empty:
+        paths = [p for p in paths if p.exists()]
+    left_out: list[str] = []
+    try:
+        sources: list[Source] = find_sources(list(paths), left_out)
+    except StoreError:
+        if allow_empty:
+            return report
+        raise
+    report.skipped += len(left_out)
+    report.warnings.extend(left_out)
+    job = IngestJob(store, report, batch_rows)
+    try:
+        # Consecutive logs go through one stream of chunks, so workers stay busy across files.
+        for is_log, group in itertools.groupby(sources, key=lambda src: src.kind == "jsonl"):
+            if is_log:
+                job.logs([src.path for src in group], workers, chunk_bytes)
+                continue
+            for src in group:
+                if src.kind == "json":
+                    job.json(src.path)
+                else:
+                    job.export(src.path)
+        job.flush(wait=True)
+    finally:
+        # Never leave an insert running past the return (or the error) of this call.
+        if job.inserter._thread is not None:
+            job.inserter._thread.join()
+    return report
+
+
+def ingest(
+    paths: Sequence[Path], store_path: Path, *, lock_timeout_s: float = 30.0, workers: int | None = None
+) -> IngestReport:
+    """Ingest trace files, folders and Parquet exports into a store file (created if missing).
+
+    Accepts JSONL logs (``sweep``'s own and FlashInfer-Bench's, workload-only lines included),
+    JSON files holding a trace, definition or solution (or a list of them), folders of those
+    (searched recursively; hidden entries skipped), and folders written by ``sweep export``.
+    Invalid lines are skipped with a warning that names file, line, field and value; a last
+    line without its newline is read when it parses (else it is a write cut short, skipped).
+
+    Args:
+        paths: Files or folders.
+        store_path: The DuckDB file.
+        lock_timeout_s: How long to wait for a running writer's batch.
+        workers: Processes that parse JSONL logs (default: one per usable CPU, one less past two, for large logs);
+            1 parses in this process. What is stored and reported is the same either way.
+
+    Raises:
+        StoreError: A path does not exist or holds nothing to ingest, the store is locked, or
+            a Parquet export breaks a rule (nothing of that export is stored; what earlier
+            paths added stays).
+    """
+    store = WritableStore(store_path, lock_timeout_s=lock_timeout_s)
+    try:
+        return ingest_into(store, paths, workers=workers)
+    finally:
+        store.close()

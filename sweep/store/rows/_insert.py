@@ -1,0 +1,215 @@
+"""The one batched insert every write goes through (a writer's batch, an ingest, a migration),
+and the progress of JSONL logs it records in the same transaction."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from sweep.store.db import add_new_traces, column_names, count, last_rowid, pair_key_sql, refresh_traces
+
+if TYPE_CHECKING:
+    import duckdb
+
+    from sweep.store.rows._row_batch import RowBatch
+
+__all__ = ["AddCounts", "LogMark", "insert_batch", "insert_relations", "new_traces_sql"]
+
+
+@dataclass(frozen=True)
+class LogMark:
+    """How far one JSONL log is known to be in the store.
+
+    Attributes:
+        path: The log, absolute.
+        offset: Bytes from the start of the file that are in the store (whole lines).
+        head_hash: Hash of the file's first bytes, to notice a file replaced by another.
+    """
+
+    path: str
+    offset: int
+    head_hash: str
+
+
+@dataclass
+class AddCounts:
+    """What one insert added (``present``: traces whose key was stored already)."""
+
+    traces: int = 0
+    present: int = 0
+    workloads: int = 0
+    definitions: int = 0
+    solutions: int = 0
+
+
+_FILLED = {
+    # column: (lookup alias, lookup column) used when the batch leaves it empty
+    "op_type": ("d", "op_type"),
+    "tags": ("d", "tags"),
+    "author": ("s", "author"),
+    "language": ("s", "language"),
+    "solution_hash": ("s", "solution_hash"),
+}
+
+
+def new_traces_sql(batch: str, *, traces: str, definitions: str, solutions: str) -> str:
+    """A SELECT of the batch's traces that are not stored yet, with the columns the batch
+    leaves empty filled from the definitions and solutions tables, and the derived columns
+    (``pair_key``) computed from the filled ones.
+
+    Args:
+        batch: Relation holding the new rows (the ``traces`` columns).
+        traces: The stored traces (for the key anti-join).
+        definitions: The definitions table.
+        solutions: The solutions table.
+    """
+    cols = []
+    filled = {c: f'coalesce(b."{c}", {alias}.{src})' for c, (alias, src) in _FILLED.items()}
+    for c in column_names("traces"):
+        if c in filled:
+            cols.append(f'{filled[c]} AS "{c}"')
+        elif c == "pair_key":
+            key = pair_key_sql(
+                "b.definition", filled["solution_hash"], "b.solution", "b.solution_params", "b.workload_uuid"
+            )
+            cols.append(f'{key} AS "{c}"')
+        else:
+            cols.append(f'b."{c}"')
+    return f"""SELECT {", ".join(cols)}
+FROM {batch} b
+LEFT JOIN {definitions} d ON d.name = b.definition
+LEFT JOIN (
+    SELECT definition, name, max(solution_hash) AS solution_hash,
+           arg_max(author, solution_hash) AS author, arg_max(language, solution_hash) AS language
+    FROM {solutions} GROUP BY definition, name
+) s ON s.definition = b.definition AND s.name = b.solution
+WHERE NOT EXISTS (SELECT 1 FROM {traces} t WHERE t.trace_key = b.trace_key)"""
+
+
+def insert_batch(
+    con: duckdb.DuckDBPyConnection,
+    batch: RowBatch,
+    marks: Sequence[LogMark] = (),
+    *,
+    transaction: bool = True,
+) -> AddCounts:
+    """Insert a batch of rows built in Python (see :func:`insert_relations`)."""
+    names = {t: f"_batch_{t}" for t in ("traces", "definitions", "solutions", "workloads") if batch.count(t)}
+    for table, name in names.items():
+        con.register(name, batch.arrow(table))
+    try:
+        counts = insert_relations(con, names, marks, transaction=transaction)
+    finally:
+        for name in names.values():
+            con.unregister(name)
+    counts.present += batch.duplicates
+    return counts
+
+
+def insert_relations(
+    con: duckdb.DuckDBPyConnection,
+    rels: Mapping[str, str],
+    marks: Sequence[LogMark] = (),
+    *,
+    transaction: bool = True,
+) -> AddCounts:
+    """Insert new rows in one transaction.
+
+    Traces are new by key, workloads by definition and uuid, definitions by name, solutions
+    by name and hash (a changed definition or solution record replaces the stored one). Older
+    traces then get columns that new definitions and solutions can fill, and ``marks`` record
+    how far JSONL logs are stored.
+
+    Args:
+        con: A read-write connection.
+        rels: Relation (table, view or registered Arrow table) holding each table's new rows,
+            with that table's columns, by table name.
+        marks: Log progress to record in the same transaction.
+        transaction: Run in a transaction of its own (False: the caller's).
+    """
+    counts = AddCounts()
+    if transaction:
+        con.execute("BEGIN")
+    try:
+        if "definitions" in rels:
+            b = rels["definitions"]
+            con.execute(
+                f"DELETE FROM definitions USING {b} b "
+                "WHERE definitions.name = b.name AND definitions.record::VARCHAR <> b.record::VARCHAR"
+            )
+            counts.definitions = count(
+                con,
+                f"INSERT INTO definitions SELECT * FROM {b} b "
+                "WHERE NOT EXISTS (SELECT 1 FROM definitions t WHERE t.name = b.name)",
+            )
+        if "solutions" in rels:
+            b = rels["solutions"]
+            con.execute(
+                f"DELETE FROM solutions USING {b} b WHERE solutions.name = b.name "
+                "AND solutions.solution_hash = b.solution_hash "
+                "AND solutions.record::VARCHAR <> b.record::VARCHAR"
+            )
+            counts.solutions = count(
+                con,
+                f"INSERT INTO solutions SELECT * FROM {b} b WHERE NOT EXISTS "
+                "(SELECT 1 FROM solutions t WHERE t.name = b.name "
+                "AND t.solution_hash = b.solution_hash)",
+            )
+        if "workloads" in rels:
+            b = rels["workloads"]
+            counts.workloads = count(
+                con,
+                f"INSERT INTO workloads SELECT * FROM {b} b WHERE NOT EXISTS "
+                "(SELECT 1 FROM workloads t WHERE t.definition = b.definition "
+                "AND t.uuid = b.uuid)",
+            )
+        if counts.definitions or counts.solutions:
+            _backfill(con)
+        if "traces" in rels:
+            b = rels["traces"]
+            cols = ", ".join(f'"{c}"' for c in column_names("traces"))
+            select = new_traces_sql(b, traces="traces", definitions="definitions", solutions="solutions")
+            after = last_rowid(con)
+            counts.traces = count(con, f"INSERT INTO traces ({cols}) {select}")
+            if counts.traces:
+                add_new_traces(con, after)
+            counts.present = count(con, f"SELECT count(*) FROM {b}") - counts.traces
+        for m in marks:
+            con.execute("DELETE FROM log_progress WHERE path = ?", [m.path])
+            con.execute("INSERT INTO log_progress VALUES (?, ?, ?)", [m.path, m.offset, m.head_hash])
+        if transaction:
+            con.execute("COMMIT")
+    except BaseException:
+        if transaction:
+            con.execute("ROLLBACK")
+        raise
+    return counts
+
+
+def _backfill(con: duckdb.DuckDBPyConnection) -> None:
+    """Fill op_type, tags, author, language and hash of stored traces that lacked them."""
+    changed = con.execute("""UPDATE traces SET op_type = d.op_type, tags = d.tags
+FROM definitions d WHERE traces.op_type IS NULL AND traces.definition = d.name
+RETURNING trace_key""").fetchall()
+    # The pair key is made of the solution hash: it changes with it.
+    new_hash = "coalesce(traces.solution_hash, s.solution_hash)"
+    key = pair_key_sql(
+        "traces.definition", new_hash, "traces.solution", "traces.solution_params", "traces.workload_uuid"
+    )
+    changed += con.execute(f"""UPDATE traces SET author = s.author, language = s.language,
+    solution_hash = {new_hash}, pair_key = {key}
+FROM (SELECT definition, name, max(solution_hash) AS solution_hash,
+             arg_max(author, solution_hash) AS author, arg_max(language, solution_hash) AS language
+      FROM solutions GROUP BY definition, name) s
+WHERE traces.author IS NULL AND traces.definition = s.definition AND traces.solution = s.name
+RETURNING trace_key""").fetchall()
+    if changed:
+        # cross_hardware's tables copy these columns, and a new hash moves a trace to another pair.
+        import pyarrow as pa
+
+        con.register("_changed_traces", pa.table({"trace_key": [k for (k,) in changed]}))
+        try:
+            refresh_traces(con, "_changed_traces")
+        finally:
+            con.unregister("_changed_traces")

@@ -1,0 +1,384 @@
+"""Records to rows: one builder, used by the writer, ingest, the JSONL fallback and migrations.
+
+Rows are gathered as tuples and leave as Arrow tables, so inserting 50,000 traces is one
+DuckDB statement, not 50,000. Rows built elsewhere (a worker process parsing part of a log,
+:mod:`sweep.store.ingest._jsonl_chunks`) join a batch as Arrow tables (:meth:`RowBatch.add_arrow`),
+deduplicated against it by the same keys, in the order they came.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING
+
+from sweep.schema import Definition, Solution, TimingStats, Trace, Workload
+from sweep.schema.hardware import record_name
+from sweep.schema.params import params_json
+from sweep.store.db import StoreContext, arrow_schema, check_definition, check_trace, check_workload_axes
+from sweep.store.rows._arrow_rows import rows_to_arrow
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+
+__all__ = ["Known", "RowBatch", "parse_timestamp", "trace_key", "trace_keys"]
+
+_EMPTY = StoreContext()
+
+
+#: Hex digits of SHA-256 kept in a trace key (128 bits).
+_KEY_CHARS = 32
+
+
+def trace_key(record: str | bytes) -> str:
+    """The deterministic key of a trace: a hash of its serialized record.
+
+    ``record`` is ``Trace.to_json()`` (or its UTF-8 bytes, ``Trace.to_json_bytes()``), which
+    is stable under a read and write, so a trace written by the sweep and the same line read
+    back from its JSONL log get the same key.
+    """
+    data = record.encode() if isinstance(record, str) else record
+    return hashlib.sha256(data).hexdigest()[:_KEY_CHARS]
+
+
+def trace_keys(records: list[bytes]) -> list[str]:
+    """:func:`trace_key` of each record, without a Python call per record."""
+    sha = hashlib.sha256
+    return [sha(r).hexdigest()[:_KEY_CHARS] for r in records]
+
+
+def parse_timestamp(text: str | None) -> datetime | None:
+    """An ISO 8601 timestamp as an aware datetime; a time without a zone is taken as UTC."""
+    if not text:
+        return None
+    try:
+        ts = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return ts if ts.tzinfo is not None else ts.replace(tzinfo=timezone.utc)
+
+
+@dataclass(frozen=True)
+class Known:
+    """Column values known from elsewhere (an older store), used where the record says nothing."""
+
+    op_type: str | None = None
+    tags: list[str] | None = None
+    author: str | None = None
+    language: str | None = None
+    solution_hash: str | None = None
+    sweep: str | None = None
+    run_id: str | None = None
+    config_hash: str | None = None
+    settings_hash: str | None = None
+    source: str | None = None
+
+
+_NO_KNOWN = Known()
+
+
+_NO_TIMING = (None,) * 7
+
+
+def _timing(t: TimingStats | None) -> tuple[object, ...]:
+    """clock, iterations, p10, p50, p90, mean, cv (the order of the ``*_timing_*`` columns)."""
+    if t is None:
+        return _NO_TIMING
+    return (t.clock, t.iterations, t.p10_ms, t.p50_ms, t.p90_ms, t.mean_ms, t.cv)
+
+
+@functools.lru_cache(maxsize=256)
+def _hardware(raw: str) -> str:
+    return record_name(raw)
+
+
+class RowBatch:
+    """Rows for every table, deduplicated by key within the batch.
+
+    Args:
+        now: The ingest time of the batch's traces (default: when the batch was made).
+    """
+
+    def __init__(self, now: datetime | None = None) -> None:
+        # One tuple per row, in the table's column order; transposed once in :meth:`arrow`.
+        self._rows: dict[str, list[tuple[object, ...]]] = {t: [] for t in _TABLES}
+        # Rows already in Arrow form (:meth:`add_arrow`, and rows frozen before them), in order.
+        self._parts: dict[str, list[pa.Table]] = {t: [] for t in _TABLES}
+        self._part_rows: dict[str, int] = dict.fromkeys(_TABLES, 0)
+        self._trace_keys: set[str] = set()
+        self._workload_keys: set[tuple[str, str]] = set()
+        self._definition_keys: set[str] = set()
+        self._solution_keys: set[tuple[str, str]] = set()
+        self._now = now or datetime.now(timezone.utc)
+        self.duplicates = 0
+
+    def __len__(self) -> int:
+        return sum(self.count(t) for t in _TABLES)
+
+    def count(self, table: str) -> int:
+        """Rows gathered for ``table``."""
+        return len(self._rows[table]) + self._part_rows[table]
+
+    def has_trace(self, key: str) -> bool:
+        """Whether the batch holds the trace of this key."""
+        return key in self._trace_keys
+
+    def add_trace(
+        self,
+        trace: Trace,
+        *,
+        record: str | None = None,
+        context: StoreContext | None = None,
+        source: str = "",
+        known: Known = _NO_KNOWN,
+        now: datetime | None = None,
+        line: tuple[bytes, str] | None = None,
+    ) -> str | None:
+        """Add one trace; a workload-only record goes to ``workloads`` instead.
+
+        Args:
+            trace: The record.
+            record: ``trace.to_json()`` when the caller has it already.
+            context: Fills op_type, tags, author, language and solution hash.
+            source: Where the trace came from (a file, or ``writer:<run id>``).
+            known: Values for columns the record and context leave empty.
+            now: The ingest time (default: the batch's).
+            line: The line the trace was read from (without its newline) and its
+                :func:`trace_key`: the key, if the line is the canonical record.
+
+        Returns:
+            The trace key, or ``None`` for a workload-only record or a key already in the batch.
+
+        Raises:
+            ValidationError: The store cannot hold the trace (:func:`~sweep.store.db._checks.check_trace`);
+                nothing of it was added.
+        """
+        check_trace(trace)
+        self.add_workload(trace.definition, trace.workload)
+        ev = trace.evaluation
+        if ev is None:
+            return None
+        # Bytes from here on: hashed as they are, and turned into the Arrow column without a
+        # round trip through Python str (the record is most of a row's bytes).
+        data = record.encode() if record is not None else trace.to_json_bytes()
+        key = line[1] if line is not None and line[0] == data else trace_key(data)
+        if key in self._trace_keys:
+            self.duplicates += 1
+            return None
+        self._trace_keys.add(key)
+        ctx = context or _EMPTY
+        defn = ctx.definitions.get(trace.definition)
+        sol = ctx.solution_for(trace.definition, trace.solution)
+        prov = trace.provenance
+        corr, perf, env, clocks = ev.correctness, ev.performance, ev.environment, ev.clocks
+        timing, ref_timing = ev.timing, ev.reference_timing
+        extra = corr.extra if corr is not None else None
+        # Keep in the order of _schema._TRACES (arrow() checks the count).
+        self._rows["traces"].append(
+            (
+                key,
+                trace.definition,
+                trace.solution,
+                trace.workload.uuid,
+                list(trace.workload.axes.items()),
+                ev.status._value_,  # the enum's value, without Enum.value's descriptor
+                corr.max_absolute_error if corr else None,
+                corr.max_relative_error if corr else None,
+                json.dumps(extra) if extra is not None else None,
+                perf.latency_ms if perf else None,
+                perf.reference_latency_ms if perf else None,
+                perf.speedup_factor if perf else None,
+                _hardware(env.hardware),
+                env.hardware,
+                env.device_name,
+                list(env.libs.items()),
+                parse_timestamp(ev.timestamp),
+                ev.log,
+                ev.seed,
+                *_timing(timing),
+                *_timing(ref_timing),
+                clocks.sm_clock_mhz_before if clocks else None,
+                clocks.sm_clock_mhz_after if clocks else None,
+                clocks.sm_clock_mhz_max if clocks else None,
+                list(clocks.throttle_reasons_before) if clocks else None,
+                list(clocks.throttle_reasons_after) if clocks else None,
+                defn.op_type if defn else known.op_type,
+                list(defn.tags) if defn else known.tags,
+                sol.author if sol else known.author,
+                sol.spec.language.value if sol else known.language,
+                (prov.solution_hash if prov and prov.solution_hash else None)
+                or (sol.content_hash if sol else known.solution_hash),
+                (prov.sweep if prov else None) or known.sweep,
+                (prov.run_id if prov else None) or known.run_id,
+                prov.task_id if prov else None,
+                (prov.config_hash if prov else None) or known.config_hash,
+                (prov.settings_hash if prov else None) or known.settings_hash,
+                prov.node_id if prov else None,
+                prov.gpu_id if prov else None,
+                prov.worker_pid if prov else None,
+                prov.attempt if prov else None,
+                parse_timestamp(prov.started_at) if prov else None,
+                parse_timestamp(prov.finished_at) if prov else None,
+                data,
+                known.source or source,
+                now or self._now,
+                # Schema version 3 (_schema.V3_TRACE_COLUMNS).
+                perf.work_flops if perf else None,
+                perf.work_bytes if perf else None,
+                perf.work_source if perf else None,
+                perf.tflops if perf else None,
+                perf.gbps if perf else None,
+                perf.peak_fraction if perf else None,
+                perf.floor_ms if perf else None,
+                list(ev.flags or ()),
+                timing.timer if timing else None,
+                timing.rel_error if timing else None,
+                timing.target_met if timing else None,
+                ref_timing.timer if ref_timing else None,
+                clocks.throttled if clocks else None,
+                # Schema version 5 (_schema.V5_TRACE_COLUMNS).
+                params_json(trace.solution_params) if trace.solution_params is not None else None,
+            )
+        )
+        return key
+
+    def add_workload(self, definition: str, workload: Workload) -> None:
+        """Add a workload of ``definition`` (once per uuid).
+
+        Raises:
+            ValidationError: An axis is not a size the store can hold.
+        """
+        key = (definition, workload.uuid)
+        if key in self._workload_keys:
+            return
+        check_workload_axes(workload.axes)
+        self._workload_keys.add(key)
+        self._rows["workloads"].append(
+            (definition, workload.uuid, list(workload.axes.items()), workload.to_json())
+        )
+
+    def add_definition(self, defn: Definition) -> None:
+        """Add a definition (once per name).
+
+        Raises:
+            ValidationError: A constant axis does not fit in 64 bits.
+        """
+        if defn.name in self._definition_keys:
+            return
+        check_definition(defn)
+        self._definition_keys.add(defn.name)
+        self._rows["definitions"].append(
+            (
+                defn.name,
+                defn.op_type,
+                list(defn.tags),
+                defn.description,
+                defn.var_axes(),
+                list(defn.const_axes().items()),
+                defn.to_json(),
+            )
+        )
+
+    def add_solution(self, sol: Solution) -> None:
+        """Add a solution (once per name and content hash)."""
+        key = (sol.name, sol.content_hash)
+        if key in self._solution_keys:
+            return
+        self._solution_keys.add(key)
+        self._rows["solutions"].append(
+            (
+                sol.name,
+                sol.definition,
+                sol.author,
+                sol.spec.language.value,
+                list(sol.spec.target_hardware),
+                sol.spec.entry_point,
+                sol.content_hash,
+                sol.description,
+                sol.to_json(),
+            )
+        )
+
+    def add_context(self, context: StoreContext) -> None:
+        """Add every record of a context."""
+        for d in context.definitions.values():
+            self.add_definition(d)
+        for s in context.solutions.values():
+            self.add_solution(s)
+        for dname, wls in context.workloads.items():
+            for w in wls:
+                self.add_workload(dname, w)
+
+    def add_arrow(self, table: str, rows: pa.Table, *, duplicates: int = 0) -> None:
+        """Add rows of ``traces`` or ``workloads`` built by another batch (:meth:`arrow`),
+        leaving out those whose key this batch holds already (counted in :attr:`duplicates`
+        for traces, as :meth:`add_trace` counts them).
+
+        Args:
+            table: ``"traces"`` or ``"workloads"``.
+            rows: The rows, with the table's Arrow schema.
+            duplicates: Repeats the other batch left out already, added to :attr:`duplicates`.
+
+        Raises:
+            ValueError: Another table, or rows of another schema.
+        """
+        import pyarrow as pa
+
+        if table not in ("traces", "workloads"):
+            raise ValueError(f"add_arrow: rows of {table!r}; only traces and workloads come built")
+        if rows.schema != arrow_schema(table):
+            raise ValueError(f"add_arrow: the rows of {table} do not have its Arrow schema")
+        self.duplicates += duplicates
+        if table == "traces":
+            keys: list[object] = rows.column("trace_key").to_pylist()
+            seen: set[object] = self._trace_keys  # type: ignore[assignment]
+        else:
+            keys = list(zip(rows.column("definition").to_pylist(), rows.column("uuid").to_pylist()))
+            seen = self._workload_keys  # type: ignore[assignment]
+        # Usually no key is in the batch and none repeats: then set operations in C, not a
+        # Python step per row.
+        dropped, before = 0, len(seen)
+        if seen.isdisjoint(keys):
+            seen.update(keys)
+            if len(seen) - before != len(keys):  # repeats among the rows: row by row
+                seen.difference_update(keys)
+        if len(seen) == before:
+            keep = [k not in seen and not seen.add(k) for k in keys]  # type: ignore[func-returns-value]
+            dropped = len(keep) - sum(keep)
+        if dropped:
+            rows = rows.filter(pa.array(keep, type=pa.bool_()))
+            if table == "traces":
+                self.duplicates += dropped
+        if not rows.num_rows:
+            return
+        self._freeze(table)  # rows built here before these stay before them
+        self._parts[table].append(rows)
+        self._part_rows[table] += rows.num_rows
+
+    def _freeze(self, table: str) -> None:
+        """Turn the rows built so far into an Arrow part, keeping their place in the order."""
+        rows = self._rows[table]
+        if rows:
+            self._parts[table].append(rows_to_arrow(table, rows))
+            self._part_rows[table] += len(rows)
+            self._rows[table] = []
+
+    def arrow(self, table: str) -> pa.Table:
+        """The rows of ``table`` as an Arrow table with the store's column types, in the order
+        they were added."""
+        import pyarrow as pa
+
+        self._freeze(table)
+        parts = self._parts[table]
+        if not parts:
+            return rows_to_arrow(table, [])
+        if len(parts) > 1:
+            # One part again: later calls (and DuckDB's scan) read one chunked table.
+            self._parts[table] = [pa.concat_tables(parts)]
+        return self._parts[table][0]
+
+
+_TABLES = ("traces", "definitions", "solutions", "workloads")

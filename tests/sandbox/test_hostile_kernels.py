@@ -1,0 +1,230 @@
+"""Solutions that attack their own process, their parent, their process group: the offender
+gets one RUNTIME_ERROR trace naming what happened, the next task runs as if nothing had."""
+
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from sweep.sandbox import Sandbox, SandboxSpec
+from sweep.schema import Status, Trace
+
+from ..cluster.conftest import toy_tasks
+
+pytestmark = pytest.mark.hostile
+
+
+@pytest.fixture
+def engine() -> Iterator[Sandbox]:
+    spec = SandboxSpec(backend="sweep.engine", preload=("torch", "sweep.engine._evaluate"))
+    with Sandbox(spec) as sb:
+        yield sb
+
+
+def _run(sb: Sandbox, name: str, body: str) -> Trace:
+    # Deadlines far above what a toy task takes even on a loaded CI machine.
+    (task,) = toy_tasks([name], body=body, run_s=120, compile_s=120)
+    return sb.run(task)
+
+
+def _ok(sb: Sandbox) -> Trace:
+    trace = _run(sb, "innocent", "    y.copy_(x + 1)\n")
+    assert trace.evaluation is not None and trace.evaluation.status is Status.PASSED, trace.evaluation
+    return trace
+
+
+def _status(trace: Trace) -> tuple[Status, str]:
+    assert trace.evaluation is not None
+    return trace.evaluation.status, trace.evaluation.log
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().split(") ", 1)[1][0] != "Z"
+    except OSError:
+        return False
+
+
+def _gone_soon(pid: int, seconds: float = 10.0) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+KILL_PARENT = "    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    y.copy_(x + 1)\n"
+KILL_PARENT_GROUP = (
+    "    import os, signal\n    os.killpg(os.getpgid(os.getppid()), signal.SIGKILL)\n    y.copy_(x + 1)\n"
+)
+KILL_OWN_GROUP = "    import os, signal\n    os.killpg(os.getpgrp(), signal.SIGKILL)\n"
+
+
+@pytest.mark.parametrize("body", [KILL_PARENT, KILL_PARENT_GROUP], ids=["parent", "parent-group"])
+def test_killing_the_parent_fails_that_task_only(engine: Sandbox, body: str) -> None:
+    _ok(engine)
+    assert engine._zygote is not None
+    zygote = engine._zygote.pid
+    status, log = _status(_run(engine, "kills_parent", body))
+    assert status is Status.RUNTIME_ERROR
+    assert f"parent process {zygote}" in log and "killed by signal 9" in log, log
+    assert "must not signal processes other than its own" in log
+    after = _ok(engine)  # a new zygote, a new sandbox; the supervisor survived
+    assert engine._zygote is not None and engine._zygote.pid != zygote
+    assert after.provenance is not None
+
+
+def test_killing_its_own_process_group_kills_only_itself(engine: Sandbox) -> None:
+    _ok(engine)
+    assert engine._zygote is not None
+    zygote = engine._zygote.pid
+    status, log = _status(_run(engine, "kills_group", KILL_OWN_GROUP))
+    assert status is Status.RUNTIME_ERROR and "killed by signal 9 (SIGKILL)" in log, log
+    _ok(engine)
+    assert engine._zygote.pid == zygote  # the zygote was not in the group
+
+
+def test_children_left_behind_are_killed_with_double_forked_orphans(engine: Sandbox, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    body = (
+        "    import os, subprocess, time\n"
+        "    child = subprocess.Popen(['sleep', '600'])\n"
+        "    r, w = os.pipe()\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        "            os.write(w, str(os.getpid()).encode())\n"
+        "            time.sleep(600)\n"
+        "        os._exit(0)\n"
+        "    orphan = os.read(r, 32).decode()\n"
+        f"    open({str(pids)!r}, 'a').write(f'{{child.pid}} {{orphan}}\\n')\n"
+        "    y.copy_(x + 1)\n"
+    )
+    trace = _run(engine, "leaves_children", body)
+    status, log = _status(trace)
+    assert status is Status.PASSED, log  # what it computed is right; what it left is not kept
+    found = [int(p) for line in pids.read_text().splitlines() for p in line.split()]
+    assert found
+    _ok(engine)  # the zygote culls orphans when it next hears from the supervisor
+    for pid in found:
+        assert _gone_soon(pid), f"process {pid} left by the solution still runs"
+
+
+def test_closing_every_descriptor_fails_that_task_only(engine: Sandbox) -> None:
+    body = "    import os\n    os.closerange(3, 1 << 16)\n    y.copy_(x + 1)\n"
+    status, log = _status(_run(engine, "closes_fds", body))
+    assert status is Status.RUNTIME_ERROR, log
+    # it exits with code 75 once it finds its socket gone; on a loaded host that can take more
+    # than the 2 s the supervisor waits, and it is killed: the log says why either way
+    assert "exited with code 75" in log or "killed by signal 9" in log, log
+    assert "socket to the supervisor was closed" in log, log
+    _ok(engine)
+
+
+def test_exhausting_memory_fails_that_task_and_limits_do_not_outlive_it(engine: Sandbox) -> None:
+    body = (
+        "    import resource\n"
+        "    resource.setrlimit(resource.RLIMIT_AS, (1 << 31, resource.getrlimit(resource.RLIMIT_AS)[1]))\n"
+        "    hog = bytearray(1 << 32)\n"
+    )
+    status, log = _status(_run(engine, "hogs_memory", body))
+    assert status is Status.RUNTIME_ERROR and "MemoryError" in log, log
+    # The limit it set is lifted again: a task that needs the memory still gets it.
+    big = "    import torch\n    z = torch.ones(1 << 29, dtype=torch.uint8)\n    y.copy_(x + 1 + 0 * z[0])\n"
+    status, log = _status(_run(engine, "needs_memory", big))
+    assert status is Status.PASSED, log
+
+
+def test_a_hard_limit_it_lowers_for_good_does_not_reach_the_next_task(engine: Sandbox) -> None:
+    import resource
+
+    limit = resource.getrlimit(resource.RLIMIT_NOFILE)
+    body = (
+        "    import resource\n    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\n    y.copy_(x + 1)\n"
+    )
+    status, log = _status(_run(engine, "lowers_limit", body))
+    assert status is Status.PASSED, log
+    check = f"    import resource\n    assert resource.getrlimit(resource.RLIMIT_NOFILE) == {limit!r}\n    y.copy_(x + 1)\n"
+    status, log = _status(_run(engine, "checks_limit", check))
+    assert status is Status.PASSED, log
+
+
+def test_a_raised_nice_value_does_not_reach_the_next_task(engine: Sandbox) -> None:
+    status, log = _status(_run(engine, "renices", "    import os\n    os.nice(5)\n    y.copy_(x + 1)\n"))
+    assert status is Status.PASSED, log
+    check = f"    import os\n    assert os.nice(0) == {os.nice(0)}\n    y.copy_(x + 1)\n"
+    status, log = _status(_run(engine, "checks_nice", check))
+    assert status is Status.PASSED, log
+
+
+def test_a_thread_left_running_is_tampering_and_dies_with_its_process(engine: Sandbox) -> None:
+    body = (
+        "    import os, signal, threading, time\n"
+        "    def later():\n"
+        "        time.sleep(3)\n"
+        "        os.kill(os.getppid(), signal.SIGKILL)\n"
+        "    threading.Thread(target=later, daemon=True).start()\n"
+        "    y.copy_(x + 1)\n"
+    )
+    trace = _run(engine, "leaves_thread", body)
+    assert trace.evaluation is not None and trace.evaluation.status is Status.RUNTIME_ERROR
+    assert trace.evaluation.flags == ["tampered"] and "thread(s) running" in trace.evaluation.log
+    # The thread would kill the zygote during the next tasks: it died with its process.
+    for _ in range(3):
+        _ok(engine)
+        time.sleep(1.2)
+
+
+def test_signal_handlers_umask_and_environment_are_put_back(engine: Sandbox) -> None:
+    body = (
+        "    import os, signal\n"
+        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "    signal.signal(signal.SIGUSR1, signal.SIG_IGN)\n"
+        "    os.umask(0o777)\n"
+        "    os.environ['SWEEP_HOSTILE'] = '1'\n"
+        "    os.chdir('/')\n"
+        "    y.copy_(x + 1)\n"
+    )
+    assert _status(_run(engine, "changes_state", body))[0] is Status.PASSED
+    check = (
+        "    import os, signal\n"
+        "    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN\n"
+        "    assert signal.getsignal(signal.SIGUSR1) is not signal.SIG_IGN\n"
+        "    old = os.umask(0o022); os.umask(old)\n"
+        "    assert old != 0o777\n"
+        "    assert 'SWEEP_HOSTILE' not in os.environ\n"
+        "    y.copy_(x + 1)\n"
+    )
+    status, log = _status(_run(engine, "checks_state", check))
+    assert status is Status.PASSED, log
+
+
+def test_the_sandbox_leads_its_own_session_and_is_the_oom_killers_first_choice(engine: Sandbox) -> None:
+    check = (
+        "    import os\n"
+        "    assert os.getsid(0) == os.getpid() and os.getpgid(0) == os.getpid()\n"
+        "    assert open('/proc/self/oom_score_adj').read().strip() == '1000'\n"
+        "    y.copy_(x + 1)\n"
+    )
+    status, log = _status(_run(engine, "checks_session", check))
+    assert status is Status.PASSED, log
+
+
+def test_a_socket_closed_by_a_living_sandbox_is_named_even_when_it_is_killed() -> None:
+    # the race of the test above, decided both ways, without timing: the words depend on the
+    # state the supervisor saw, not on who ended the process
+    from sweep.sandbox._log import crash_log
+    from sweep.sandbox._zygote import ExitState
+
+    killed = crash_log(7, ExitState(running=False, signal=9, socket_closed=True), "run", "")
+    exited = crash_log(7, ExitState(running=False, code=75), "run", "")
+    crashed = crash_log(7, ExitState(running=False, signal=11), "run", "")
+    assert "killed by signal 9" in killed and "socket to the supervisor was closed" in killed
+    assert "exited with code 75" in exited and "socket to the supervisor was closed" in exited
+    assert "SIGSEGV" in crashed and "socket" not in crashed

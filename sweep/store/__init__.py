@@ -46,6 +46,14 @@ from sweep.store._profiles import save_profile_results
 from sweep.store._query import QueryResult, query
 from sweep.store._row_batch import RowBatch
 from sweep.store._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_NAMES, column_names
+from sweep.store._scores import (
+    DefinitionGain,
+    ModelProjection,
+    ScoreAtP,
+    SetProjection,
+    model_projection,
+    scores_at,
+)
 from sweep.store._store import Session, Store
 from sweep.store._store_context import StoreContext
 from sweep.store._sweep_state import StatusCount, sweep_state
@@ -62,17 +70,21 @@ __all__ = [
     "AddCounts",
     "CompareSummary",
     "Comparison",
+    "DefinitionGain",
     "EarlierRun",
     "ExportReport",
     "IngestReport",
     "KernelProfile",
+    "ModelProjection",
     "ProfileParseError",
     "QueryResult",
     "ResultsWriter",
     "RowBatch",
     "SanitizerFinding",
     "SanitizerReport",
+    "ScoreAtP",
     "Session",
+    "SetProjection",
     "SideInfo",
     "StatusCount",
     "Store",
@@ -89,11 +101,13 @@ __all__ = [
     "ingest",
     "load_calibrations",
     "log_path",
+    "model_projection",
     "parse_ncu_csv",
     "parse_sanitizer",
     "query",
     "save_calibration",
     "save_profile_results",
+    "scores_at",
     "sweep_state",
     "tuning_table",
     "write_output",

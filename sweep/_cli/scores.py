@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -145,3 +146,36 @@ def scores(
 
     rows = scores_at(store, parse_ps(p), results_dir=results_dir)
     echo(_json([asdict(r) for r in rows]) if as_json else render_scores(rows))
+
+
+@app.command()
+def reveal(
+    secret_file: Annotated[
+        Path,
+        typer.Option("--secret-file", help="The secret a launch was given (--secret-file), now revealed."),
+    ],
+    store: StoreFileOpt = DEFAULT_STORE_PATH,
+    results_dir: ResultsOpt = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the counts as JSON.")] = False,
+) -> None:
+    """Check that the stored secret runs used this secret (each trace's commitment).
+
+    Exit code 1 when a secret run's commitment is not this secret's.
+
+    Example: sweep reveal --secret-file secret.txt --store results/sweep.duckdb
+    """
+    from sweep.schema.secret import read_secret
+    from sweep.store import reveal as check
+
+    r = check(store, read_secret(secret_file), results_dir=results_dir)
+    if as_json:
+        echo(_json(asdict(r)))
+    else:
+        echo(f"verified {r.verified} of {r.secret_traces} secret traces against the secret")
+    if r.mismatched:
+        shown_rows = "; ".join(f"{d} workload {w} (trace {k})" for d, w, k in r.mismatched[:10])
+        more = f" and {len(r.mismatched) - 10} more" if len(r.mismatched) > 10 else ""
+        raise StoreError(
+            f"{len(r.mismatched)} secret traces were not run with this secret: {shown_rows}{more}; "
+            "they came from a launch with another secret, or their commitment was altered"
+        )

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING
 
 from sweep.engine._aten_ops import operator_problem, resolve_op, schema_mutations
 from sweep.engine._cache import EngineCache
+from sweep.engine._overloads import pick_overload
 
 if TYPE_CHECKING:
     from sweep.engine._profile import ProfiledCalls
@@ -55,6 +56,7 @@ __all__ = [
     "evaluate_pair",
     "gpu_problem",
     "operator_problem",
+    "pick_overload",
     "preload",
     "prepare_process",
     "profile_run",

@@ -53,9 +53,8 @@ def read_secret(path: str | Path) -> bytes:
 def _mac(secret: bytes, purpose: str, definition: str, workload_uuid: str) -> str:
     # HMAC keyed by the secret; the parts joined by a separator no part contains (0x1f is
     # refused in names and uuids), so two different tasks never share a message.
-    message = "\x1f".join(("kernel-sweep", purpose, definition, workload_uuid)).encode(
-        "utf-8", "surrogatepass"
-    )
+    text = f"kernel-sweep\x1f{purpose}\x1f{definition}\x1f{workload_uuid}"
+    message = text.encode("utf-8", "surrogatepass")
     return hmac.new(secret, message, hashlib.sha256).hexdigest()
 
 

@@ -44,6 +44,7 @@ from sweep.store._profile_parse import (
 )
 from sweep.store._profiles import save_profile_results
 from sweep.store._query import QueryResult, query
+from sweep.store._reveal import RevealReport, reveal
 from sweep.store._row_batch import RowBatch
 from sweep.store._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_NAMES, column_names
 from sweep.store._scores import (
@@ -79,6 +80,7 @@ __all__ = [
     "ProfileParseError",
     "QueryResult",
     "ResultsWriter",
+    "RevealReport",
     "RowBatch",
     "SanitizerFinding",
     "SanitizerReport",
@@ -105,6 +107,7 @@ __all__ = [
     "parse_ncu_csv",
     "parse_sanitizer",
     "query",
+    "reveal",
     "save_calibration",
     "save_profile_results",
     "scores_at",

@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from sweep.backendbench import import_torch_profile, parse_torch_profile
 from sweep.backendbench import _torch_profile as tp
+from sweep.backendbench import import_torch_profile, parse_torch_profile
 from sweep.errors import SweepError, TraceParseError
 
 pytestmark = pytest.mark.hostile

@@ -193,8 +193,8 @@ def parse_torch_profile(text: str, *, filename: str = "<string>") -> ProfileSumm
     """
     try:
         data = load_json(text)
-    except ValueError as e:
-        raise _fail(filename, "the file", f"is not JSON: {reason(e)}") from None
+    except ValueError as err:
+        raise _fail(filename, "the file", f"is not JSON: {reason(err)}") from None
     events = _events(data, filename)
     aten: list[tuple[int, Any, Any, float, float, str, dict[str, Any]]] = []
     for i, e in enumerate(events):

@@ -315,7 +315,9 @@ def test_the_map_names_only_what_exists() -> None:
     import re
 
     text = (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8")
-    cited = set(re.findall(r"`([\w./]+\.py)`", text)) | set(re.findall(r"`((?:sweep|bench|tests)/[\w./]*)`", text))
+    cited = set(re.findall(r"`([\w./]+\.py)`", text)) | set(
+        re.findall(r"`((?:sweep|bench|tests)/[\w./]*)`", text)
+    )
     names = {p.name for root in ("sweep", "bench", "tests") for p in (REPO / root).rglob("*.py")}
     missing = sorted(c for c in cited if not ((REPO / c).exists() if "/" in c else c in names))
     assert not missing, f"ARCHITECTURE.md cites what does not exist: {missing}"

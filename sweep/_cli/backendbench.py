@@ -118,3 +118,23 @@ def import_backendbench_kernels_cmd(
     from sweep.backendbench import import_kernels
 
     echo(render_kernel_import(import_kernels(kernel_dir, out, author=author)))
+
+
+@app.command("import-torch-profile")
+def import_torch_profile_cmd(
+    file: Annotated[
+        Path, typer.Argument(help="A chrome trace torch.profiler exported (record_shapes=True).")
+    ],
+    out: Annotated[Path, typer.Option("--out", help="Dataset root to write into.")],
+    ops: Annotated[
+        str | None, typer.Option("--ops", help="Comma-separated operators to import, by exact name.")
+    ] = None,
+) -> None:
+    """Import the ATen calls of a model's profiler trace as BackendBench workloads, each weighted
+    by how often the model made it (so 'sweep project' weighs time as the model spends it).
+
+    Example: sweep import-torch-profile model.trace.json --out data
+    """
+    from sweep.backendbench import import_torch_profile
+
+    echo(render_import(import_torch_profile(file, out, ops=split_ops(ops))))

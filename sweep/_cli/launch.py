@@ -195,6 +195,14 @@ def launch(
     seed: SeedOpt = None,
     limit_per_definition: LimitOpt = None,
     keep_workers: KeepWorkersOpt = None,
+    secret_file: Annotated[
+        Path | None,
+        typer.Option(
+            "--secret-file",
+            help="Hidden workloads: mix the secret in this file (16+ bytes) into every input seed. "
+            "The secret is written nowhere; each trace keeps a commitment ('sweep reveal' checks it).",
+        ),
+    ] = None,
 ) -> None:
     """Run every task of a sweep config not yet stored; one trace per task, stored as it arrives.
 
@@ -212,9 +220,14 @@ def launch(
     Example: ray job submit --working-dir . -- sweep launch configs/h100.yaml
 
     Example: sweep launch configs/h100.yaml --hardware all
+
+    Example: sweep launch configs/h100.yaml --secret-file ~/secret.txt
     """
     from sweep.launch.driver import LaunchOptions
     from sweep.launch.driver import launch as run_launch
+    from sweep.schema.secret import read_secret
+
+    secret = read_secret(secret_file) if secret_file is not None else None
 
     overrides = make_overrides(
         name=name,
@@ -227,7 +240,7 @@ def launch(
         limit_per_definition=limit_per_definition,
         keep_workers=keep_workers,
     )
-    options = LaunchOptions(overrides=overrides, force=force, quiet=quiet)
+    options = LaunchOptions(overrides=overrides, force=force, quiet=quiet, secret=secret)
     try:
         result = run_launch(config, options)
     except KeyboardInterrupt:

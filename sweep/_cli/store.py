@@ -171,6 +171,14 @@ def report(
     ] = None,
     top: Annotated[int, typer.Option("--top", min=1, help="Solutions per definition and hardware.")] = 10,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report's tables as JSON.")] = False,
+    uncovered: Annotated[
+        float | None,
+        typer.Option(
+            "--uncovered",
+            help="Fraction of end-to-end time outside the stored kernels, in [0, 1): the first "
+            "section's end-to-end speedup and its bound.",
+        ),
+    ] = None,
     compare_sides: Annotated[
         tuple[str, str] | None,
         typer.Option(
@@ -191,7 +199,7 @@ def report(
 
     if html is not None:
         check_output(html, store_path=store, results_dir=results_dir, flag="--html")
-    rep = build_report(store, results_dir=results_dir, top=top)
+    rep = build_report(store, results_dir=results_dir, top=top, uncovered=uncovered)
     if compare_sides is not None:
         from sweep._cli.compare import render_summary, rows_of
         from sweep.store import compare as run_compare

@@ -44,6 +44,7 @@ from sweep.engine._process import (
     start_process,
 )
 from sweep.engine.aten._aten_ops import operator_problem, resolve_op, schema_mutations
+from sweep.engine.aten._overloads import pick_overload
 from sweep.engine.run._cache import EngineCache
 
 __all__ = [
@@ -56,6 +57,7 @@ __all__ = [
     "evaluate_pair",
     "gpu_problem",
     "operator_problem",
+    "pick_overload",
     "preload",
     "prepare_process",
     "profile_run",

@@ -148,7 +148,9 @@ def evaluate(
         "environment": env,
         "timestamp": _now(),
         "log": clip_log(log, task.settings.log_limit_bytes),
-        "seed": run.seed,
+        # A secret run's seed would let anyone make its inputs again: its trace keeps the
+        # commitment (provenance) instead.
+        "seed": run.seed if task.secret_salt is None else None,
     }
     for name in ("correctness", "performance", "timing", "reference_timing", "clocks", "flags"):
         value = getattr(result, name)

@@ -73,6 +73,8 @@ class LaunchOptions:
         scheduler: Driver-loop knobs.
         progress: Where the progress line goes (stderr when ``None``).
         quiet: No progress output at all.
+        secret: Hidden workloads (``--secret-file``): every task a secret run
+            (:meth:`sweep.schema.task.Task.with_secret`); never printed, logged or stored.
     """
 
     overrides: ConfigOverrides | None = None
@@ -82,6 +84,7 @@ class LaunchOptions:
     scheduler: SchedulerOptions = field(default_factory=SchedulerOptions)
     progress: TextIO | None = None
     quiet: bool = False
+    secret: bytes | None = field(default=None, repr=False)
 
 
 @dataclass(frozen=True)
@@ -169,9 +172,13 @@ def portable_tasks(tasks: list[Task], cwd: Path) -> list[Task]:
     return out
 
 
-def _plans(selection: Selection, targets: Sequence[str]) -> list[Plan]:
-    """One plan per target, in order."""
-    return [build_plan(selection, t, unavailable=operator_check) for t in targets]
+def _plans(selection: Selection, targets: Sequence[str], secret: bytes | None = None) -> list[Plan]:
+    """One plan per target, in order; with a secret, every task a secret run."""
+    plans = [build_plan(selection, t, unavailable=operator_check) for t in targets]
+    if secret is not None:
+        for p in plans:
+            p.tasks = [t.with_secret(secret) for t in p.tasks]
+    return plans
 
 
 def _pending(plans: Sequence[Plan], force: bool) -> list[Task]:
@@ -222,7 +229,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
     plans: list[Plan] = []
     opening: StoreOpening | None = None
     if choice.mode == "named":
-        plans = _plans(selection, choice.targets)
+        plans = _plans(selection, choice.targets, opts.secret)
         todo = _pending(plans, opts.force)
         if not todo:
             return _result(run_id, plans, todo, Tally(), clock, None, SchedulerStats())
@@ -237,7 +244,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         try:
             if not plans:
                 targets = [auto_target(conn.info)] if choice.mode == "auto" else gpu_targets(conn.info)
-                plans = _plans(selection, targets)
+                plans = _plans(selection, targets, opts.secret)
                 todo = _pending(plans, opts.force)
                 if not todo:
                     return _result(run_id, plans, todo, Tally(), clock, conn.info, SchedulerStats())

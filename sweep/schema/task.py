@@ -29,6 +29,7 @@ def task_id(
     hardware: str,
     params: dict[str, bool | int | float | str] | None = None,
     broken: str | None = None,
+    secret_commitment: str | None = None,
 ) -> str:
     """Stable id of a task: the same inputs always give the same id, on any machine.
 
@@ -36,7 +37,9 @@ def task_id(
     and editing its sources makes new tasks. A parameter point (canonical JSON) is one more
     part; without one the id is what it always was. So is ``broken`` (why the solution cannot
     be evaluated, :attr:`Task.broken`): a broken solution's tasks never share an id with a
-    valid one's, and the same record fixed, or broken another way, gets new tasks.
+    valid one's, and the same record fixed, or broken another way, gets new tasks. A secret
+    run (``secret_commitment``, :mod:`sweep.schema.secret`) is a task of its own: its trace
+    never stands for the public run of the same task, nor for a run with another secret.
     """
     sep = "\x1f"  # a control character: cannot occur inside any of the parts
     key = f"{definition}{sep}{solution_hash}{sep}{workload_uuid}{sep}{settings_hash}{sep}{hardware}"
@@ -44,6 +47,8 @@ def task_id(
         key += f"{sep}params{sep}{params_json(params)}"
     if broken is not None:
         key += f"{sep}broken{sep}{hashlib.sha256(broken.encode('utf-8', 'surrogatepass')).hexdigest()}"
+    if secret_commitment is not None:
+        key += f"{sep}secret{sep}{secret_commitment}"
     return hashlib.sha256(key.encode()).hexdigest()[:20]
 
 
@@ -75,6 +80,37 @@ class Task(BaseModel):
     #: for a valid solution. The engine makes such a task a COMPILE_ERROR with this message,
     #: building and running nothing. Part of the id (see :func:`task_id`).
     broken: str | None = None
+    #: A secret run (``sweep launch --secret-file``): what every input seed is mixed with
+    #: (:func:`sweep.schema.secret.input_salt`, a one-way hash of the secret, never the
+    #: secret), and the commitment its trace stores. ``None`` for a public run. The
+    #: commitment is part of the id (see :func:`task_id`).
+    secret_salt: str | None = None
+    secret_commitment: str | None = None
+
+    def with_secret(self, secret: bytes) -> Task:
+        """This task as a secret run: its inputs drawn from seeds mixed with the secret, its
+        trace carrying the commitment, its id its own."""
+        from sweep.schema.secret import commitment, input_salt
+
+        name, uuid = self.definition.name, self.workload.uuid
+        commit = commitment(secret, name, uuid)
+        tid = task_id(
+            name,
+            self.solution.content_hash,
+            uuid,
+            self.settings.settings_hash(),
+            self.hardware,
+            self.params,
+            self.broken,
+            commit,
+        )
+        return self.model_copy(
+            update={
+                "task_id": tid,
+                "secret_salt": input_salt(secret, name, uuid),
+                "secret_commitment": commit,
+            }
+        )
 
     @classmethod
     def make(
@@ -147,6 +183,7 @@ class Task(BaseModel):
             "settings_hash": self.settings.settings_hash(),
             "config_hash": self.config_hash or None,
             "ported_from": list(self.solution.spec.target_hardware) if self.ported else None,
+            "secret_commitment": self.secret_commitment,
         }
         fields = {**identity, **run}
         return Provenance(**{k: v for k, v in fields.items() if v is not None})

@@ -265,6 +265,7 @@ class Provenance(Record):
         "solution_hash",
         "config_hash",
         "settings_hash",
+        "secret_commitment",
     )
     RUN_FIELDS: ClassVar[tuple[str, ...]] = (
         "run_id",
@@ -285,6 +286,9 @@ class Provenance(Record):
     #: The solution's ``target_hardware`` when it ran on other hardware by the config's
     #: ``solutions.ignore_target_hardware`` (a kernel written for one GPU, checked on another).
     ported_from: list[str] | None = None
+    #: A secret run's commitment (:func:`sweep.schema.secret.commitment`): an HMAC of the
+    #: definition and workload keyed by the launch's secret; absent for a public run.
+    secret_commitment: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
     node_id: str | None = None
     gpu_id: str | None = None
     # 64-bit and strict like every stored integer (a pid of 2**70 would break the store).

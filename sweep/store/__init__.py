@@ -56,6 +56,15 @@ from sweep.store.read._query import QueryResult, query
 from sweep.store.read._store import Session, Store
 from sweep.store.rows._insert import AddCounts
 from sweep.store.rows._row_batch import RowBatch
+from sweep.store.scores._reveal import RevealReport, reveal
+from sweep.store.scores._scores import (
+    DefinitionGain,
+    ModelProjection,
+    ScoreAtP,
+    SetProjection,
+    model_projection,
+    scores_at,
+)
 from sweep.store.write._log_files import log_path
 from sweep.store.write._writer import ResultsWriter, completed_task_ids
 
@@ -69,17 +78,22 @@ __all__ = [
     "AddCounts",
     "CompareSummary",
     "Comparison",
+    "DefinitionGain",
     "EarlierRun",
     "ExportReport",
     "IngestReport",
     "KernelProfile",
+    "ModelProjection",
     "ProfileParseError",
     "QueryResult",
     "ResultsWriter",
+    "RevealReport",
     "RowBatch",
     "SanitizerFinding",
     "SanitizerReport",
+    "ScoreAtP",
     "Session",
+    "SetProjection",
     "SideInfo",
     "StatusCount",
     "Store",
@@ -96,11 +110,14 @@ __all__ = [
     "ingest",
     "load_calibrations",
     "log_path",
+    "model_projection",
     "parse_ncu_csv",
     "parse_sanitizer",
     "query",
+    "reveal",
     "save_calibration",
     "save_profile_results",
+    "scores_at",
     "sweep_state",
     "tuning_table",
     "write_output",

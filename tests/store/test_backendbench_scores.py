@@ -127,4 +127,7 @@ def test_report_without_imported_ops(tmp_path: Path) -> None:
     Store(path).add(b)
     rep = build_report(path)
     assert {r[2] for r in rep.backends.rows} == {"other definitions"}
-    assert len(rep.tables) == 4
+    # The model section (projection, top definitions) first, then summary, leaderboard,
+    # backends, cross-hardware.
+    assert len(rep.model) == 2
+    assert len(rep.tables) == 6

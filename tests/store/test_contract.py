@@ -329,9 +329,9 @@ def test_unknown_table_lists_what_exists(store: Store) -> None:
         run_sql(s, "SELECT * FROM trace")
     assert str(e.value) == (
         "unknown table 'trace' (did you mean 'traces'?); tables: definitions, log_progress, solutions, "
-        "store_meta, traces, workloads; views: backend_scores, best, best_params, compare, cross_hardware, latest, "
-        "leaderboard, "
-        "op_scores; table macros: perf_at(p)"
+        "store_meta, traces, workloads; views: backend_scores, best, best_params, compare, cross_hardware, "
+        "definition_gain, latest, leaderboard, op_scores, projection, scores_at_p, secret_leaderboard, "
+        "set_projection, time_share, workload_times; table macros: perf_at(p)"
     )
 
 

@@ -22,7 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sweep.store import RowBatch
-from sweep.store import _ingest as ingest_module
+from sweep.store.ingest import _ingest as ingest_module
 from sweep.store.ingest import _present_lines
 from sweep.store.ingest._ingest import IngestReport, ingest_into
 from sweep.store.rows._row_batch import trace_key

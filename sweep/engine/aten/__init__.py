@@ -8,31 +8,64 @@ from typing import TYPE_CHECKING
 from sweep._lazy import face
 
 if TYPE_CHECKING:
-    from sweep.engine.aten._call_bytes import call_inputs as call_inputs, moved_bytes as moved_bytes
+    from sweep.engine.aten._call_bytes import call_inputs as call_inputs
+    from sweep.engine.aten._call_bytes import moved_bytes as moved_bytes
     from sweep.engine.aten._call_compare import compare_call as compare_call
     from sweep.engine.aten._call_inputs import (
-        bind_problem as bind_problem,
         CallSpec as CallSpec,
+    )
+    from sweep.engine.aten._call_inputs import (
+        bind_problem as bind_problem,
+    )
+    from sweep.engine.aten._call_inputs import (
         clone_call as clone_call,
+    )
+    from sweep.engine.aten._call_inputs import (
         describe_call as describe_call,
+    )
+    from sweep.engine.aten._call_inputs import (
         is_backendbench as is_backendbench,
+    )
+    from sweep.engine.aten._call_inputs import (
         materialize as materialize,
+    )
+    from sweep.engine.aten._call_inputs import (
         materialize_meta as materialize_meta,
+    )
+    from sweep.engine.aten._call_inputs import (
         mutated_values as mutated_values,
+    )
+    from sweep.engine.aten._call_inputs import (
         output_bytes as output_bytes,
     )
     from sweep.engine.aten._call_random import tensor_check as tensor_check
     from sweep.engine.aten._call_tree import (
         Args as Args,
+    )
+    from sweep.engine.aten._call_tree import (
         copy_into as copy_into,
+    )
+    from sweep.engine.aten._call_tree import (
         freshly_drawn as freshly_drawn,
+    )
+    from sweep.engine.aten._call_tree import (
         storage_view as storage_view,
+    )
+    from sweep.engine.aten._call_tree import (
         tensor_leaves as tensor_leaves,
+    )
+    from sweep.engine.aten._call_tree import (
         tree_tensors as tree_tensors,
+    )
+    from sweep.engine.aten._call_tree import (
         under as under,
+    )
+    from sweep.engine.aten._call_tree import (
         written_paths as written_paths,
     )
-    from sweep.engine.aten._op_kinds import op_kind as op_kind, OpKind as OpKind, seeded as seeded
+    from sweep.engine.aten._op_kinds import OpKind as OpKind
+    from sweep.engine.aten._op_kinds import op_kind as op_kind
+    from sweep.engine.aten._op_kinds import seeded as seeded
 
 #: Each public name of this wing and the module that defines it.
 _WHERE = {

@@ -9,9 +9,13 @@ from sweep._lazy import face
 
 if TYPE_CHECKING:
     from sweep.engine.guard._global_state import (
-        pinned_flags as pinned_flags,
-        preserved_state as preserved_state,
         TorchFlags as TorchFlags,
+    )
+    from sweep.engine.guard._global_state import (
+        pinned_flags as pinned_flags,
+    )
+    from sweep.engine.guard._global_state import (
+        preserved_state as preserved_state,
     )
     from sweep.engine.guard._integrity import Guard as Guard
 

@@ -9,39 +9,87 @@ from sweep._lazy import face
 
 if TYPE_CHECKING:
     from sweep.engine.io._compare import (
-        check_reference as check_reference,
-        compare_outputs as compare_outputs,
         ErrorStats as ErrorStats,
-        is_sequence as is_sequence,
+    )
+    from sweep.engine.io._compare import (
         Mismatch as Mismatch,
+    )
+    from sweep.engine.io._compare import (
+        check_reference as check_reference,
+    )
+    from sweep.engine.io._compare import (
+        compare_outputs as compare_outputs,
+    )
+    from sweep.engine.io._compare import (
+        is_sequence as is_sequence,
+    )
+    from sweep.engine.io._compare import (
         normalize_outputs as normalize_outputs,
+    )
+    from sweep.engine.io._compare import (
         tolerance as tolerance,
     )
     from sweep.engine.io._constraints import (
-        constraint_inputs as constraint_inputs,
         ConstraintError as ConstraintError,
+    )
+    from sweep.engine.io._constraints import (
+        constraint_inputs as constraint_inputs,
+    )
+    from sweep.engine.io._constraints import (
         evaluate_constraint as evaluate_constraint,
     )
     from sweep.engine.io._inputs import (
-        base_seed as base_seed,
-        element_bytes as element_bytes,
-        InputError as InputError,
-        InputSet as InputSet,
         INT_RANGE_BITS as INT_RANGE_BITS,
-        make_inputs as make_inputs,
-        memory_plan as memory_plan,
+    )
+    from sweep.engine.io._inputs import (
+        InputError as InputError,
+    )
+    from sweep.engine.io._inputs import (
+        InputSet as InputSet,
+    )
+    from sweep.engine.io._inputs import (
         MemoryPlan as MemoryPlan,
+    )
+    from sweep.engine.io._inputs import (
+        base_seed as base_seed,
+    )
+    from sweep.engine.io._inputs import (
+        element_bytes as element_bytes,
+    )
+    from sweep.engine.io._inputs import (
+        make_inputs as make_inputs,
+    )
+    from sweep.engine.io._inputs import (
+        memory_plan as memory_plan,
+    )
+    from sweep.engine.io._inputs import (
         set_seed as set_seed,
+    )
+    from sweep.engine.io._inputs import (
         torch_dtype as torch_dtype,
     )
     from sweep.engine.io._outcome import (
-        bits as bits,
-        compile_failure as compile_failure,
-        nbytes as nbytes,
-        reference_stop as reference_stop,
         Result as Result,
+    )
+    from sweep.engine.io._outcome import (
         Stop as Stop,
+    )
+    from sweep.engine.io._outcome import (
+        bits as bits,
+    )
+    from sweep.engine.io._outcome import (
+        compile_failure as compile_failure,
+    )
+    from sweep.engine.io._outcome import (
+        nbytes as nbytes,
+    )
+    from sweep.engine.io._outcome import (
+        reference_stop as reference_stop,
+    )
+    from sweep.engine.io._outcome import (
         traceback_text as traceback_text,
+    )
+    from sweep.engine.io._outcome import (
         triton_mode_problem as triton_mode_problem,
     )
 
@@ -77,9 +125,9 @@ _WHERE = {
     "triton_mode_problem": "_outcome",
 }
 __all__ = [
+    "INT_RANGE_BITS",
     "ConstraintError",
     "ErrorStats",
-    "INT_RANGE_BITS",
     "InputError",
     "InputSet",
     "MemoryPlan",

@@ -83,9 +83,12 @@ def _hash_int(*parts: object) -> int:
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") & _MASK63
 
 
-def base_seed(sweep_seed: int, workload_uuid: str) -> int:
-    """The seed of a workload's inputs: depends only on the sweep seed and the uuid."""
-    return _hash_int("kernel-sweep-inputs", sweep_seed, workload_uuid)
+def base_seed(sweep_seed: int, workload_uuid: str, secret_salt: str | None = None) -> int:
+    """The seed of a workload's inputs: depends only on the sweep seed and the uuid, and for a
+    secret run (``Task.secret_salt``) on the salt the launch's secret made too."""
+    if secret_salt is None:
+        return _hash_int("kernel-sweep-inputs", sweep_seed, workload_uuid)
+    return _hash_int("kernel-sweep-inputs", sweep_seed, workload_uuid, "secret", secret_salt)
 
 
 def set_seed(base: int, set_index: int, input_name: str) -> int:

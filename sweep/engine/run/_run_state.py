@@ -58,7 +58,7 @@ class RunState:
         self.device = device
         self.cache = cache
         self.flags = flags
-        self.seed = base_seed(self.settings.seed, self.wl.uuid)
+        self.seed = base_seed(self.settings.seed, self.wl.uuid, task.secret_salt)
         self.dps = self.sol.spec.destination_passing_style
         self.tol = self.settings.tolerance_for(self.defn.name, self.defn.op_type)
         self.def_key = _key(self.defn.to_json())

@@ -9,32 +9,53 @@ from sweep._lazy import face
 
 if TYPE_CHECKING:
     from sweep.engine.timing._cupti_timer import (
-        cupti_problem as cupti_problem,
         CuptiUnavailable as CuptiUnavailable,
+    )
+    from sweep.engine.timing._cupti_timer import (
+        cupti_problem as cupti_problem,
     )
     from sweep.engine.timing._envinfo import memory_budget as memory_budget
     from sweep.engine.timing._fresh import (
         CheckSchedule as CheckSchedule,
+    )
+    from sweep.engine.timing._fresh import (
         Freshener as Freshener,
+    )
+    from sweep.engine.timing._fresh import (
         Rechecks as Rechecks,
     )
     from sweep.engine.timing._graph_timer import (
-        CaptureFailed as CaptureFailed,
-        stray_streams as stray_streams,
         UNJOINED as UNJOINED,
+    )
+    from sweep.engine.timing._graph_timer import (
+        CaptureFailed as CaptureFailed,
+    )
+    from sweep.engine.timing._graph_timer import (
+        stray_streams as stray_streams,
     )
     from sweep.engine.timing._l2 import (
         persisting_l2_limit as persisting_l2_limit,
+    )
+    from sweep.engine.timing._l2 import (
         reset_persisting_l2 as reset_persisting_l2,
     )
-    from sweep.engine.timing._nvml import ClockReading as ClockReading, Nvml as Nvml
+    from sweep.engine.timing._nvml import ClockReading as ClockReading
+    from sweep.engine.timing._nvml import Nvml as Nvml
     from sweep.engine.timing._stopping import ClockWatch as ClockWatch
     from sweep.engine.timing._timing import (
-        choose_timer as choose_timer,
-        flush_bytes as flush_bytes,
-        time_calls as time_calls,
-        warm_up as warm_up,
         WarmUp as WarmUp,
+    )
+    from sweep.engine.timing._timing import (
+        choose_timer as choose_timer,
+    )
+    from sweep.engine.timing._timing import (
+        flush_bytes as flush_bytes,
+    )
+    from sweep.engine.timing._timing import (
+        time_calls as time_calls,
+    )
+    from sweep.engine.timing._timing import (
+        warm_up as warm_up,
     )
 
 #: Each public name of this wing and the module that defines it.
@@ -60,6 +81,7 @@ _WHERE = {
     "WarmUp": "_timing",
 }
 __all__ = [
+    "UNJOINED",
     "CaptureFailed",
     "CheckSchedule",
     "ClockReading",
@@ -68,7 +90,6 @@ __all__ = [
     "Freshener",
     "Nvml",
     "Rechecks",
-    "UNJOINED",
     "WarmUp",
     "choose_timer",
     "cupti_problem",

@@ -10,56 +10,129 @@ from sweep._lazy import face
 if TYPE_CHECKING:
     from sweep.store.db._checks import (
         check_definition as check_definition,
+    )
+    from sweep.store.db._checks import (
         check_trace as check_trace,
+    )
+    from sweep.store.db._checks import (
         check_workload_axes as check_workload_axes,
+    )
+    from sweep.store.db._checks import (
         describe_invalid as describe_invalid,
     )
     from sweep.store.db._compare_stats import (
         Basis as Basis,
+    )
+    from sweep.store.db._compare_stats import (
         Estimate as Estimate,
-        estimate_from_runs as estimate_from_runs,
-        estimate_from_samples as estimate_from_samples,
-        estimate_single as estimate_single,
-        ratio_interval as ratio_interval,
+    )
+    from sweep.store.db._compare_stats import (
         Verdict as Verdict,
+    )
+    from sweep.store.db._compare_stats import (
+        estimate_from_runs as estimate_from_runs,
+    )
+    from sweep.store.db._compare_stats import (
+        estimate_from_samples as estimate_from_samples,
+    )
+    from sweep.store.db._compare_stats import (
+        estimate_single as estimate_single,
+    )
+    from sweep.store.db._compare_stats import (
+        ratio_interval as ratio_interval,
+    )
+    from sweep.store.db._compare_stats import (
         verdict as verdict,
     )
     from sweep.store.db._connection import (
-        count as count,
-        fetch_one as fetch_one,
-        init_connection as init_connection,
-        lock_down as lock_down,
-        open_db as open_db,
-        open_read_only as open_read_only,
-        schema_version as schema_version,
-        set_meta as set_meta,
         StoreLockedError as StoreLockedError,
+    )
+    from sweep.store.db._connection import (
+        count as count,
+    )
+    from sweep.store.db._connection import (
+        fetch_one as fetch_one,
+    )
+    from sweep.store.db._connection import (
+        init_connection as init_connection,
+    )
+    from sweep.store.db._connection import (
+        lock_down as lock_down,
+    )
+    from sweep.store.db._connection import (
+        open_db as open_db,
+    )
+    from sweep.store.db._connection import (
+        open_read_only as open_read_only,
+    )
+    from sweep.store.db._connection import (
+        schema_version as schema_version,
+    )
+    from sweep.store.db._connection import (
+        set_meta as set_meta,
     )
     from sweep.store.db._cross_hardware import (
         add_new_traces as add_new_traces,
+    )
+    from sweep.store.db._cross_hardware import (
         last_rowid as last_rowid,
+    )
+    from sweep.store.db._cross_hardware import (
         overlay_tail as overlay_tail,
+    )
+    from sweep.store.db._cross_hardware import (
         rebuild as rebuild,
+    )
+    from sweep.store.db._cross_hardware import (
         refresh_traces as refresh_traces,
     )
     from sweep.store.db._newest import RANK_TIME as RANK_TIME
     from sweep.store.db._schema import (
-        arrow_schema as arrow_schema,
-        column_names as column_names,
-        create_tables_sql as create_tables_sql,
         NODE_TABLES as NODE_TABLES,
-        pair_key_sql as pair_key_sql,
+    )
+    from sweep.store.db._schema import (
         SCHEMA_VERSION as SCHEMA_VERSION,
+    )
+    from sweep.store.db._schema import (
         TABLES as TABLES,
+    )
+    from sweep.store.db._schema import (
         V3_TRACE_COLUMNS as V3_TRACE_COLUMNS,
+    )
+    from sweep.store.db._schema import (
         V5_TRACE_COLUMNS as V5_TRACE_COLUMNS,
+    )
+    from sweep.store.db._schema import (
         V6_TRACE_COLUMNS as V6_TRACE_COLUMNS,
+    )
+    from sweep.store.db._schema import (
         VIEW_DEPENDS as VIEW_DEPENDS,
+    )
+    from sweep.store.db._schema import (
         VIEW_NAMES as VIEW_NAMES,
+    )
+    from sweep.store.db._schema import (
+        arrow_schema as arrow_schema,
+    )
+    from sweep.store.db._schema import (
+        column_names as column_names,
+    )
+    from sweep.store.db._schema import (
+        create_tables_sql as create_tables_sql,
+    )
+    from sweep.store.db._schema import (
+        pair_key_sql as pair_key_sql,
+    )
+    from sweep.store.db._schema import (
         view_statements as view_statements,
+    )
+    from sweep.store.db._schema import (
         views_hash as views_hash,
+    )
+    from sweep.store.db._schema import (
         views_sql as views_sql,
     )
+    from sweep.store.db._score_views import at_p_sql as at_p_sql
     from sweep.store.db._store_context import StoreContext as StoreContext
     from sweep.store.db._views import RANKED as RANKED
 
@@ -67,6 +140,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "add_new_traces": "_cross_hardware",
     "arrow_schema": "_schema",
+    "at_p_sql": "_score_views",
     "Basis": "_compare_stats",
     "check_definition": "_checks",
     "check_trace": "_checks",
@@ -111,23 +185,24 @@ _WHERE = {
     "views_sql": "_schema",
 }
 __all__ = [
-    "Basis",
-    "Estimate",
     "NODE_TABLES",
     "RANKED",
     "RANK_TIME",
     "SCHEMA_VERSION",
-    "StoreContext",
-    "StoreLockedError",
     "TABLES",
     "V3_TRACE_COLUMNS",
     "V5_TRACE_COLUMNS",
     "V6_TRACE_COLUMNS",
     "VIEW_DEPENDS",
     "VIEW_NAMES",
+    "Basis",
+    "Estimate",
+    "StoreContext",
+    "StoreLockedError",
     "Verdict",
     "add_new_traces",
     "arrow_schema",
+    "at_p_sql",
     "check_definition",
     "check_trace",
     "check_workload_axes",

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from sweep.store.db._compare_view import COMPARE_VIEW
 from sweep.store.db._newest import NEWEST_FIRST
+from sweep.store.db._score_views import IS_SECRET, SCORE_VIEW_DEPENDS, score_views
 
 __all__ = ["MACROS", "RANKED", "VIEWS", "VIEW_DEPENDS", "VIEW_NAMES"]
 
@@ -22,6 +23,10 @@ _SOL_KEY = "coalesce(solution_hash, 'name:' || solution)"
 # Newest first: the time a trace claims, never later than when it was stored (_newest.py).
 _NEWEST = NEWEST_FIRST
 
+# A public run (no secret mixed into its inputs): the public views rank only these; the secret
+# runs of the same task are kept apart in ``latest`` and ranked by ``secret_leaderboard``.
+_PUBLIC = f"NOT {IS_SECRET}"
+
 #: (name, body) of every view, in dependency order. Over evaluated traces only (workload-only
 #: records live in ``workloads``).
 VIEWS: list[tuple[str, str]] = [
@@ -30,7 +35,7 @@ VIEWS: list[tuple[str, str]] = [
         f"""SELECT * FROM traces
 QUALIFY row_number() OVER (
     PARTITION BY definition, {_SOL_KEY}, coalesce(solution_params, ''), workload_uuid, hardware,
-    coalesce(settings_hash, '') {_NEWEST}) = 1""",
+    coalesce(settings_hash, ''), {IS_SECRET} {_NEWEST}) = 1""",
     ),
     (
         "best",
@@ -38,7 +43,7 @@ QUALIFY row_number() OVER (
        author, language, latency_ms, reference_latency_ms, speedup_factor, settings_hash,
        timestamp, trace_key, tflops, gbps, peak_fraction, flags
 FROM latest
-WHERE status = 'PASSED' AND {RANKED}
+WHERE status = 'PASSED' AND {RANKED} AND {_PUBLIC}
 QUALIFY row_number() OVER (
     PARTITION BY definition, workload_uuid, hardware ORDER BY latency_ms ASC, solution ASC) = 1""",
     ),
@@ -70,7 +75,7 @@ FROM cross_hardware_pairs""",
           FROM solutions WHERE json_type(record, '$.params') = 'OBJECT')
     GROUP BY solution_hash
 ), points AS (
-    SELECT * FROM latest WHERE solution_params IS NOT NULL AND status = 'PASSED' AND {RANKED}
+    SELECT * FROM latest WHERE solution_params IS NOT NULL AND status = 'PASSED' AND {RANKED} AND {_PUBLIC}
 ), fastest AS (
     SELECT *, count(*) OVER w AS points_passed FROM points
     WINDOW w AS (PARTITION BY definition, {_SOL_KEY}, workload_uuid, hardware, coalesce(settings_hash, ''))
@@ -108,7 +113,7 @@ SELECT definition, any_value(op_type) AS op_type, solution, solution_hash,
        op_correct AND op_speedup > 1.0 AS perf_at_1,
        passed AS passed_rows, traces - passed AS failed_rows, op_speedup AS bb_speedup_failures_as_1
 FROM latest
-WHERE {RANKED}
+WHERE {RANKED} AND {_PUBLIC}
 GROUP BY definition, solution, solution_hash, hardware
 )
 SELECT *, row_number() OVER (
@@ -148,6 +153,7 @@ FROM op_scores
 GROUP BY author, hardware""",
     ),
     COMPARE_VIEW,  # latest run against the previous one, per task of a sweep
+    *score_views(RANKED),  # what a solution set does to a model, fast_p, win@p, secret runs
 ]
 
 VIEW_NAMES: list[str] = [name for name, _ in VIEWS]
@@ -163,6 +169,7 @@ VIEW_DEPENDS: dict[str, list[str]] = {
     "backend_scores": ["op_scores"],
     "perf_at": ["op_scores"],
     "compare": [],
+    **SCORE_VIEW_DEPENDS,
 }
 
 #: Table macros. ``perf_at(p)``: BackendBench's perf@p per backend (author) and hardware.

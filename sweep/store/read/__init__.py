@@ -8,8 +8,11 @@ from typing import TYPE_CHECKING
 from sweep._lazy import face
 
 if TYPE_CHECKING:
-    from sweep.store.read._query import QueryResult as QueryResult, run_sql as run_sql
-    from sweep.store.read._store import read_log_tails as read_log_tails, Session as Session, Store as Store
+    from sweep.store.read._query import QueryResult as QueryResult
+    from sweep.store.read._query import run_sql as run_sql
+    from sweep.store.read._store import Session as Session
+    from sweep.store.read._store import Store as Store
+    from sweep.store.read._store import read_log_tails as read_log_tails
 
 #: Each public name of this wing and the module that defines it.
 _WHERE = {

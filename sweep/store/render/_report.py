@@ -20,6 +20,8 @@ from sweep.store.render._chart_data import (
     speedup_samples,
 )
 from sweep.store.render._formats import format_table
+from sweep.store.render._model_section import model_rows
+from sweep.store.scores import check_uncovered
 
 __all__ = ["Report", "ReportTable", "SpeedupBar", "build_report", "render_text"]
 
@@ -83,13 +85,25 @@ class Report:
     cross_points: list[CrossPoint] = field(default_factory=list)
     cross_left_out: int = 0
     extra: list[ReportTable] = field(default_factory=list)
+    #: "What this does to my model": the projection per solution set and the definitions that
+    #: take the most time (``_model_section.py``); shown first.
+    model: list[ReportTable] = field(default_factory=list)
 
     @property
     def tables(self) -> list[ReportTable]:
         """The tables, in display order."""
         flagged = [self.flagged] if self.flagged is not None else []
         rates = [self.rates] if self.rates is not None else []
-        return [self.summary, *flagged, self.leaderboard, *rates, self.backends, self.cross, *self.extra]
+        return [
+            *self.model,
+            self.summary,
+            *flagged,
+            self.leaderboard,
+            *rates,
+            self.backends,
+            self.cross,
+            *self.extra,
+        ]
 
     def add_table(
         self, title: str, columns: list[str], rows: list[tuple[object, ...]], note: str = ""
@@ -106,16 +120,22 @@ def _table(session: Session, title: str, sql: str, note: str = "") -> ReportTabl
     return ReportTable(title, res.columns, res.rows, note)
 
 
-def build_report(store_path: Path, *, results_dir: Path | None = None, top: int = 10) -> Report:
+def build_report(
+    store_path: Path, *, results_dir: Path | None = None, top: int = 10, uncovered: float | None = None
+) -> Report:
     """Gather the report from a store.
 
     Args:
         store_path: The DuckDB file.
         results_dir: The sweep's results folder (default: the store file's folder).
         top: Solutions shown per definition and hardware in the leaderboard.
+        uncovered: The fraction of end-to-end time outside the stored kernels, for the first
+            section's end-to-end speedup and its bound (``None``: not shown).
     """
+    check_uncovered(uncovered)
     store = Store(Path(store_path))
     with store.session(results_dir) as s:
+        model = [ReportTable(*t) for t in model_rows(s, uncovered=uncovered, top=min(top, 5))]
         summary = _table(
             s,
             "Traces per hardware (newest per solution, workload and settings)",
@@ -274,6 +294,7 @@ ORDER BY definition, hardware, geomean_speedup_over_default DESC NULLS LAST, sol
             cross_points=pairs,
             cross_left_out=pairs_left,
             extra=([tuning] if tuning.rows else []) + profiled,
+            model=model if model[0].rows else [],
         )
 
 

@@ -10,14 +10,26 @@ from sweep._lazy import face
 if TYPE_CHECKING:
     from sweep.store.rows._insert import (
         AddCounts as AddCounts,
-        insert_batch as insert_batch,
+    )
+    from sweep.store.rows._insert import (
         LogMark as LogMark,
+    )
+    from sweep.store.rows._insert import (
+        insert_batch as insert_batch,
+    )
+    from sweep.store.rows._insert import (
         new_traces_sql as new_traces_sql,
     )
     from sweep.store.rows._row_batch import (
         Known as Known,
+    )
+    from sweep.store.rows._row_batch import (
         RowBatch as RowBatch,
+    )
+    from sweep.store.rows._row_batch import (
         trace_key as trace_key,
+    )
+    from sweep.store.rows._row_batch import (
         trace_keys as trace_keys,
     )
     from sweep.store.rows._writable_store import WritableStore as WritableStore

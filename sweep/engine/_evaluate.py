@@ -149,7 +149,7 @@ def evaluate(
         "log": clip_log(log, task.settings.log_limit_bytes),
         "seed": run.seed,
     }
-    for name in ("correctness", "performance", "timing", "reference_timing", "clocks", "flags"):
+    for name in ("correctness", "performance", "timing", "reference_timing", "clocks", "energy", "flags"):
         value = getattr(result, name)
         if value is not None:
             fields[name] = value

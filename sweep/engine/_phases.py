@@ -45,6 +45,7 @@ from sweep.engine._built import params_problem, with_params
 from sweep.engine._cache import EngineCache
 from sweep.engine._call_inputs import is_backendbench
 from sweep.engine._callpath import CallPath
+from sweep.engine._energy_phase import energy_words, measure_energy
 from sweep.engine._global_state import TorchFlags
 from sweep.engine._named_inputs import NamedInputs
 from sweep.engine._nvml import Nvml
@@ -234,6 +235,9 @@ class EvalRun(RunState):
         self.correctness()
         self.check_integrity("after the solution's trials")
         stats, ref_stats, clocks = self.timing()
+        assert self.timing_phase is not None
+        timer = self.timing_phase.timer
+        energy = measure_energy(self, self.path, nvml, timer, (ref_stats.p50_ms, stats.p50_ms))
         self.phase("timed")  # nothing is timed from here on
         self.check_integrity("after the solution's timed calls")
         latency = stats.p50_ms
@@ -249,12 +253,13 @@ class EvalRun(RunState):
         roof = assess(self, perf)  # work, rates, floor and flags (_roofline)
         return Result(
             status=Status.PASSED,
-            messages=[summary, *self.notes, *roof.notes],
+            messages=[summary, *energy_words(energy), *self.notes, *roof.notes],
             correctness=self.correctness_record(),
             performance=roof.performance,
             timing=stats,
             reference_timing=ref_stats,
             clocks=clocks,
+            energy=energy,
             flags=roof.flags,
         )
 

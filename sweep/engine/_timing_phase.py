@@ -34,11 +34,12 @@ import torch
 
 from sweep.engine import _l2
 from sweep.engine._callpath import CallPath
+from sweep.engine._clock_record import clocks_record
 from sweep.engine._cupti_timer import CuptiUnavailable, cupti_problem
 from sweep.engine._fresh import CheckSchedule, Freshener, Rechecks
 from sweep.engine._global_state import pinned_flags
 from sweep.engine._graph_timer import UNJOINED, CaptureFailed, stray_streams
-from sweep.engine._nvml import ClockReading, Nvml
+from sweep.engine._nvml import ClockReading, Conditions, Nvml
 from sweep.engine._outcome import Stop, reference_stop, traceback_text
 from sweep.engine._run_state import RunState
 from sweep.engine._stopping import ClockWatch
@@ -96,6 +97,7 @@ class TimingPhase:
         self.flush = self._flush_buffer()
         on_gpu = run.device.type == "cuda" and nvml.available
         self.watch = ClockWatch(nvml.read if on_gpu else None, nvml.max_sm_clock() if on_gpu else None)
+        self.start = nvml.conditions() if on_gpu else Conditions()  # temperature at the start
         self.timing_who = "reference"
         self.readings: tuple[ClockReading, ClockReading] = (ClockReading(), ClockReading())
         self.rechecks: Rechecks | None = None
@@ -383,17 +385,4 @@ class TimingPhase:
         return stats, last
 
     def _clocks(self) -> Clocks | None:
-        if not self.nvml.available:
-            return None
-        before, after = self.readings
-        for reading in self.readings:
-            self.watch.note(reading)
-        return Clocks(
-            sm_clock_mhz_before=before.sm_clock_mhz,
-            sm_clock_mhz_after=after.sm_clock_mhz,
-            sm_clock_mhz_max=self.nvml.max_sm_clock(),
-            throttle_reasons_before=before.reasons,
-            throttle_reasons_after=after.reasons,
-            sm_clock_mhz_min=self.watch.min_mhz,
-            throttled=self.watch.throttled,
-        )
+        return clocks_record(self.nvml, self.watch, self.readings, self.start)

@@ -7,6 +7,7 @@ In dependency order (:data:`VIEW_DEPENDS` says which each reads), over evaluated
 from __future__ import annotations
 
 from sweep.store._compare_view import COMPARE_VIEW
+from sweep.store._energy_views import ENERGY_DEPENDS, energy_views
 from sweep.store._newest import NEWEST_FIRST
 
 __all__ = ["MACROS", "RANKED", "VIEWS", "VIEW_DEPENDS", "VIEW_NAMES"]
@@ -148,6 +149,7 @@ FROM op_scores
 GROUP BY author, hardware""",
     ),
     COMPARE_VIEW,  # latest run against the previous one, per task of a sweep
+    *energy_views(RANKED),  # energy per call and the latency-energy Pareto front
 ]
 
 VIEW_NAMES: list[str] = [name for name, _ in VIEWS]
@@ -163,6 +165,7 @@ VIEW_DEPENDS: dict[str, list[str]] = {
     "backend_scores": ["op_scores"],
     "perf_at": ["op_scores"],
     "compare": [],
+    **ENERGY_DEPENDS,
 }
 
 #: Table macros. ``perf_at(p)``: BackendBench's perf@p per backend (author) and hardware.

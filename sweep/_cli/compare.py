@@ -35,6 +35,8 @@ COLUMNS = [
     "basis_a",
     "basis_b",
     "verdict",
+    "sm_clock_mhz_a",
+    "sm_clock_mhz_b",
 ]
 # The text table leaves out what --json and --csv carry for machines.
 _TEXT_COLUMNS = ["definition", "solution", "workload_uuid", "latency_ms_a", "latency_ms_b", "ratio"]
@@ -122,6 +124,14 @@ def compare(
     as_json: Annotated[bool, typer.Option("--json", help="Print the tasks as a JSON array.")] = False,
     as_csv: Annotated[bool, typer.Option("--csv", help="Print the tasks as CSV.")] = False,
     width: Annotated[int, typer.Option("--width", min=8, help="Widest table cell.")] = 40,
+    cycles: Annotated[
+        bool,
+        typer.Option(
+            "--cycles",
+            help="Compare clock-normalised time: latencies in thousands of SM cycles (latency x the "
+            "SM clock NVML read while timed), as nvbench's compare; traces without a clock are left out.",
+        ),
+    ] = False,
 ) -> None:
     """Compare latencies of B against A task by task: ratio, 95% interval, verdict (faster,
     slower, same, too noisy to say), geomean ratio. Tasks match on definition, solution name
@@ -134,7 +144,7 @@ def compare(
 
     if as_json and as_csv:
         raise StoreError("choose one of --json and --csv")
-    result = run_compare(a, b, store=store, results_dir=results_dir, threshold=threshold / 100)
+    result = run_compare(a, b, store=store, results_dir=results_dir, threshold=threshold / 100, cycles=cycles)
     for note in result.notes:
         echo(f"note: {note}", err=True)
     if as_json:

@@ -32,7 +32,7 @@ from sweep.errors import shown
 from sweep.schema.hardware import HardwareChoice, hardware_choice, hardware_entries, hardware_shape_problem
 from sweep.schema.limits import INT64_MAX, INT64_MIN
 from sweep.schema.params import MAX_GRID_POINTS, ParamValue, space_problems
-from sweep.schema.settings import EvalSettings, StrictModel
+from sweep.schema.settings import EvalSettings, StrictModel, without_later_defaults
 
 __all__ = [
     "DEFAULT_RESULTS_DIR",
@@ -264,7 +264,9 @@ class SweepConfig(StrictModel):
             "profile": True,
             "ray": {"keep_workers": True, "idle_timeout_s": True, "compile_workers": True},
         }
-        text = json.dumps(self.model_dump(mode="json", exclude=skip), sort_keys=True, separators=(",", ":"))
+        data = self.model_dump(mode="json", exclude=skip)
+        data["evaluation"] = without_later_defaults(data["evaluation"], config=True)
+        text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 

@@ -152,7 +152,7 @@ def evaluate(
         # commitment (provenance) instead.
         "seed": run.seed if task.secret_salt is None else None,
     }
-    for name in ("correctness", "performance", "timing", "reference_timing", "clocks", "flags"):
+    for name in ("correctness", "performance", "timing", "reference_timing", "clocks", "energy", "flags"):
         value = getattr(result, name)
         if value is not None:
             fields[name] = value

@@ -18,6 +18,7 @@ from sweep.schema.definition import (
     DType,
     TensorSpec,
 )
+from sweep.schema.energy import Energy, EnergySide
 from sweep.schema.expr import constraint_names
 from sweep.schema.peaks import Ceilings
 from sweep.schema.settings import EvalSettings, Timeouts, Tolerance
@@ -66,6 +67,8 @@ __all__ = [
     "Correctness",
     "DType",
     "Definition",
+    "Energy",
+    "EnergySide",
     "Environment",
     "EvalSettings",
     "Evaluation",

@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sweep.schema.limits import INT64_MAX, INT64_MIN
 
-__all__ = ["EvalSettings", "StrictModel", "Timeouts", "Tolerance"]
+__all__ = ["EvalSettings", "StrictModel", "Timeouts", "Tolerance", "without_later_defaults"]
 
 
 class StrictModel(BaseModel):
@@ -44,7 +44,18 @@ class Timeouts(StrictModel):
 
 
 #: Settings added after results were first stored, with the default that leaves a hash as it was.
-_LATER_DEFAULTS: dict[str, object] = {"cpu_threads": 1}
+_LATER_DEFAULTS: dict[str, object] = {"cpu_threads": 1, "energy": False}
+#: Of those, the ones added after a config's hash first covered them (``cpu_threads`` was part
+#: of every config hash since it existed): a config's hash leaves these out at their default.
+_LATER_IN_CONFIG: tuple[str, ...] = ("energy",)
+
+
+def without_later_defaults(evaluation: dict[str, object], *, config: bool = False) -> dict[str, object]:
+    """``evaluation`` (a dumped :class:`EvalSettings`) without the settings added later that
+    hold their default, so results stored before those settings existed keep their hash;
+    ``config=True``: only those added after the config hash covered them."""
+    names = _LATER_IN_CONFIG if config else tuple(_LATER_DEFAULTS)
+    return {k: v for k, v in evaluation.items() if not (k in names and v == _LATER_DEFAULTS[k])}
 
 
 class EvalSettings(StrictModel):
@@ -103,15 +114,19 @@ class EvalSettings(StrictModel):
         "runs on): fixed, so `sweep eval` and `sweep launch` time alike; recorded in each trace",
     )
 
+    energy: bool = Field(
+        default=False,
+        description="measure the energy per call of the reference and the solution from the "
+        "GPU's energy counter (NVML, needs nvidia-ml-py: kernel-sweep[energy]); adds about 4 s "
+        "per task (docs/energy.md)",
+    )
+
     def settings_hash(self) -> str:
         """Stable hash of every setting that changes what a measurement means.
 
         A setting added later is left out while it has its default, so that results stored
         before it existed keep their hash (and their task ids)."""
-        data = self.model_dump(mode="json")
-        for name, default in _LATER_DEFAULTS.items():
-            if data.get(name) == default:
-                del data[name]
+        data = without_later_defaults(self.model_dump(mode="json"))
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

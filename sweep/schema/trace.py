@@ -15,6 +15,7 @@ from pydantic import Field, JsonValue, StrictBool, field_validator, model_valida
 
 from sweep.errors import shown
 from sweep.schema._base import Record
+from sweep.schema.energy import Energy
 from sweep.schema.limits import Int64, NonNegInt64
 from sweep.schema.params import ParamValue
 from sweep.schema.workload import Workload
@@ -207,6 +208,17 @@ class Clocks(Record):
     # sw_power_cap alone is not a throttle: boost clocks hold the power limit that way.
     sm_clock_mhz_min: NonNegInt64 | None = None
     throttled: StrictBool | None = None
+    # Extension of issue 34 (absent in older files): the clocks while the reference and the
+    # solution were timed, as NVML read them between batches of samples (mean and least), and
+    # the conditions at the start of timing. ``clocks_locked``: application clocks set away
+    # from their defaults, or the clocks held by an application-clocks setting (nvidia-smi
+    # -ac / -lgc); kernel-sweep never sets clocks or power limits, it reads them.
+    sm_clock_mhz_mean: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
+    mem_clock_mhz_mean: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
+    mem_clock_mhz_min: NonNegInt64 | None = None
+    clocks_locked: StrictBool | None = None
+    power_limit_w: float | None = Field(default=None, ge=0.0, allow_inf_nan=False)
+    temperature_c_start: Int64 | None = None
 
 
 class Evaluation(Record):
@@ -227,6 +239,8 @@ class Evaluation(Record):
     timing: TimingStats | None = None
     reference_timing: TimingStats | None = None
     clocks: Clocks | None = None
+    #: Extension (``evaluation.energy``): joules per call of each side (:mod:`sweep.schema.energy`).
+    energy: Energy | None = None
     # Flags (the FLAG_* constants): "impossible" and "suspicious" on a PASSED result,
     # "tampered" and "reference_failed" on a RUNTIME_ERROR (or TIMEOUT) that says whose it is.
     flags: list[str] | None = None

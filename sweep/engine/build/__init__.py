@@ -9,14 +9,25 @@ from sweep._lazy import face
 
 if TYPE_CHECKING:
     from sweep.engine.build._build import (
-        build_solution as build_solution,
         BuildError as BuildError,
+    )
+    from sweep.engine.build._build import (
         Built as Built,
+    )
+    from sweep.engine.build._build import (
+        build_solution as build_solution,
+    )
+    from sweep.engine.build._build import (
         check_signature as check_signature,
+    )
+    from sweep.engine.build._build import (
         interpreter_mode as interpreter_mode,
+    )
+    from sweep.engine.build._build import (
         reference_solution as reference_solution,
     )
-    from sweep.engine.build._built import params_problem as params_problem, with_params as with_params
+    from sweep.engine.build._built import params_problem as params_problem
+    from sweep.engine.build._built import with_params as with_params
 
 #: Each public name of this wing and the module that defines it.
 _WHERE = {
@@ -29,5 +40,14 @@ _WHERE = {
     "reference_solution": "_build",
     "with_params": "_built",
 }
-__all__ = ["BuildError", "Built", "build_solution", "check_signature", "interpreter_mode", "params_problem", "reference_solution", "with_params"]
+__all__ = [
+    "BuildError",
+    "Built",
+    "build_solution",
+    "check_signature",
+    "interpreter_mode",
+    "params_problem",
+    "reference_solution",
+    "with_params",
+]
 __getattr__ = face(__name__, _WHERE)

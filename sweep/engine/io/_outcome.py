@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import torch
 
-from sweep.schema import FLAG_REFERENCE_FAILED, Clocks, Correctness, Performance, Status, TimingStats
+from sweep.schema import FLAG_REFERENCE_FAILED, Clocks, Correctness, Energy, Performance, Status, TimingStats
 
 __all__ = [
     "Result",
@@ -89,6 +89,7 @@ class Result:
     timing: TimingStats | None = None
     reference_timing: TimingStats | None = None
     clocks: Clocks | None = None
+    energy: Energy | None = None
     flags: list[str] | None = None
 
 

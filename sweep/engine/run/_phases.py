@@ -54,6 +54,7 @@ from sweep.engine.io import Result, Stop, reference_stop, triton_mode_problem
 from sweep.engine.run._aten_call import AtenCall
 from sweep.engine.run._cache import EngineCache
 from sweep.engine.run._callpath import CallPath
+from sweep.engine.run._energy_phase import energy_words, measure_energy
 from sweep.engine.run._named_inputs import NamedInputs
 from sweep.engine.run._roofline import assess, work_of
 from sweep.engine.run._run_state import RunState
@@ -241,6 +242,9 @@ class EvalRun(RunState):
         self.correctness()
         self.check_integrity("after the solution's trials")
         stats, ref_stats, clocks = self.timing()
+        assert self.timing_phase is not None
+        timer = self.timing_phase.timer
+        energy = measure_energy(self, self.path, nvml, timer, (ref_stats.p50_ms, stats.p50_ms))
         self.phase("timed")  # nothing is timed from here on
         self.check_integrity("after the solution's timed calls")
         latency = stats.p50_ms
@@ -256,12 +260,13 @@ class EvalRun(RunState):
         roof = assess(self, perf)  # work, rates, floor and flags (_roofline)
         return Result(
             status=Status.PASSED,
-            messages=[summary, *self.notes, *roof.notes],
+            messages=[summary, *energy_words(energy), *self.notes, *roof.notes],
             correctness=self.correctness_record(),
             performance=roof.performance,
             timing=stats,
             reference_timing=ref_stats,
             clocks=clocks,
+            energy=energy,
             flags=roof.flags,
         )
 

@@ -42,12 +42,14 @@ from sweep.engine.timing import (
     CheckSchedule,
     ClockReading,
     ClockWatch,
+    Conditions,
     CuptiUnavailable,
     Freshener,
     Nvml,
     Rechecks,
     WarmUp,
     choose_timer,
+    clocks_record,
     cupti_problem,
     flush_bytes,
     persisting_l2_limit,
@@ -109,6 +111,7 @@ class TimingPhase:
         self.flush = self._flush_buffer()
         on_gpu = run.device.type == "cuda" and nvml.available
         self.watch = ClockWatch(nvml.read if on_gpu else None, nvml.max_sm_clock() if on_gpu else None)
+        self.start = nvml.conditions() if on_gpu else Conditions()  # temperature at the start
         self.timing_who = "reference"
         self.readings: tuple[ClockReading, ClockReading] = (ClockReading(), ClockReading())
         self.rechecks: Rechecks | None = None
@@ -396,17 +399,4 @@ class TimingPhase:
         return stats, last
 
     def _clocks(self) -> Clocks | None:
-        if not self.nvml.available:
-            return None
-        before, after = self.readings
-        for reading in self.readings:
-            self.watch.note(reading)
-        return Clocks(
-            sm_clock_mhz_before=before.sm_clock_mhz,
-            sm_clock_mhz_after=after.sm_clock_mhz,
-            sm_clock_mhz_max=self.nvml.max_sm_clock(),
-            throttle_reasons_before=before.reasons,
-            throttle_reasons_after=after.reasons,
-            sm_clock_mhz_min=self.watch.min_mhz,
-            throttled=self.watch.throttled,
-        )
+        return clocks_record(self.nvml, self.watch, self.readings, self.start)

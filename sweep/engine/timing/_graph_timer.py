@@ -51,7 +51,9 @@ __all__ = [
     "CaptureFailed",
     "GraphTimer",
     "calls_per_replay",
+    "capture_graph",
     "capture_stream",
+    "drain_pending_error",
     "stray_streams",
 ]
 
@@ -108,7 +110,7 @@ def capture_stream() -> torch.cuda.Stream:
     return stream
 
 
-def _capture(
+def capture_graph(
     body: Callable[[], None], stream: torch.cuda.Stream, fresh: Freshener | None
 ) -> torch.cuda.CUDAGraph:
     graph = torch.cuda.CUDAGraph()
@@ -143,7 +145,7 @@ def _end_capture(graph: torch.cuda.CUDAGraph, *, quiet: bool) -> None:
             raise
 
 
-def _drain_pending_error() -> None:
+def drain_pending_error() -> None:
     """Surface and clear an error the failed capture left pending (an invalidated capture can
     be reported by the next CUDA call), so the events timer that follows starts clean."""
     for _ in range(2):
@@ -171,9 +173,9 @@ def stray_streams(call: Callable[[], object]) -> str | None:
     stream = capture_stream()
     stream.wait_stream(torch.cuda.current_stream())
     try:
-        _capture(lambda: _discard(call()), stream, None)
+        capture_graph(lambda: _discard(call()), stream, None)
     except Exception as e:  # noqa: BLE001 - any refusal; only one kind is a verdict
-        _drain_pending_error()
+        drain_pending_error()
         reason = _reason(e)
         return reason if UNJOINED in reason else None
     finally:
@@ -229,8 +231,8 @@ class GraphTimer:
                             self.snap = (k, snap)
 
             stage = "capturing"
-            self.with_call = _capture(lambda: iterations(True), stream, fresh)
-            self.without = _capture(lambda: iterations(False), stream, fresh)
+            self.with_call = capture_graph(lambda: iterations(True), stream, fresh)
+            self.without = capture_graph(lambda: iterations(False), stream, fresh)
             stage = "replaying"
             self.without.replay()
             self.with_call.replay()
@@ -238,7 +240,7 @@ class GraphTimer:
         except Exception as e:
             if sticky_cuda_error(str(e)) is not None:
                 raise  # the call broke the CUDA context while it ran: its failure, not capture's
-            _drain_pending_error()
+            drain_pending_error()
             if fresh is not None:
                 fresh.renew()
             raise CaptureFailed(f"{stage}: {_reason(e)}") from e

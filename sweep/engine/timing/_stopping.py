@@ -174,6 +174,9 @@ class ClockWatch:
         self.min_mhz: int | None = None
         self.throttled = False
         self.readings = 0
+        #: SM clocks (MHz) and memory clocks read, for their means and the memory's least.
+        self.sm_mhz: list[int] = []
+        self.mem_mhz: list[int] = []
 
     @property
     def active(self) -> bool:
@@ -186,6 +189,9 @@ class ClockWatch:
         mhz = reading.sm_clock_mhz
         if mhz is not None:
             self.min_mhz = mhz if self.min_mhz is None else min(self.min_mhz, mhz)
+            self.sm_mhz.append(mhz)
+        if reading.mem_clock_mhz is not None:
+            self.mem_mhz.append(reading.mem_clock_mhz)
         slow = (
             mhz is not None and bool(self._max_mhz) and mhz < THROTTLE_CLOCK_FRACTION * (self._max_mhz or 0)
         )

@@ -16,8 +16,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from sweep.errors import StoreError, shown
+from sweep.store.compare._compare_clocks import clock_gap_note, in_cycles
 from sweep.store.compare._compare_rows import TraceRow, load_rows
 from sweep.store.compare._compare_spec import SideSpec, parse_side
 from sweep.store.db import (
@@ -71,6 +73,9 @@ class TaskComparison:
     basis_a: Basis | None
     basis_b: Basis | None
     verdict: Verdict
+    #: The SM clock (MHz) of each side's newest passing run, ``None`` when unknown.
+    sm_clock_mhz_a: float | None = None
+    sm_clock_mhz_b: float | None = None
 
     @property
     def label(self) -> str:
@@ -226,21 +231,26 @@ def _relative(noise: float | None) -> float | None:
 
 
 def _task(key: Key, a: _SideTask, b: _SideTask, threshold: float) -> TaskComparison:
-    base = {"definition": key[0], "solution": key[1], "workload_uuid": key[2]}
-    hw = {"hardware_a": a.hardware, "hardware_b": b.hardware}
-    if not a.runs or not b.runs:
+    def base(**fields: Any) -> TaskComparison:
         return TaskComparison(
-            **base, **hw, status_a="PASSED" if a.runs else a.status, status_b="PASSED" if b.runs else b.status,
+            definition=key[0], solution=key[1], workload_uuid=key[2], hardware_a=a.hardware,
+            hardware_b=b.hardware, **fields,
+        )  # fmt: skip
+
+    if not a.runs or not b.runs:
+        return base(
+            status_a="PASSED" if a.runs else a.status, status_b="PASSED" if b.runs else b.status,
             latency_ms_a=None, latency_ms_b=None, ratio=None, ci_low=None, ci_high=None,
             noise_a=None, noise_b=None, basis_a=None, basis_b=None, verdict="failed",
         )  # fmt: skip
     ea, eb = _estimate(a.runs), _estimate(b.runs)
     ratio, lo, hi = ratio_interval(ea, eb)
-    return TaskComparison(
-        **base, **hw, status_a="PASSED", status_b="PASSED",
+    return base(
+        status_a="PASSED", status_b="PASSED",
         latency_ms_a=ea.latency_ms, latency_ms_b=eb.latency_ms, ratio=ratio, ci_low=lo, ci_high=hi,
         noise_a=_relative(ea.noise), noise_b=_relative(eb.noise), basis_a=ea.basis, basis_b=eb.basis,
         verdict=verdict(ea, eb, threshold),
+        sm_clock_mhz_a=a.runs[0].sm_clock_mhz, sm_clock_mhz_b=b.runs[0].sm_clock_mhz,
     )  # fmt: skip
 
 
@@ -255,6 +265,7 @@ def compare(
     store: Path,
     results_dir: Path | None = None,
     threshold: float = 0.05,
+    cycles: bool = False,
 ) -> Comparison:
     """Compare the latencies of side B against side A, task by task.
 
@@ -265,6 +276,8 @@ def compare(
             sides select from.
         results_dir: The results folder whose logs complete ``store`` (default: its folder).
         threshold: Relative change under which a task is ``same`` (``0.05`` = 5%).
+        cycles: Compare clock-normalised time: latencies in thousands of SM cycles
+            (``_compare_clocks``); traces without a clock are left out, with a note.
 
     Raises:
         StoreError: A side is malformed or selects no trace (the message lists what the
@@ -277,6 +290,14 @@ def compare(
     rows_a, rows_b = _side_rows(spec_a, store, results_dir), _side_rows(spec_b, store, results_dir)
     info_a, info_b = _info(spec_a, rows_a), _info(spec_b, rows_b)
     notes: list[str] = []
+    if cycles:
+        (rows_a, gone_a), (rows_b, gone_b) = in_cycles(rows_a), in_cycles(rows_b)
+        notes.append("latencies are in thousands of SM cycles (latency_ms x the SM clock in MHz)")
+        if gone_a or gone_b:
+            notes.append(
+                f"left out: {gone_a} traces of A and {gone_b} of B carry no SM clock (a CPU, or "
+                "written without NVML)"
+            )
     across = "hw" in (spec_a.kind, spec_b.kind)
     if not across and len(info_a.hardware) == 1 and info_a.hardware == info_b.hardware:
         pass
@@ -294,6 +315,12 @@ def compare(
         )
     tasks = [_task(k, ga[k], gb[k], threshold) for k in shared]
     tasks.sort(key=lambda t: (t.ratio is not None, -(t.ratio or 0.0), t.label))
+    if not cycles:
+        gap = clock_gap_note(
+            [(t.label, t.sm_clock_mhz_a, t.sm_clock_mhz_b) for t in tasks if t.ratio is not None]
+        )
+        if gap:
+            notes.append(gap)
     counts = Counter(t.verdict for t in tasks)
     logs = [math.log(t.ratio) for t in tasks if t.ratio is not None]
     summary = CompareSummary(

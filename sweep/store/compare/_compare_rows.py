@@ -18,7 +18,9 @@ __all__ = ["TraceRow", "load_rows"]
 # Evaluated traces only; the samples live in the record alone (no column holds them).
 _SELECT = f"""SELECT definition, solution, workload_uuid, hardware, status, latency_ms,
        timing_rel_error, timing_cv, timing_iterations, run_id, epoch_us({RANK_TIME}), trace_key,
-       json_extract_string(record, '$.evaluation.timing.samples') AS samples
+       json_extract_string(record, '$.evaluation.timing.samples') AS samples,
+       coalesce(TRY_CAST(json_extract(record, '$.evaluation.clocks.sm_clock_mhz_mean') AS DOUBLE),
+                (sm_clock_mhz_before + sm_clock_mhz_after) / 2.0) AS sm_clock_mhz
 FROM traces WHERE solution IS NOT NULL"""
 
 # (filter, the column to list when nothing matches, what it is called).
@@ -49,17 +51,21 @@ class TraceRow:
     timestamp_us: int | None  # epoch microseconds: TIMESTAMPTZ values would need pytz
     trace_key: str
     samples: str | None
+    #: The SM clock (MHz) the trace was timed at (``_compare_clocks``), ``None`` when unknown.
+    sm_clock_mhz: float | None = None
+    #: What :meth:`sample_values` multiplies the samples by (the clock, in cycles).
+    scale: float = 1.0
 
     def sample_values(self) -> list[float]:
         """The timed samples (the format of :meth:`sweep.schema.TimingStats.encode_samples`:
-        base64 of little-endian float32); empty when absent or unreadable."""
+        base64 of little-endian float32, times :attr:`scale`); empty when absent or unreadable."""
         if not self.samples:
             return []
         try:
             raw = base64.b64decode(self.samples, validate=True)
         except (binascii.Error, ValueError):
             return []
-        return list(struct.unpack(f"<{len(raw) // 4}f", raw[: len(raw) // 4 * 4]))
+        return [v * self.scale for v in struct.unpack(f"<{len(raw) // 4}f", raw[: len(raw) // 4 * 4])]
 
     @property
     def order(self) -> tuple[int, str]:

@@ -7,6 +7,7 @@ In dependency order (:data:`VIEW_DEPENDS` says which each reads), over evaluated
 from __future__ import annotations
 
 from sweep.store.db._compare_view import COMPARE_VIEW
+from sweep.store.db._energy_views import ENERGY_DEPENDS, energy_views
 from sweep.store.db._newest import NEWEST_FIRST
 from sweep.store.db._score_views import IS_SECRET, SCORE_VIEW_DEPENDS, score_views
 
@@ -154,6 +155,7 @@ GROUP BY author, hardware""",
     ),
     COMPARE_VIEW,  # latest run against the previous one, per task of a sweep
     *score_views(RANKED),  # what a solution set does to a model, fast_p, win@p, secret runs
+    *energy_views(RANKED),  # energy per call and the latency-energy Pareto front
 ]
 
 VIEW_NAMES: list[str] = [name for name, _ in VIEWS]
@@ -170,6 +172,7 @@ VIEW_DEPENDS: dict[str, list[str]] = {
     "perf_at": ["op_scores"],
     "compare": [],
     **SCORE_VIEW_DEPENDS,
+    **ENERGY_DEPENDS,
 }
 
 #: Table macros. ``perf_at(p)``: BackendBench's perf@p per backend (author) and hardware.

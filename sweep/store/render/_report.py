@@ -1,5 +1,5 @@
 """The report: per-hardware summary, flagged results, leaderboard, achieved rates, backend
-scores and cross-hardware summary, and the data of its pictures."""
+scores and cross-hardware summary, energy (when measured), and the data of its pictures."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from sweep.store.render._chart_data import (
     roofline_points,
     speedup_samples,
 )
+from sweep.store.render._energy_sections import ENERGY_SECTIONS
 from sweep.store.render._formats import format_table
 from sweep.store.render._model_section import model_rows
 from sweep.store.scores import check_uncovered
@@ -261,6 +262,7 @@ ORDER BY definition, hardware, geomean_speedup_over_default DESC NULLS LAST, sol
             'Per workload: sweep query "SELECT * FROM best_params"; for solutions: sweep export-tuning.',
         )
         profiled = _profile_tables(s)
+        energy = [t for t in (_table(s, *section) for section in ENERGY_SECTIONS) if t.rows]
         cols = leaderboard.columns
         bars = [
             SpeedupBar(
@@ -293,7 +295,7 @@ ORDER BY definition, hardware, geomean_speedup_over_default DESC NULLS LAST, sol
             roofline_left_out=roof_left,
             cross_points=pairs,
             cross_left_out=pairs_left,
-            extra=([tuning] if tuning.rows else []) + profiled,
+            extra=([tuning] if tuning.rows else []) + energy + profiled,
             model=model if model[0].rows else [],
         )
 

@@ -26,6 +26,7 @@ No DuckDB or Arrow import happens at import time of this package.
 
 from sweep.store._calibration import calibration_for, load_calibrations, save_calibration
 from sweep.store._compare import VERDICTS, CompareSummary, Comparison, SideInfo, TaskComparison, compare
+from sweep.store._compare_stats import Estimate, estimate_from_runs, estimate_single, verdict
 from sweep.store._connection import StoreLockedError
 from sweep.store._durations import EarlierRun, earlier_durations
 from sweep.store._export import ExportReport, export_parquet
@@ -63,6 +64,7 @@ __all__ = [
     "CompareSummary",
     "Comparison",
     "EarlierRun",
+    "Estimate",
     "ExportReport",
     "IngestReport",
     "KernelProfile",
@@ -85,6 +87,8 @@ __all__ = [
     "compare",
     "completed_task_ids",
     "earlier_durations",
+    "estimate_from_runs",
+    "estimate_single",
     "export_parquet",
     "ingest",
     "load_calibrations",
@@ -96,6 +100,7 @@ __all__ = [
     "save_profile_results",
     "sweep_state",
     "tuning_table",
+    "verdict",
     "write_output",
     "write_tuning",
 ]

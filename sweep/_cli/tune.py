@@ -32,8 +32,8 @@ def tune(
 
     Example: sweep tune configs/tune-cpu.yaml && sweep export-tuning --store results/tune-cpu/sweep.duckdb --out t.json
     """
-    from sweep.launch._search_runner import tune as run_tune
     from sweep.launch.driver import LaunchOptions
+    from sweep.launch.tune import tune as run_tune
     from sweep.schema.params import params_json
 
     overrides = make_overrides(hardware=hardware, address=address, results_dir=results_dir, store=store)

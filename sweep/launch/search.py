@@ -4,7 +4,7 @@ The plan gives every valid point of each solution's space on each workload (as a
 run). Points are grouped into decisions (:mod:`sweep.launch._search_groups`: one per target,
 definition, solution and shape bucket); for each, a strategy (:mod:`sweep.plan.strategies`)
 proposes a round of points, the round's tasks run through the ``runner`` (the launch path:
-``sweep.launch._search_runner``), and each point's objective (the geometric mean of its
+``sweep.launch.tune``), and each point's objective (the geometric mean of its
 latencies over the bucket's workloads) is told back, until the budget is spent, the space
 is used up, or the best has not improved for ``patience`` evaluations.
 

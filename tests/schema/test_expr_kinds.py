@@ -4,7 +4,7 @@ no short-circuit hides (issue 33, point 0)."""
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sweep.schema.expr import ConstraintError, ValueRangeError, eval_expression
@@ -118,7 +118,7 @@ _VALUES = st.fixed_dictionaries(
 _VALUE_ERRORS = ("exponent too large", "cannot evaluate: ", "grows past", "complex")
 
 
-@settings(max_examples=400, deadline=None, derandomize=True)
+@settings(max_examples=400, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(text=_EXPRESSIONS, values=_VALUES)
 def test_no_kind_error_escapes_the_static_check(text: str, values: dict[str, object]) -> None:
     """Names of one kind each: an expression the static check passes never raises a kind or
@@ -137,7 +137,7 @@ def test_no_kind_error_escapes_the_static_check(text: str, values: dict[str, obj
         return
 
 
-@settings(max_examples=200, deadline=None, derandomize=True)
+@settings(max_examples=200, deadline=None, derandomize=True, suppress_health_check=[HealthCheck.too_slow])
 @given(text=_EXPRESSIONS, values=_VALUES)
 def test_point_violation_never_raises(text: str, values: dict[str, object]) -> None:
     word = point_violation({k: v for k, v in values.items() if k != "n"}, [text], {"n": values["n"]})  # type: ignore[dict-item]

@@ -18,6 +18,7 @@ from sweep._cli import new as _new  # noqa: F401
 from sweep._cli import profile as _profile  # noqa: F401
 from sweep._cli import scores as _scores  # noqa: F401
 from sweep._cli import store as _store  # noqa: F401
+from sweep._cli import tune as _tune  # noqa: F401
 from sweep._cli import tuning as _tuning  # noqa: F401
 from sweep._cli import workers as _workers  # noqa: F401
 from sweep._cli.app import app

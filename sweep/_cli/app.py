@@ -51,6 +51,7 @@ COMMAND_ORDER: tuple[str, ...] = (
     "plan",
     "eval",
     "launch",
+    "tune",
     "query",
     "report",
     "compare",

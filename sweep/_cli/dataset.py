@@ -25,6 +25,7 @@ from sweep._cli.options import (
 if TYPE_CHECKING:
     from collections.abc import Sequence
 
+    from sweep.config import SweepConfig
     from sweep.plan import Exclusion, Plan
     from sweep.plan.dataset import Dataset
 
@@ -104,21 +105,64 @@ def validation_json(ds: Dataset, errors: list[str]) -> str:
 
 @app.command()
 def validate(
-    roots: Annotated[list[Path], typer.Argument(help="Dataset roots (FlashInfer-Bench layout).")],
+    roots: Annotated[
+        list[Path] | None,
+        typer.Argument(help="Dataset roots (FlashInfer-Bench layout); default: the config's dataset."),
+    ] = None,
+    config: Annotated[
+        Path | None,
+        typer.Option(
+            "--config",
+            help="A sweep config: also check what it selects, and every parameter point it plans.",
+        ),
+    ] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print counts, warnings and errors as JSON.")
     ] = False,
 ) -> None:
     """Load dataset roots and report every problem; exit 1 if there is any.
 
-    Example: sweep validate . /data/flashinfer-trace
-    """
-    from sweep.plan.dataset import validate_roots
+    Every parameter point of every solution is judged on every workload of its definition: a
+    constraint that cannot be evaluated there is an error naming the file, the constraint, the
+    point and the workload. With --config, the config's selection and spaces are checked too.
 
-    ds, errors = validate_roots(roots)
+    Example: sweep validate . /data/flashinfer-trace; sweep validate --config sweep.yaml
+    """
+    from sweep.errors import ConfigError
+    from sweep.plan.dataset import validate_roots
+    from sweep.plan.params import dataset_constraint_errors
+
+    loaded = _validation_config(config)
+    if not roots and loaded is None:
+        raise ConfigError("give dataset roots, or --config with a sweep config (its dataset is checked)")
+    ds, errors = validate_roots(roots or [Path(r) for r in loaded.dataset])  # type: ignore[union-attr]
+    errors = [*errors, *dataset_constraint_errors(ds)]
+    if loaded is not None and config is not None:
+        errors.extend(_config_errors(loaded, ds, config))
     echo(validation_json(ds, errors) if as_json else render_validation(ds, errors))
     if errors:
         raise typer.Exit(1)
+
+
+def _validation_config(path: Path | None) -> SweepConfig | None:
+    """The config ``sweep validate --config`` checks, loaded (its errors raised as they are)."""
+    if path is None:
+        return None
+    from sweep.config import load_config
+
+    return load_config(path)
+
+
+def _config_errors(config: SweepConfig, ds: Dataset, path: Path) -> list[str]:
+    """What the config selects that cannot be planned, each with the config's file and line."""
+    from sweep.errors import PlanError
+    from sweep.plan import select, with_lines
+
+    try:
+        select(config, ds)
+    except PlanError as e:
+        return str(with_lines(e, path)).splitlines()[1:] or [str(e)]
+    return []
 
 
 @app.command()

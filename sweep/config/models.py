@@ -28,6 +28,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import Field, JsonValue, StrictBool, field_validator
 
+from sweep.config.search import SearchSettings, ShapeBucket
 from sweep.errors import shown
 from sweep.schema.hardware import HardwareChoice, hardware_choice, hardware_entries, hardware_shape_problem
 from sweep.schema.limits import INT64_MAX, INT64_MIN
@@ -44,6 +45,8 @@ __all__ = [
     "ParamsSample",
     "ProfileSettings",
     "RaySettings",
+    "SearchSettings",
+    "ShapeBucket",
     "SolutionSelect",
     "SweepConfig",
     "WorkloadSelect",
@@ -108,6 +111,9 @@ class SolutionSelect(StrictModel):
     )
     params_sample: ParamsSample | None = Field(
         default=None, description="sweep a seeded subset of the valid points of each solution and workload"
+    )
+    search: SearchSettings = Field(
+        default_factory=SearchSettings, description="how points are chosen: grid, random, forest, evolution"
     )
 
     @field_validator("params")
@@ -263,6 +269,9 @@ class SweepConfig(StrictModel):
         skip: dict[str, Any] = {
             "profile": True,
             "ray": {"keep_workers": True, "idle_timeout_s": True, "compile_workers": True},
+            # How points are chosen changes no result of a point; and configs written before
+            # there was a search keep their hash.
+            "solutions": {"search": True},
         }
         data = self.model_dump(mode="json", exclude=skip)
         data["evaluation"] = without_later_defaults(data["evaluation"], config=True)

@@ -28,7 +28,7 @@ from pathlib import Path
 from sweep.config import ConfigOverrides, SweepConfig, apply_overrides, load_config
 from sweep.errors import PlanError, shown
 from sweep.plan.dataset import Dataset, load_runnable
-from sweep.plan.params import param_points
+from sweep.plan.params import param_points, selected_workloads
 from sweep.plan.selection import Selection, select, selectable_solutions, with_lines
 from sweep.schema import Definition, Solution, Workload
 from sweep.schema.hardware import CPU, solution_targets_match
@@ -170,11 +170,7 @@ def combined_excluded(plans: Sequence[Plan]) -> list[Exclusion]:
 
 
 def _select_workloads(config: SweepConfig, ds: Dataset, defn: str, uuids: set[str]) -> list[Workload]:
-    wls = ds.workloads.get(defn, [])
-    if uuids:
-        wls = [w for w in wls if w.uuid in uuids]
-    limit = config.workloads.limit_per_definition
-    return wls[:limit] if limit is not None else wls
+    return selected_workloads(config, ds, defn)
 
 
 def build_plan(selection: Selection, target: str, *, unavailable: Unavailable | None = None) -> Plan:

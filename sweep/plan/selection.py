@@ -17,7 +17,7 @@ from pathlib import Path
 from sweep.config import SweepConfig, key_lines
 from sweep.errors import PlanError, did_you_mean, shown
 from sweep.plan.dataset import Dataset, error_list
-from sweep.plan.params import check_params
+from sweep.plan.params import check_constraint_points, check_params
 from sweep.schema import Definition, Solution
 from sweep.schema.hardware import hardware_entries, hardware_problem
 
@@ -152,6 +152,8 @@ def select(config: SweepConfig, dataset: Dataset) -> Selection:
     sols = _select_solutions(config, dataset, errors)
     _check_tolerances(config, dataset, errors)
     errors.extend(check_params(config, dataset, sols, broken=dataset.broken))
+    if not errors:  # the points are evaluated only once the space itself is sound
+        errors.extend(check_constraint_points(config, dataset, sols, broken=dataset.broken))
     all_uuids = [w.uuid for wls in dataset.workloads.values() for w in wls]
     known = set(all_uuids)
     for i, u in enumerate(config.workloads.uuids):

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from sweep.errors import clip, did_you_mean, listing, shown
 from sweep.schema.definition import Definition
-from sweep.schema.expr import ConstraintError, constraint_names, eval_expression
+from sweep.schema.expr import ConstraintError, constraint_names, eval_expression, refuse_strings
 from sweep.schema.workload import BackendBenchArgsInput, ScalarInput, Workload
 
 __all__ = ["check_workload", "eval_axis_constraint"]
@@ -33,6 +33,7 @@ def eval_axis_constraint(text: str, values: Mapping[str, int]) -> bool:
         ConstraintError: The expression uses anything outside the arithmetic and
             comparison whitelist, or a name with no value.
     """
+    refuse_strings(text)
     return bool(eval_expression(text, values))
 
 

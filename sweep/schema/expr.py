@@ -1,10 +1,16 @@
-"""A safe evaluator of arithmetic over named integers: axis constraints and work expressions.
+"""A safe evaluator of arithmetic over named values: axis constraints, work expressions and
+the constraints of parameter spaces.
 
 Definitions carry Python expressions over their axes: ``constraints``
 (``num_heads % num_kv_heads == 0``) and the extension fields ``flops`` and ``bytes``
 (``2 * M * N * K``). They are evaluated here by walking the AST with a whitelist: numbers,
 names, arithmetic, comparisons, ``and``/``or``/``not`` and calls of ``min``/``max``/``abs``;
-no ``eval``, no attribute access, nothing else. A text is parsed and made into nested
+no ``eval``, no attribute access, nothing else. Values are of three kinds: numbers, truth values
+and strings (a parameter may take any). Arithmetic, ``min``/``max``/``abs`` and ordering take
+numbers (ordering: two strings too); ``==``/``!=`` compare any two values, values of different
+kinds never equal (``True == 1`` is false here); ``and``/``or``/``not`` take no string. What
+breaks these rules raises :class:`ConstraintError` when it is reached; a static check of the
+kinds a name may take, which no short-circuit hides, is :mod:`sweep.schema.expr_kinds`. A text is parsed and made into nested
 functions once (:func:`compile_expression`), then evaluated for as many values as needed.
 
 Every evaluation is fast and raises only the errors documented: an expression is at most
@@ -22,6 +28,7 @@ from collections.abc import Callable, Collection, Mapping
 from typing import Any
 
 from sweep.errors import did_you_mean, listing, shown
+from sweep.schema._value_kinds import RUN_COMPARISONS, ConstraintError, kind_of, need_number, need_truth
 
 __all__ = [
     "BINARY_OPERATORS",
@@ -39,7 +46,9 @@ __all__ = [
     "eval_expression",
     "eval_number",
     "expression_problem",
+    "kind_of",
     "parse_expression",
+    "refuse_strings",
 ]
 
 #: The longest expression accepted (real constraints and work expressions are a line).
@@ -51,10 +60,6 @@ MAX_INT_BITS = 512
 _MAX_EXPONENT = 64
 #: The functions a constraint on tensor values may call (the engine evaluates those).
 CONSTRAINT_FUNCTIONS: frozenset[str] = frozenset({"len", "min", "max", "abs", "sum"})
-
-
-class ConstraintError(ValueError):
-    """An expression uses syntax outside the safe subset, or a name with no value."""
 
 
 class ValueRangeError(ConstraintError):
@@ -158,7 +163,7 @@ def called_names(text: str) -> set[str]:
     return {n.func.id for n in ast.walk(tree) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
 
 
-def eval_expression(text: str, values: Mapping[str, int]) -> float | bool:
+def eval_expression(text: str, values: Mapping[str, object]) -> float | bool | str:
     """Evaluate an expression over named values, safely and quickly.
 
     Raises:
@@ -171,10 +176,22 @@ def eval_expression(text: str, values: Mapping[str, int]) -> float | bool:
     """
     run = compile_expression(text)
     try:
-        result: float | bool = run(values)
+        result: float | bool | str = run(values)
     except TypeError as e:  # e.g. a value given as a string: not arithmetic
         raise ConstraintError(f"cannot evaluate: {e}") from None
     return result
+
+
+def refuse_strings(text: str) -> None:
+    """Refuse a string constant anywhere in ``text``: axes and work expressions are numbers
+    (only a parameter space's constraints compare strings).
+
+    Raises:
+        SyntaxError, ConstraintError: As for :func:`parse_expression`; a string constant.
+    """
+    for node in ast.walk(parse_expression(text)):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            raise ConstraintError(f"the constant {shown(node.value)} is not allowed (axes are numbers)")
 
 
 def eval_number(text: str, values: Mapping[str, int]) -> float:
@@ -188,6 +205,8 @@ def eval_number(text: str, values: Mapping[str, int]) -> float:
     value = eval_expression(text, values)
     if isinstance(value, bool):
         raise ConstraintError("gives a truth value, not a number")
+    if isinstance(value, str):
+        raise ConstraintError(f"gives the string {shown(value)}, not a number")
     number = float(value)
     if not number >= 0 or number == float("inf"):
         raise ConstraintError(f"gives {number:g}, not a number >= 0")
@@ -221,28 +240,32 @@ def expression_problem(text: str, names: Collection[str], *, what: str = "axis")
         return f"{e} (in {shown(text)})"
     except (ZeroDivisionError, OverflowError, ValueError, TypeError):
         pass
+    try:
+        refuse_strings(text)
+    except ConstraintError as e:
+        return f"{e} (in {shown(text)})"
     return None
 
 
-def _checked(value: Any) -> float | bool:
-    """``value`` if it is a number the evaluator may hold; else :class:`ValueRangeError`."""
-    if type(value) is float:  # the common case first: called at every node of an evaluation
+def _checked(value: Any) -> float | bool | str:
+    """``value`` if it is a value the evaluator may hold; else :class:`ValueRangeError`."""
+    if type(value) is float or type(value) is str:  # the common cases first: called at every node
         return value
     if isinstance(value, int) and value.bit_length() > MAX_INT_BITS:
         raise ValueRangeError(f"a value grows past {MAX_INT_BITS} bits")
     if isinstance(value, complex):
         raise ValueRangeError("gives a complex number (a fractional power of a negative number)")
-    result: float | bool = value
+    result: float | bool | str = value
     return result
 
 
-def _call(name: str, args: list[float | bool]) -> float | bool:
+def _call(name: str, args: list[float | bool | str]) -> float | bool | str:
     # Python's min/max of one argument iterate over it, and of none raise TypeError.
     if name == "abs" and len(args) != 1:
         raise ConstraintError(f"abs() takes exactly one argument, got {len(args)}")
     if name != "abs" and len(args) < 2:
         raise ConstraintError(f"{name}() needs at least two arguments, got {len(args)}")
-    return _checked(_FUNCS[name](*args))
+    return _checked(_FUNCS[name](*[need_number(a, f"{name}()") for a in args]))
 
 
 def _raises(error: ConstraintError) -> Compiled:
@@ -281,25 +304,30 @@ def _binary(node: ast.BinOp) -> Compiled:
     if isinstance(node.op, ast.Pow):
 
         def power(values: Mapping[str, Any]) -> Any:
-            a, b = left(values), right(values)
+            a, b = (
+                need_number(left(values), "the operator Pow"),
+                need_number(right(values), "the operator Pow"),
+            )
             if abs(b) > _MAX_EXPONENT:
                 raise ConstraintError("exponent too large")
             return _checked(op(a, b))
 
         return power
+    what = f"the operator {type(node.op).__name__}"
     # Operands hold at most MAX_INT_BITS bits and exponents at most 64, so this one
-    # operation is fast whatever it gives; its result is bounded before the next.
-    return lambda values: _checked(op(left(values), right(values)))
+    # operation is fast whatever it gives; its result is bounded before the next. Strings
+    # are refused ('a' * 3 and 'a' + 'b' are no arithmetic).
+    return lambda values: _checked(op(need_number(left(values), what), need_number(right(values), what)))
 
 
 def _unary(node: ast.UnaryOp) -> Compiled:
     operand = _compile(node.operand)
     if isinstance(node.op, ast.USub):
-        return lambda values: -operand(values)
+        return lambda values: -need_number(operand(values), "unary -")
     if isinstance(node.op, ast.UAdd):
-        return lambda values: +operand(values)
+        return lambda values: +need_number(operand(values), "unary +")
     if isinstance(node.op, ast.Not):
-        return lambda values: not operand(values)
+        return lambda values: not need_truth(operand(values))
 
     def other(values: Mapping[str, Any]) -> Any:
         operand(values)  # evaluated first, as the tree is read
@@ -312,7 +340,7 @@ def _compare(node: ast.Compare) -> Compiled:
     first = _compile(node.left)
     steps: list[tuple[Callable[[Any, Any], Any] | None, Compiled | None, str]] = []
     for op, comp in zip(node.ops, node.comparators):
-        allowed = COMPARISONS.get(type(op))
+        allowed = RUN_COMPARISONS.get(type(op))
         # An operator outside the whitelist raises before its right side is evaluated.
         steps.append((allowed, _compile(comp) if allowed is not None else None, type(op).__name__))
 
@@ -333,7 +361,7 @@ def _compare(node: ast.Compare) -> Compiled:
 def _compile(node: ast.AST) -> Compiled:
     """One node of a parsed expression as a function of the values (see
     :func:`compile_expression`)."""
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool, str)):
         return _constant(node.value)
     if isinstance(node, ast.Name):
         return _name(node.id)
@@ -344,8 +372,8 @@ def _compile(node: ast.AST) -> Compiled:
     if isinstance(node, ast.BoolOp):
         parts = [_compile(v) for v in node.values]
         if isinstance(node.op, ast.And):
-            return lambda values: all(p(values) for p in parts)
-        return lambda values: any(p(values) for p in parts)
+            return lambda values: all(need_truth(p(values)) for p in parts)
+        return lambda values: any(need_truth(p(values)) for p in parts)
     if isinstance(node, ast.Compare):
         return _compare(node)
     if (
@@ -357,5 +385,9 @@ def _compile(node: ast.AST) -> Compiled:
         args, fname = [_compile(a) for a in node.args], node.func.id
         return lambda values: _call(fname, [a(values) for a in args])
     if isinstance(node, ast.Constant):
-        return _raises(ConstraintError(f"the constant {shown(node.value)} is not allowed (only numbers)"))
+        return _raises(
+            ConstraintError(
+                f"the constant {shown(node.value)} is not allowed (numbers, True, False, strings)"
+            )
+        )
     return _raises(ConstraintError(f"{type(node).__name__} is not allowed in an expression"))

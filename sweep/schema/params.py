@@ -27,17 +27,19 @@ from sweep.schema.expr import (
     compile_expression,
     constraint_names,
     eval_expression,
-    expression_problem,
 )
+from sweep.schema.expr_kinds import kinds_of_values, static_problem
 from sweep.schema.limits import INT64_MAX, INT64_MIN
 
 __all__ = [
+    "CANNOT_EVALUATE",
     "MAX_GRID_POINTS",
     "MAX_PARAM_CONSTRAINTS",
     "MAX_PARAM_NAMES",
     "MAX_PARAM_VALUES",
     "ParamValue",
     "Point",
+    "constraint_kind_problems",
     "constraint_name_problems",
     "default_point",
     "grid_points",
@@ -57,6 +59,9 @@ MAX_PARAM_VALUES = 1000
 MAX_PARAM_CONSTRAINTS = 64
 #: The most points a space (the product of its lists) may have.
 MAX_GRID_POINTS = 100_000
+#: How the word of a point whose constraint cannot be evaluated starts (never a violation:
+#: the plan refuses such a point rather than leave it out).
+CANNOT_EVALUATE = "cannot evaluate "
 #: The longest string value of a parameter.
 MAX_PARAM_STR = 200
 
@@ -105,8 +110,20 @@ def space_problems(params: Mapping[str, Sequence[object]], constraints: Sequence
         )
     if len(constraints) > MAX_PARAM_CONSTRAINTS:
         problems.append(f"params_constraints: at most {MAX_PARAM_CONSTRAINTS}, got {len(constraints)}")
+    problems.extend(constraint_kind_problems(params, constraints))
+    return problems
+
+
+def constraint_kind_problems(params: Mapping[str, Sequence[object]], constraints: Sequence[str]) -> list[str]:
+    """Each constraint that does not parse, uses syntax outside the whitelist anywhere (no
+    short-circuit hides a branch), or does what no value of the kinds each parameter lists
+    could evaluate (a string in arithmetic, a string ordered against a number, two sides of
+    ``==`` that are never equal): :func:`~sweep.schema.expr_kinds.static_problem`. Names that
+    are no parameter are axes, numbers."""
+    kinds = {name: kinds_of_values(values) for name, values in params.items()}
+    problems = []
     for i, text in enumerate(constraints):
-        problem = expression_problem(text, set(constraint_names_or_empty(text)) | set(params))
+        problem = static_problem(text, kinds)
         if problem:
             problems.append(f"params_constraints[{i}]: {problem}")
     return problems
@@ -156,9 +173,9 @@ def point_violation(
     values = {**axes, **point}
     for text in constraints:
         try:
-            ok = eval_expression(text, values)  # type: ignore[arg-type]
+            ok = eval_expression(text, values)
         except (ConstraintError, SyntaxError, ZeroDivisionError, OverflowError, TypeError) as e:
-            return f"cannot evaluate {text}: {e}"
+            return f"{CANNOT_EVALUATE}{text}: {e}"
         if not ok:
             return f"violates {text}"
     return None
@@ -173,16 +190,16 @@ def _judge(text: str) -> Callable[[Mapping[str, object]], str | None]:
     try:
         run = compile_expression(text)
     except (ConstraintError, SyntaxError) as e:
-        word = f"cannot evaluate {text}: {e}"
+        word = f"{CANNOT_EVALUATE}{text}: {e}"
         return lambda values: word
 
     def judge(values: Mapping[str, object]) -> str | None:
         try:
             ok = run(values)
         except TypeError as e:  # as eval_expression words it
-            return f"cannot evaluate {text}: cannot evaluate: {e}"
+            return f"{CANNOT_EVALUATE}{text}: cannot evaluate: {e}"
         except _EVAL_ERRORS as e:
-            return f"cannot evaluate {text}: {e}"
+            return f"{CANNOT_EVALUATE}{text}: {e}"
         return None if ok else f"violates {text}"
 
     return judge

@@ -38,6 +38,7 @@ from sweep.store.compare._compare import (
     TaskComparison,
     compare,
 )
+from sweep.store.db._compare_stats import Estimate, estimate_from_runs, estimate_single, verdict
 from sweep.store.db._connection import StoreLockedError
 from sweep.store.db._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_NAMES, column_names
 from sweep.store.db._store_context import StoreContext
@@ -80,6 +81,7 @@ __all__ = [
     "Comparison",
     "DefinitionGain",
     "EarlierRun",
+    "Estimate",
     "ExportReport",
     "IngestReport",
     "KernelProfile",
@@ -106,6 +108,8 @@ __all__ = [
     "compare",
     "completed_task_ids",
     "earlier_durations",
+    "estimate_from_runs",
+    "estimate_single",
     "export_parquet",
     "ingest",
     "load_calibrations",
@@ -120,6 +124,7 @@ __all__ = [
     "scores_at",
     "sweep_state",
     "tuning_table",
+    "verdict",
     "write_output",
     "write_tuning",
 ]

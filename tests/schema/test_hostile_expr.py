@@ -45,8 +45,18 @@ def _refusal(text: str, values: dict[str, int] | None = None) -> BaseException:
         ("abs()", "abs() takes exactly one argument, got 0"),
         ("min(*dim)", "Starred is not allowed in an expression"),
         ("(-1) ** 0.5 < 2", "gives a complex number (a fractional power of a negative number)"),
-        ("dim < 1j", "the constant 1j is not allowed (only numbers)"),
-        ("'a' < dim", "the constant 'a' is not allowed (only numbers)"),
+        ("dim < 1j", "the constant 1j is not allowed (numbers, True, False, strings)"),
+        (
+            "'a' < dim",
+            "cannot order 'a' (string) against 7 (number) with <: ordering compares two numbers or two strings",
+        ),
+        ("'a' * dim", "the operator Mult needs numbers, got the string 'a'"),
+        ("not 'a'", "the string 'a' is not a truth value (compare it: X == 'a')"),
+        ("dim > 1 and 'a'", "the string 'a' is not a truth value (compare it: X == 'a')"),
+        (
+            "True < dim",
+            "cannot order True (truth value) against 7 (number) with <: ordering compares two numbers or two strings",
+        ),
         ("dim ** 65", "exponent too large"),
         ("dim.real", "Attribute is not allowed in an expression"),
         ("~dim", "UnaryOp is not allowed in an expression"),
@@ -148,7 +158,7 @@ def test_any_expression_gives_a_number_or_a_documented_error_quickly(text: str, 
     except DOCUMENTED:
         pass
     else:
-        assert isinstance(value, (bool, int, float))
+        assert isinstance(value, (bool, int, float, str))  # a string: a string constant, alone
         assert not isinstance(value, int) or value.bit_length() <= MAX_INT_BITS
     problem = expression_problem(text, ["dim", "n"])
     assert problem is None or len(problem) < 400
@@ -164,27 +174,41 @@ def _walk(node: ast.AST, values: dict[str, object]) -> object:
     from sweep.errors import shown
     from sweep.schema.expr import _MAX_EXPONENT, BINARY_OPERATORS, COMPARISONS, _call, _checked
 
-    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool)):
+    def kind(v: object) -> str:
+        return "truth value" if isinstance(v, bool) else "string" if isinstance(v, str) else "number"
+
+    def num(v: object, what: str) -> object:
+        if isinstance(v, str):
+            raise ConstraintError(f"{what} needs numbers, got the string {shown(v)}")
+        return v
+
+    def truth(v: object) -> object:
+        if isinstance(v, str):
+            raise ConstraintError(f"the string {shown(v)} is not a truth value (compare it: X == 'a')")
+        return v
+
+    if isinstance(node, ast.Constant) and isinstance(node.value, (int, float, bool, str)):
         return _checked(node.value)
     if isinstance(node, ast.Name):
         if node.id not in values:
             raise ConstraintError(f"unknown name {shown(node.id)}")
         return _checked(values[node.id])
     if isinstance(node, ast.BinOp) and type(node.op) in BINARY_OPERATORS:
-        left, right = _walk(node.left, values), _walk(node.right, values)
+        what = f"the operator {type(node.op).__name__}"
+        left, right = num(_walk(node.left, values), what), num(_walk(node.right, values), what)
         if isinstance(node.op, ast.Pow) and abs(right) > _MAX_EXPONENT:  # type: ignore[arg-type]
             raise ConstraintError("exponent too large")
         return _checked(BINARY_OPERATORS[type(node.op)](left, right))
     if isinstance(node, ast.UnaryOp):
         v = _walk(node.operand, values)
         if isinstance(node.op, ast.USub):
-            return -v  # type: ignore[operator]
+            return -num(v, "unary -")  # type: ignore[operator]
         if isinstance(node.op, ast.UAdd):
-            return +v  # type: ignore[operator]
+            return +num(v, "unary +")  # type: ignore[operator]
         if isinstance(node.op, ast.Not):
-            return not v
+            return not truth(v)
     if isinstance(node, ast.BoolOp):
-        vals = (_walk(v, values) for v in node.values)
+        vals = (truth(_walk(v, values)) for v in node.values)
         return all(vals) if isinstance(node.op, ast.And) else any(vals)
     if isinstance(node, ast.Compare):
         left = _walk(node.left, values)
@@ -192,7 +216,18 @@ def _walk(node: ast.AST, values: dict[str, object]) -> object:
             if type(op) not in COMPARISONS:
                 raise ConstraintError(f"comparison {type(op).__name__} not allowed")
             right = _walk(comp, values)
-            if not COMPARISONS[type(op)](left, right):
+            if isinstance(op, (ast.Eq, ast.NotEq)):
+                same = kind(left) == kind(right) and left == right
+                holds = same if isinstance(op, ast.Eq) else not same
+            else:
+                if kind(left) != kind(right) or kind(left) == "truth value":
+                    sign = {ast.Lt: "<", ast.LtE: "<=", ast.Gt: ">", ast.GtE: ">="}[type(op)]
+                    raise ConstraintError(
+                        f"cannot order {shown(left)} ({kind(left)}) against {shown(right)} ({kind(right)}) "
+                        f"with {sign}: ordering compares two numbers or two strings"
+                    )
+                holds = COMPARISONS[type(op)](left, right)
+            if not holds:
                 return False
             left = right
         return True
@@ -204,7 +239,9 @@ def _walk(node: ast.AST, values: dict[str, object]) -> object:
     ):
         return _call(node.func.id, [_walk(a, values) for a in node.args])  # type: ignore[misc]
     if isinstance(node, ast.Constant):
-        raise ConstraintError(f"the constant {shown(node.value)} is not allowed (only numbers)")
+        raise ConstraintError(
+            f"the constant {shown(node.value)} is not allowed (numbers, True, False, strings)"
+        )
     raise ConstraintError(f"{type(node).__name__} is not allowed in an expression")
 
 

@@ -57,6 +57,9 @@ __all__ = [
     "launch",
     "new_run_id",
     "operator_check",
+    "plans_for",
+    "portable_tasks",
+    "warm_workers_for",
 ]
 
 
@@ -172,7 +175,7 @@ def portable_tasks(tasks: list[Task], cwd: Path) -> list[Task]:
     return out
 
 
-def _plans(selection: Selection, targets: Sequence[str], secret: bytes | None = None) -> list[Plan]:
+def plans_for(selection: Selection, targets: Sequence[str], secret: bytes | None = None) -> list[Plan]:
     """One plan per target, in order; with a secret, every task a secret run."""
     plans = [build_plan(selection, t, unavailable=operator_check) for t in targets]
     if secret is not None:
@@ -229,7 +232,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
     plans: list[Plan] = []
     opening: StoreOpening | None = None
     if choice.mode == "named":
-        plans = _plans(selection, choice.targets, opts.secret)
+        plans = plans_for(selection, choice.targets, opts.secret)
         todo = _pending(plans, opts.force)
         if not todo:
             return _result(run_id, plans, todo, Tally(), clock, None, SchedulerStats())
@@ -244,7 +247,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         try:
             if not plans:
                 targets = [auto_target(conn.info)] if choice.mode == "auto" else gpu_targets(conn.info)
-                plans = _plans(selection, targets, opts.secret)
+                plans = plans_for(selection, targets, opts.secret)
                 todo = _pending(plans, opts.force)
                 if not todo:
                     return _result(run_id, plans, todo, Tally(), clock, conn.info, SchedulerStats())
@@ -256,7 +259,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
             pools = pools_for_targets(work, conn.info)
             if conn.portable_paths:
                 todo = portable_tasks(todo, Path(os.getcwd()).resolve())
-            warm = _warm_workers(config, address, conn, run_id)
+            warm = warm_workers_for(config, address, conn, run_id)
             progress = _progress(config, run_id, plans, todo, pools, opts)
             spec = SandboxSpec(
                 backend=opts.backend,
@@ -279,7 +282,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
             opening.discard()
 
 
-def _warm_workers(
+def warm_workers_for(
     config: SweepConfig, address: str | None, conn: RayConnection, run_id: str
 ) -> WarmWorkers | None:
     """Warm workers for a launch on an existing cluster (``ray.keep_workers``); ``None``

@@ -21,7 +21,7 @@ from sweep.config import SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
 from sweep.launch._run import StartClock, StoreOpening, run_sweep
 from sweep.launch._search_groups import groups_of
-from sweep.launch.driver import LaunchOptions, _plans, _warm_workers, new_run_id
+from sweep.launch.driver import LaunchOptions, new_run_id, plans_for, warm_workers_for
 from sweep.launch.search import Known, Outcome, search_group
 from sweep.plan import Plan, select, with_lines
 from sweep.plan.dataset import Dataset, load_runnable
@@ -45,7 +45,7 @@ class ClusterRunner:
         address: str | None,
     ) -> None:
         self.config, self.dataset, self.plans, self.conn, self.opts = config, dataset, plans, conn, opts
-        self.warm = _warm_workers(config, address, conn, new_run_id())
+        self.warm = warm_workers_for(config, address, conn, new_run_id())
         compile_workers = config.ray.compile_workers
         self.spec = SandboxSpec(
             backend=opts.backend,
@@ -128,7 +128,7 @@ def tune(config_path: str | Path, options: LaunchOptions | None = None) -> list[
             targets = list(choice.targets)
         else:
             targets = [auto_target(conn.info)] if choice.mode == "auto" else gpu_targets(conn.info)
-        plans = _plans(selection, targets)
+        plans = plans_for(selection, targets)
         groups = groups_of(plans, config.solutions.search)
         if not groups:
             raise PlanError("nothing to tune: no selected solution has a parameter space (params)")

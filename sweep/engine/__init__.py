@@ -154,6 +154,10 @@ def evaluate(
     Raises:
         EngineError: ``device`` is invalid or unavailable (never for a kernel's failure).
     """
+    if task.rank is not None:  # one rank of a call made by several (sweep.cluster.gang)
+        from sweep.engine import _dist_eval
+
+        return _dist_eval.evaluate_rank(task, device=device, on_phase=on_phase)
     from sweep.engine import _evaluate
 
     return _evaluate.evaluate(task, device=device, cache=cache, on_phase=on_phase)

@@ -95,10 +95,15 @@ def run_gang(task: Task, spec: SandboxSpec, stamp: Provenance | None = None, *, 
     backend = "nccl" if spec.device_kind == "cuda" else "gloo"
     port = free_port()
     env = tuple((k, v) for k, v in spec.env if k not in dict(MULTICAST_OFF_ENV)) + MULTICAST_OFF_ENV
-    rank_spec = replace(spec, prefork=False, env=env, compile_workers=0)
+    base = replace(spec, prefork=False, env=env, compile_workers=0)
+    # Each rank's logs in a folder of its own: two supervisors in one folder would share names.
+    specs = [
+        replace(base, workdir=None if spec.workdir is None else str(Path(spec.workdir) / f"gang-{port}" / f"rank-{r}"))
+        for r in range(n)
+    ]
     slots = [RankSlot(rank=r, world_size=n, master_port=port, backend=backend) for r in range(n)]
     tasks = [task.model_copy(update={"rank": s}) for s in slots]
-    boxes = [_RankSandbox(rank_spec, stamp) for _ in range(n)]
+    boxes = [_RankSandbox(specs[r], stamp) for r in range(n)]
     results: queue.Queue[tuple[int, Trace]] = queue.Queue()
 
     def one(r: int) -> None:

@@ -35,7 +35,7 @@ from sweep.cluster.sandbox import SandboxSpec
 from sweep.schema import Provenance, Status, Trace
 from sweep.schema.task import Task
 
-__all__ = ["gang_order", "placement_problem", "run_gang_tasks"]
+__all__ = ["gang_order", "node_slots", "placement_problem", "run_gang_tasks"]
 
 _TICK_S = 0.2
 #: Seconds a Ray task of a gang may take beyond its ranks' own deadlines (zygotes' start).
@@ -54,6 +54,17 @@ def placement_problem(task: Task, node_slots: Sequence[int]) -> str | None:
         f"needs {n} {task.hardware} GPUs on one node (its ranks share NVLink); "
         f"the largest {task.hardware} node has {most}"
     )
+
+
+def node_slots(nodes: Sequence[tuple[float, tuple[str, ...]]], target: str) -> list[int]:
+    """How many ranks of a ``target`` task each node can hold: its GPUs of that type (nodes as
+    ``(gpus, accelerator types)``); on the CPU, any number (ranks are processes)."""
+    from sweep.schema.distributed import MAX_WORLD_SIZE
+    from sweep.schema.hardware import short_name
+
+    if target == "CPU":
+        return [MAX_WORLD_SIZE]
+    return [int(gpus) for gpus, kinds in nodes if gpus and any(short_name(k) == target for k in kinds)]
 
 
 def gang_order(tasks: Sequence[Task]) -> list[Task]:
@@ -78,6 +89,8 @@ def _gang_main(task_json: str, spec: SandboxSpec, run_id: str) -> str:
     import ray
 
     task = Task.model_validate_json(task_json)
+    if spec.device_kind == "auto":  # a GPU node's device files say whether its GPUs are real
+        spec = _spec_for(spec, "cuda" if os.path.exists("/dev/nvidiactl") else "cpu")
     ctx = ray.get_runtime_context()
     stamp = Provenance(node_id=ctx.get_node_id(), gpu_id=os.environ.get("CUDA_VISIBLE_DEVICES"), run_id=run_id)
     return run_gang(task, spec, stamp).to_json()
@@ -119,7 +132,7 @@ def run_gang_tasks(
             task, pg, _ = waiting
             ready, _ = ray.wait([pg.ready()], timeout=0 if running else _TICK_S)
             if ready:
-                kind = (device_kinds or {}).get(task.hardware, "cpu" if task.hardware == "CPU" else "cuda")
+                kind = (device_kinds or {}).get(task.hardware, "cpu" if task.hardware == "CPU" else "auto")
                 cpu = task.hardware == "CPU"
                 ref = remote.options(
                     num_cpus=1 if cpu else 0,

@@ -48,6 +48,10 @@ def secondary(trace: Trace, killed: bool) -> bool:
     return bool(_PEER_LOST.search(ev.log))
 
 
+def _failed(trace: Trace) -> bool:
+    return trace.evaluation is None or trace.evaluation.status is not Status.PASSED
+
+
 def _figures(r: int, trace: Trace, log: str | None) -> RankFigures:
     ev = trace.evaluation
     dist = ev.distributed if ev is not None else None
@@ -97,21 +101,28 @@ def merge_ranks(
     """
     n = len(traces)
     ranks = [_figures(r, t, logs.get(r)) for r, t in enumerate(traces)]
-    failed = [r for r in order if traces[r].evaluation is None or traces[r].evaluation.status is not Status.PASSED]
+    failed = [r for r in order if _failed(traces[r])]
     own = [r for r in failed if not secondary(traces[r], r in aborted)]
-    culprit = (own or failed or [None])[0]
+    culprit: int | None = (own or failed)[0] if failed else None
     base = traces[culprit if culprit is not None else 0]
     ev = base.evaluation
     assert ev is not None
-    backend = next((t.evaluation.distributed.backend for t in traces if t.evaluation and t.evaluation.distributed), None)
+    backend = next(
+        (t.evaluation.distributed.backend for t in traces if t.evaluation and t.evaluation.distributed), None
+    )
     extra: dict[str, object] = {"world_size": n, "backend": backend, "ranks": ranks, "aligned": True}
     update: dict[str, object] = {}
     if culprit is not None:
         extra["failed_rank"] = culprit
-        others = [f"rank {r}: {ranks[r].status}{' (killed: rank %d failed)' % culprit if r in aborted else ''}"
-                  for r in range(n) if r != culprit]
+        killed = f" (killed: rank {culprit} failed)"
+        others = [
+            f"rank {r}: {ranks[r].status}{killed if r in aborted else ''}" for r in range(n) if r != culprit
+        ]
         where = f" (log: {logs[culprit]})" if culprit in logs else ""
-        text = f"{ev.status.value}: rank {culprit} of {n} failed{where}\n{ev.log}\n--- other ranks ---\n" + "\n".join(others)
+        text = (
+            f"{ev.status.value}: rank {culprit} of {n} failed{where}\n{ev.log}\n--- other ranks ---\n"
+            + "\n".join(others)
+        )
         update["log"] = clip_log(text, task.settings.log_limit_bytes)
         flags = sorted({f for t in traces if t.evaluation for f in t.evaluation.flags or []})
         update["flags"] = [*(ev.flags or []), *[f for f in flags if f not in (ev.flags or [])]] or None
@@ -132,8 +143,10 @@ def merge_ranks(
         update["timing"] = sev.timing
         update["reference_timing"] = rev.reference_timing
         spread = ", ".join(f"rank {r} {lat[r]:.4g} ms" for r in range(n))
-        update["log"] = clip_log(f"PASSED on {n} ranks; slowest rank {straggler} ({spread})", task.settings.log_limit_bytes)
-    update["distributed"] = DistributedResult(**extra)  # type: ignore[arg-type]
+        update["log"] = clip_log(
+            f"PASSED on {n} ranks; slowest rank {straggler} ({spread})", task.settings.log_limit_bytes
+        )
+    update["distributed"] = DistributedResult(**extra)
     evaluation = Evaluation(**{**{k: getattr(ev, k) for k in ev.model_fields_set}, **update})
     prov = base.provenance
     if prov is not None:

@@ -80,7 +80,9 @@ class _RankSandbox(Sandbox):
         return pid is not None
 
 
-def run_gang(task: Task, spec: SandboxSpec, stamp: Provenance | None = None, *, grace_s: float = 3.0) -> Trace:
+def run_gang(
+    task: Task, spec: SandboxSpec, stamp: Provenance | None = None, *, grace_s: float = 3.0
+) -> Trace:
     """Run every rank of ``task`` in its own sandbox process; exactly one trace.
 
     Args:
@@ -98,7 +100,10 @@ def run_gang(task: Task, spec: SandboxSpec, stamp: Provenance | None = None, *, 
     base = replace(spec, prefork=False, env=env, compile_workers=0)
     # Each rank's logs in a folder of its own: two supervisors in one folder would share names.
     specs = [
-        replace(base, workdir=None if spec.workdir is None else str(Path(spec.workdir) / f"gang-{port}" / f"rank-{r}"))
+        replace(
+            base,
+            workdir=None if spec.workdir is None else str(Path(spec.workdir) / f"gang-{port}" / f"rank-{r}"),
+        )
         for r in range(n)
     ]
     slots = [RankSlot(rank=r, world_size=n, master_port=port, backend=backend) for r in range(n)]
@@ -111,7 +116,9 @@ def run_gang(task: Task, spec: SandboxSpec, stamp: Provenance | None = None, *, 
             trace = boxes[r].run_batch([Envelope.of(tasks[r])])[0].trace(tasks[r])
         except Exception as e:  # noqa: BLE001 - no sandbox could start: still one trace per rank
             log = f"rank {r}: its sandbox could not start: {e}"
-            trace = failure_trace(tasks[r], Status.RUNTIME_ERROR, log, stamp.model_copy(update={"finished_at": now_iso()}))
+            trace = failure_trace(
+                tasks[r], Status.RUNTIME_ERROR, log, stamp.model_copy(update={"finished_at": now_iso()})
+            )
         results.put((r, trace))
 
     threads = [threading.Thread(target=one, args=(r,), daemon=True, name=f"rank-{r}") for r in range(n)]
@@ -158,6 +165,8 @@ def _keep_logs(spec: SandboxSpec, task: Task, traces: dict[int, Trace]) -> dict[
         folder.mkdir(parents=True, exist_ok=True)
         for r, trace in traces.items():
             path = folder / f"rank-{r}.log"
-            path.write_text(trace.evaluation.log if trace.evaluation else "", encoding="utf-8", errors="replace")
+            path.write_text(
+                trace.evaluation.log if trace.evaluation else "", encoding="utf-8", errors="replace"
+            )
             paths[r] = str(path)
     return paths

@@ -92,7 +92,9 @@ def _gang_main(task_json: str, spec: SandboxSpec, run_id: str) -> str:
     if spec.device_kind == "auto":  # a GPU node's device files say whether its GPUs are real
         spec = _spec_for(spec, "cuda" if os.path.exists("/dev/nvidiactl") else "cpu")
     ctx = ray.get_runtime_context()
-    stamp = Provenance(node_id=ctx.get_node_id(), gpu_id=os.environ.get("CUDA_VISIBLE_DEVICES"), run_id=run_id)
+    stamp = Provenance(
+        node_id=ctx.get_node_id(), gpu_id=os.environ.get("CUDA_VISIBLE_DEVICES"), run_id=run_id
+    )
     return run_gang(task, spec, stamp).to_json()
 
 
@@ -156,10 +158,20 @@ def run_gang_tasks(
                 try:
                     trace = Trace.model_validate_json(ray.get(ref)) if ref in finished else None
                 except Exception as e:  # noqa: BLE001 - the gang's Ray task died: still one trace
-                    trace = failure_trace(task, Status.RUNTIME_ERROR, f"the gang's Ray task failed: {e}", Provenance(run_id=run_id, finished_at=now_iso()))
+                    trace = failure_trace(
+                        task,
+                        Status.RUNTIME_ERROR,
+                        f"the gang's Ray task failed: {e}",
+                        Provenance(run_id=run_id, finished_at=now_iso()),
+                    )
                 if trace is None:
                     ray.cancel(ref, force=True)
-                    trace = failure_trace(task, Status.TIMEOUT, "the gang did not finish in time; all its ranks were killed", Provenance(run_id=run_id, finished_at=now_iso()))
+                    trace = failure_trace(
+                        task,
+                        Status.TIMEOUT,
+                        "the gang did not finish in time; all its ranks were killed",
+                        Provenance(run_id=run_id, finished_at=now_iso()),
+                    )
                 remove_placement_group(pg)
                 on_traces([trace])
                 done += 1

@@ -29,12 +29,12 @@ import torch.distributed as dist
 from sweep.engine import _integrity
 from sweep.engine._build import build_solution, reference_solution
 from sweep.engine._built import BuildError
-from sweep.engine._compare import ErrorStats, check_reference, compare_outputs, normalize_outputs
+from sweep.engine._compare import ErrorStats, Mismatch, check_reference, compare_outputs, normalize_outputs
 from sweep.engine._dist_timing import RankTiming, agree, time_lockstep
 from sweep.engine._envinfo import environment, nvml_for
 from sweep.engine._evaluate import trace_of
 from sweep.engine._inputs import InputError, _hash_int, base_seed, make_inputs
-from sweep.schema import Correctness, Evaluation, Performance, Status, Task, Trace
+from sweep.schema import Correctness, Environment, Evaluation, Performance, Status, Task, Trace
 from sweep.schema.distributed import DistributedResult, RankFigures, full_axes
 from sweep.schema.expr import ConstraintError
 
@@ -58,13 +58,17 @@ def _device(device: str | None, rank: int, world: int) -> torch.device:
     if device is not None and device.startswith("cuda"):
         count = torch.cuda.device_count()
         if count < world:
-            raise _Stop(Status.RUNTIME_ERROR, f"rank {rank}: {world} ranks need {world} GPUs, {count} visible")
+            raise _Stop(
+                Status.RUNTIME_ERROR, f"rank {rank}: {world} ranks need {world} GPUs, {count} visible"
+            )
         torch.cuda.set_device(rank)
         return torch.device("cuda", rank)
     return torch.device("cpu")
 
 
-def evaluate_rank(task: Task, *, device: str | None = None, on_phase: Callable[[str], None] | None = None) -> Trace:
+def evaluate_rank(
+    task: Task, *, device: str | None = None, on_phase: Callable[[str], None] | None = None
+) -> Trace:
     """Evaluate this process's rank of ``task`` (``task.rank`` set); always one trace."""
     slot, spec = task.rank, task.definition.distributed
     assert slot is not None and spec is not None
@@ -79,7 +83,9 @@ def evaluate_rank(task: Task, *, device: str | None = None, on_phase: Callable[[
             init_method=f"tcp://{slot.master_addr}:{slot.master_port}",
             rank=slot.rank,
             world_size=slot.world_size,
-            timeout=datetime.timedelta(seconds=task.settings.timeouts.run_s + task.settings.timeouts.compile_s),
+            timeout=datetime.timedelta(
+                seconds=task.settings.timeouts.run_s + task.settings.timeouts.compile_s
+            ),
         )
         try:
             state.run(dev, on_phase or (lambda _phase: None))
@@ -106,7 +112,7 @@ class _RankRun:
         self.correctness: Correctness | None = None
         self.ref_time: RankTiming | None = None
         self.sol_time: RankTiming | None = None
-        self.env = None
+        self.env: Environment | None = None
         self.seed: int | None = None
 
     def run(self, dev: torch.device, on_phase: Callable[[str], None]) -> None:
@@ -117,11 +123,15 @@ class _RankRun:
             axes = full_axes(definition.distributed, task.workload.axes)
         except ConstraintError as e:
             raise _Stop(Status.RUNTIME_ERROR, f"rank {rank}: {e}") from None
-        shaped = task.workload.model_copy(update={"axes": {k: v for k, v in axes.items() if k in definition.axes}})
+        shaped = task.workload.model_copy(
+            update={"axes": {k: v for k, v in axes.items() if k in definition.axes}}
+        )
         self.seed = _hash_int(base_seed(task.settings.seed, task.workload.uuid), "rank", rank)
         sets = max(task.settings.trials, task.settings.input_sets)
         try:
-            inputs = [make_inputs(definition, shaped, self.seed, i, dev, task.dataset_root) for i in range(sets)]
+            inputs = [
+                make_inputs(definition, shaped, self.seed, i, dev, task.dataset_root) for i in range(sets)
+            ]
         except InputError as e:
             raise _Stop(Status.RUNTIME_ERROR, f"rank {rank}: inputs: {e}") from None
         names = list(definition.inputs)
@@ -134,9 +144,13 @@ class _RankRun:
         expected: list[list[torch.Tensor]] = []
         for i in range(task.settings.trials):
             got = normalize_outputs(ref(*inputs[i].args(names)), outs)
-            problem = got.message if not isinstance(got, list) else check_reference(got, definition, shaped.axes)
+            problem = (
+                got.message if not isinstance(got, list) else check_reference(got, definition, shaped.axes)
+            )
             if not agree(problem is None, dev):
-                raise _Stop(Status.RUNTIME_ERROR, f"rank {rank}: the reference failed: {problem or 'on another rank'}")
+                raise _Stop(
+                    Status.RUNTIME_ERROR, f"rank {rank}: the reference failed: {problem or 'on another rank'}"
+                )
             assert isinstance(got, list)
             expected.append([t.detach().clone() for t in got if isinstance(t, torch.Tensor)])
         self.ref_time = time_lockstep(lambda i: ref(*inputs[i].args(names)), task.settings, dev)
@@ -149,29 +163,38 @@ class _RankRun:
         changes = guard.changes()
         if not agree(not changes, dev):
             guard.restore()
-            raise _Stop(Status.RUNTIME_ERROR, f"rank {rank}: TAMPERED at import: {'; '.join(changes[:8]) or 'another rank'}")
+            raise _Stop(
+                Status.RUNTIME_ERROR,
+                f"rank {rank}: TAMPERED at import: {'; '.join(changes[:8]) or 'another rank'}",
+            )
         on_phase("run")
         call = self._caller(built.fn, definition, shaped.axes, dev)
         stats = ErrorStats()
         tol = task.settings.tolerance_for(definition.name, definition.op_type)
         for i in range(task.settings.trials):
-            got = call(inputs[i].args(names))
+            result = call(list(inputs[i].args(names)))
             if dev.type == "cuda":
                 torch.cuda.synchronize(dev)
-            norm = normalize_outputs(got, outs)
-            mismatch = norm if not isinstance(norm, list) else compare_outputs(
-                norm, expected[i], definition, shaped.axes, tol, stats, f"rank {rank}, trial {i}"
+            norm: list[object] | Mismatch = normalize_outputs(result, outs)
+            mismatch = (
+                norm
+                if not isinstance(norm, list)
+                else compare_outputs(
+                    norm, expected[i], definition, shaped.axes, tol, stats, f"rank {rank}, trial {i}"
+                )
             )
             self.correctness = Correctness(max_relative_error=stats.max_rel, max_absolute_error=stats.max_abs)
             if not agree(mismatch is None, dev):
                 if mismatch is not None:
                     raise _Stop(mismatch.status, f"rank {rank}: {mismatch.message}", self.correctness)
                 raise _Stop(Status.RUNTIME_ERROR, f"rank {rank}: stopped: another rank failed its check")
-        self.sol_time = time_lockstep(lambda i: call(inputs[i].args(names)), task.settings, dev)
+        self.sol_time = time_lockstep(lambda i: call(list(inputs[i].args(names))), task.settings, dev)
         changes = guard.changes()
         if not agree(not changes, dev):
             guard.restore()
-            raise _Stop(Status.RUNTIME_ERROR, f"rank {rank}: TAMPERED: {'; '.join(changes[:8]) or 'another rank'}")
+            raise _Stop(
+                Status.RUNTIME_ERROR, f"rank {rank}: TAMPERED: {'; '.join(changes[:8]) or 'another rank'}"
+            )
         on_phase("timed")
 
     def _caller(
@@ -186,7 +209,9 @@ class _RankRun:
 
         def call(args: list[object]) -> object:
             outs = [
-                torch.empty(task.definition.resolve_shape(s, axes) or (), dtype=torch_dtype(s.dtype.value), device=dev)
+                torch.empty(
+                    task.definition.resolve_shape(s, axes) or (), dtype=torch_dtype(s.dtype.value), device=dev
+                )
                 for s in specs.values()
             ]
             fn(*args, *outs, **(task.params or {}))
@@ -213,7 +238,9 @@ class _RankRun:
             "timestamp": datetime.datetime.now(datetime.timezone.utc).isoformat(),
             "log": "\n".join(self.messages)[-task.settings.log_limit_bytes :],
             "seed": self.seed,
-            "distributed": DistributedResult(world_size=slot.world_size, backend=slot.backend, ranks=[figures]),
+            "distributed": DistributedResult(
+                world_size=slot.world_size, backend=slot.backend, ranks=[figures]
+            ),
         }
         if status in (Status.PASSED, Status.INCORRECT_NUMERICAL):
             fields["correctness"] = self.correctness or Correctness()
@@ -225,10 +252,8 @@ class _RankRun:
             )
             fields["timing"] = self.sol_time.stats
             fields["reference_timing"] = self.ref_time.stats
-        return trace_of(task, Evaluation(**fields), started)  # type: ignore[arg-type]
+        return trace_of(task, Evaluation(**fields), started)
 
 
-def _cpu_env() -> object:
-    from sweep.schema import Environment
-
+def _cpu_env() -> Environment:
     return Environment(hardware="CPU")

@@ -72,7 +72,8 @@ def _one(call: Callable[[int], object], i: int, device: torch.device) -> float:
     """One call's time in ms, its start aligned with the other ranks' (outside the window)."""
     _align(device)
     if device.type == "cuda":
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
+        end = torch.cuda.Event(enable_timing=True)  # type: ignore[no-untyped-call]
         start.record()
         call(i)
         end.record()

@@ -236,7 +236,16 @@ def _run_gangs(
         if problem is None:
             placeable.append(t)
         elif progress is not None:
-            progress.note(f"left out {t.definition.name} / {t.solution.name} / {t.workload.uuid}: cannot be placed: {problem}")
+            progress.note(
+                f"left out {t.definition.name} / {t.solution.name} / {t.workload.uuid}: cannot be placed: {problem}"
+            )
     kinds = {p.target: p.device_kind for p in pools}
-    run_gang_tasks(placeable, spec, run_id=run_id, on_traces=storing.on_traces, device_kinds=kinds, on_tick=storing.on_tick)
+    run_gang_tasks(
+        placeable,
+        spec,
+        run_id=run_id,
+        on_traces=storing.on_traces,
+        device_kinds=kinds,
+        on_tick=storing.on_tick,
+    )
     return [t for t in todo if world_size(t) <= 1]

@@ -52,7 +52,14 @@ WORLD_SIZE_NAME = "world_size"
 MAX_WORLD_SIZE = 64
 
 Collective = Literal["all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce"]
-COLLECTIVES: tuple[str, ...] = ("all_reduce", "all_gather", "reduce_scatter", "all_to_all", "broadcast", "reduce")
+COLLECTIVES: tuple[str, ...] = (
+    "all_reduce",
+    "all_gather",
+    "reduce_scatter",
+    "all_to_all",
+    "broadcast",
+    "reduce",
+)
 
 
 def bus_factor(collective: str, n: int) -> float:

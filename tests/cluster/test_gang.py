@@ -24,7 +24,12 @@ from .conftest import read_traces, write_config, write_dataset
 
 def _settings(run_s: float = 30) -> EvalSettings:
     return EvalSettings(
-        trials=1, warmup_ms=0, rep_ms=1, min_iterations=2, max_iterations=3, input_sets=1,
+        trials=1,
+        warmup_ms=0,
+        rep_ms=1,
+        min_iterations=2,
+        max_iterations=3,
+        input_sets=1,
         timeouts=Timeouts(compile_s=30, run_s=run_s),
     )
 
@@ -81,13 +86,20 @@ def test_a_hung_rank_takes_the_task_down_in_its_timeout(tmp_path: Path) -> None:
 
 def _rank_trace(status: str, log: str) -> Trace:
     ev: dict[str, object] = {
-        "status": status, "environment": {"hardware": "CPU"}, "timestamp": "2026-01-01T00:00:00Z", "log": log
+        "status": status,
+        "environment": {"hardware": "CPU"},
+        "timestamp": "2026-01-01T00:00:00Z",
+        "log": log,
     }
-    return Trace.model_validate({"definition": "all_reduce_sum", "workload": workload().model_dump(), "evaluation": ev})
+    return Trace.model_validate(
+        {"definition": "all_reduce_sum", "workload": workload().model_dump(), "evaluation": ev}
+    )
 
 
 def test_blame_goes_to_the_rank_whose_failure_is_its_own() -> None:
-    waiting = _rank_trace("TIMEOUT", 'TIMEOUT: ...\n  File "x/torch/distributed/distributed_c10d.py", line 1 in all_reduce')
+    waiting = _rank_trace(
+        "TIMEOUT", 'TIMEOUT: ...\n  File "x/torch/distributed/distributed_c10d.py", line 1 in all_reduce'
+    )
     hung = _rank_trace("TIMEOUT", 'TIMEOUT: ...\n  File "main.py", line 9 in run')
     peer = _rank_trace("RUNTIME_ERROR", "RUNTIME_ERROR: rank 0: RuntimeError: Connection closed by peer")
     assert secondary(waiting, False) and not secondary(hung, False) and secondary(peer, False)
@@ -108,7 +120,9 @@ def _write_allreduce(root: Path, worlds: list[int]) -> None:
     (root / "definitions" / "collective" / "all_reduce_sum.json").write_text(json.dumps(d))
     (root / "workloads" / "collective").mkdir(parents=True)
     lines = [
-        json.dumps({"definition": "all_reduce_sum", "solution": None, "workload": workload(64, w).model_dump()})
+        json.dumps(
+            {"definition": "all_reduce_sum", "solution": None, "workload": workload(64, w).model_dump()}
+        )
         for w in worlds
     ]
     (root / "workloads" / "collective" / "all_reduce_sum.jsonl").write_text("\n".join(lines) + "\n")
@@ -127,10 +141,13 @@ def test_a_launch_runs_gangs_beside_single_gpu_tasks(two_nodes: dict[str, str], 
     result = launch(cfg, LaunchOptions(quiet=True))
     traces = read_traces(results)
     by_world = {
-        (t["evaluation"].get("distributed") or {}).get("world_size", 1): t for t in traces  # type: ignore[union-attr]
+        (t["evaluation"].get("distributed") or {}).get("world_size", 1): t
+        for t in traces  # type: ignore[union-attr]
     }
     assert sorted(by_world) == [1, 2, 4], [t["evaluation"]["log"] for t in traces]  # type: ignore[index]
-    assert all(t["evaluation"]["status"] == "PASSED" for t in traces), [t["evaluation"]["log"] for t in traces]  # type: ignore[index]
+    assert all(t["evaluation"]["status"] == "PASSED" for t in traces), [
+        t["evaluation"]["log"] for t in traces
+    ]  # type: ignore[index]
     assert len(traces) == 4 and result.ran == 4  # 2 single-GPU, 2 gangs; the 8-rank one left out
     four = by_world[4]["provenance"]  # type: ignore[index]
     assert four["node_id"] == two_nodes["H100"]  # packed on the node that has 4 GPUs

@@ -59,4 +59,6 @@ def solution(kind: str) -> Solution:
 
 def workload(n: int = 256, world: int | None = None) -> Workload:
     axes = {"n": n} if world is None else {"n": n, "W": world}
-    return Workload.model_validate({"uuid": f"ar-{n}-{world}", "axes": axes, "inputs": {"x": {"type": "random"}}})
+    return Workload.model_validate(
+        {"uuid": f"ar-{n}-{world}", "axes": axes, "inputs": {"x": {"type": "random"}}}
+    )

@@ -47,6 +47,10 @@ def evaluate(
     Raises:
         EngineError: ``device`` is invalid or unavailable (never for a kernel's failure).
     """
+    if task.rank is not None:  # one rank of a call made by several (sweep.sandbox.gang)
+        from sweep.engine._dist_eval import evaluate_rank
+
+        return evaluate_rank(task, device=device, on_phase=on_phase)
     from sweep.engine._evaluate import evaluate as evaluate_task
 
     return evaluate_task(task, device=device, cache=cache, on_phase=on_phase)

@@ -269,7 +269,15 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
             )
             assert opening is not None
             tally, stats = run_sweep(
-                run_id, plans, todo, opening, pools, (spec, opts.scheduler, progress), warm, clock
+                run_id,
+                plans,
+                todo,
+                opening,
+                pools,
+                (spec, opts.scheduler, progress),
+                warm,
+                clock,
+                nodes=[(n.gpus, n.accelerator_types) for n in conn.info.nodes],
             )
             result = _result(run_id, plans, todo, tally, clock, conn.info, stats)
             if warm is not None:

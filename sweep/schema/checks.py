@@ -13,6 +13,7 @@ from collections.abc import Mapping
 
 from sweep.errors import clip, did_you_mean, listing, shown
 from sweep.schema.definition import Definition
+from sweep.schema.distributed import MAX_WORLD_SIZE, Distributed, full_axes, world_size_of
 from sweep.schema.expr import ConstraintError, constraint_names, eval_expression, refuse_strings
 from sweep.schema.workload import BackendBenchArgsInput, ScalarInput, Workload
 
@@ -37,6 +38,19 @@ def eval_axis_constraint(text: str, values: Mapping[str, int]) -> bool:
     return bool(eval_expression(text, values))
 
 
+def distributed_problems(spec: Distributed, axes: dict[str, int]) -> list[str]:
+    """Why a distributed definition's workload with ``axes`` cannot run: a world size out of
+    range, a derived axis that is not a whole number >= 1 or disagrees with the one given."""
+    n = world_size_of(spec, axes)
+    if n is not None and not 1 <= n <= MAX_WORLD_SIZE:
+        return [f"axes.{clip(str(spec.world_size_axis))}: a world size is 1 to {MAX_WORLD_SIZE}, got {n}"]
+    try:
+        full_axes(spec, axes)
+    except ConstraintError as e:
+        return [f"distributed: {e}"]
+    return []
+
+
 def check_workload(definition: Definition, workload: Workload) -> list[str]:
     """Every way ``workload`` fails to match ``definition`` (empty when it matches).
 
@@ -44,7 +58,7 @@ def check_workload(definition: Definition, workload: Workload) -> list[str]:
     """
     errors: list[str] = []
     const = definition.const_axes()
-    var = definition.var_axes()
+    var = definition.given_axes()
     for name in var:
         if name not in workload.axes:
             errors.append(f"axes.{clip(name)}: var axis {shown(name)} is not given")
@@ -58,6 +72,8 @@ def check_workload(definition: Definition, workload: Workload) -> list[str]:
             errors.append(f"axes.{clip(name)}: const axis is {const[name]}, workload gives {value}")
         elif value < 1:
             errors.append(f"axes.{clip(name)}: must be >= 1, got {value}")
+    if definition.distributed is not None and not errors:
+        errors.extend(distributed_problems(definition.distributed, workload.axes))
     whole_call = [n for n, s in workload.inputs.items() if isinstance(s, BackendBenchArgsInput)]
     if whole_call:
         # A backendbench_args input carries every argument of an ATen call; such a

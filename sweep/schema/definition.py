@@ -10,6 +10,7 @@ from pydantic import Field, model_validator
 
 from sweep.errors import clip, did_you_mean, listing, shown
 from sweep.schema._base import Record
+from sweep.schema.distributed import Distributed
 from sweep.schema.expr import (
     CONSTRAINT_FUNCTIONS,
     ConstraintError,
@@ -116,6 +117,8 @@ class Definition(Record):
         default=None,
         description="least bytes one call must move to and from memory, as an expression over the axes",
     )
+    # Extension: a call made by several ranks at once (sweep.schema.distributed, docs/multi-gpu.md).
+    distributed: Distributed | None = None
 
     @model_validator(mode="after")
     def _check(self) -> Definition:
@@ -135,9 +138,15 @@ class Definition(Record):
             problem = self._constraint_problem(text)
             if problem:
                 raise ValueError(f"constraints[{i}]: {problem}")
+        names = list(self.axes)
+        if self.distributed is not None:
+            problem = self.distributed.check_against(self.axes, self.var_axes())
+            if problem:
+                raise ValueError(f"distributed.{problem}")
+            names.append("world_size")
         for field in WORK_FIELDS:
             text = getattr(self, field)
-            problem = expression_problem(text, list(self.axes)) if text is not None else None
+            problem = expression_problem(text, names) if text is not None else None
             if problem:
                 raise ValueError(f"{field}: {problem}")
         return self
@@ -188,6 +197,11 @@ class Definition(Record):
     def var_axes(self) -> list[str]:
         """The names of the var axes, in declaration order."""
         return [n for n, a in self.axes.items() if isinstance(a, AxisVar)]
+
+    def given_axes(self) -> list[str]:
+        """The var axes a workload must give: all but those a distributed call derives."""
+        derived = self.distributed.derived_axes if self.distributed is not None else {}
+        return [n for n in self.var_axes() if n not in derived]
 
     def resolve_shape(self, spec: TensorSpec, axes: dict[str, int]) -> tuple[int, ...] | None:
         """Concrete shape of ``spec`` for a workload's axis values (``None`` for a scalar)."""

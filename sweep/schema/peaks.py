@@ -35,12 +35,14 @@ __all__ = [
     "COUNTED_MARGIN",
     "DATASHEETS",
     "DECLARED_MARGIN",
+    "NVLINK_GBPS",
     "RATE_KEYS",
     "Ceilings",
     "Datasheet",
     "datasheet_ceilings",
     "floor_margin",
     "floor_ms",
+    "link_peak_gbps",
 ]
 
 #: Keys of :attr:`Ceilings.tflops`: dense rates for float64, float32 (no tensor cores on
@@ -225,3 +227,27 @@ def datasheet_ceilings(device: str, *, hardware: str | None = None) -> Ceilings 
         gbps=sheet.gbps,
         device_name=device,
     )
+
+
+# NVLink bandwidth of one GPU, GB/s in each direction (half the datasheets' bidirectional
+# "NVLink: 900GB/s" figure): the ceiling a collective's bus bandwidth (nccl-tests) is a fraction
+# of. H100 SXM5 and H200 SXM: 18 NVLink 4 links, 900 GB/s (H100/H200 datasheets); H100 NVL and
+# H200 NVL: 600 GB/s through bridges; A100/A800 SXM: 600 GB/s (A800: 400 GB/s); B200 (HGX): 1.8 TB/s.
+NVLINK_GBPS: dict[str, tuple[tuple[tuple[str, ...], float], ...]] = {
+    "H100": ((("pcie",), 0.0), (("nvl",), 300.0), ((), 450.0)),
+    "H200": ((("nvl",), 300.0), ((), 450.0)),
+    "A100": ((("pcie",), 0.0), ((), 300.0)),
+    "A800": ((("pcie",), 0.0), ((), 200.0)),
+    "B200": (((), 900.0),),
+}
+
+
+def link_peak_gbps(device: str) -> float | None:
+    """The NVLink bandwidth per GPU and direction of a device named any way (GB/s), or ``None``
+    when the table has none for it (a PCIe card, a CPU, an unknown GPU)."""
+    rows = NVLINK_GBPS.get(short_name(device))
+    if not rows:
+        return None
+    name = device.lower()
+    gbps = next((g for words, g in rows if words and all(w in name for w in words)), rows[-1][1])
+    return gbps or None

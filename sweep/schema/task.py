@@ -11,6 +11,7 @@ import hashlib
 from pydantic import BaseModel, ConfigDict
 
 from sweep.schema.definition import Definition
+from sweep.schema.distributed import RankSlot
 from sweep.schema.params import params_json
 from sweep.schema.peaks import Ceilings
 from sweep.schema.settings import EvalSettings
@@ -111,6 +112,10 @@ class Task(BaseModel):
                 "secret_commitment": commit,
             }
         )
+
+    #: Set only on the copy of a distributed task one rank's sandbox runs (which rank, where its
+    #: process group meets); ``None`` on every task a plan makes. Not part of the id.
+    rank: RankSlot | None = None
 
     @classmethod
     def make(

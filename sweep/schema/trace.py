@@ -15,6 +15,7 @@ from pydantic import Field, JsonValue, StrictBool, field_validator, model_valida
 
 from sweep.errors import shown
 from sweep.schema._base import Record
+from sweep.schema.distributed import DistributedResult
 from sweep.schema.energy import Energy
 from sweep.schema.limits import Int64, NonNegInt64
 from sweep.schema.params import ParamValue
@@ -244,6 +245,8 @@ class Evaluation(Record):
     # Flags (the FLAG_* constants): "impossible" and "suspicious" on a PASSED result,
     # "tampered" and "reference_failed" on a RUNTIME_ERROR (or TIMEOUT) that says whose it is.
     flags: list[str] | None = None
+    # A call of several ranks: every rank's figures, the straggler, the failing rank, bandwidth.
+    distributed: DistributedResult | None = None
 
     @field_validator("timestamp")
     @classmethod

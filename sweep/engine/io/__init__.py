@@ -57,6 +57,9 @@ if TYPE_CHECKING:
         element_bytes as element_bytes,
     )
     from sweep.engine.io._inputs import (
+        hash_int as hash_int,
+    )
+    from sweep.engine.io._inputs import (
         make_inputs as make_inputs,
     )
     from sweep.engine.io._inputs import (
@@ -105,6 +108,7 @@ _WHERE = {
     "element_bytes": "_inputs",
     "ErrorStats": "_compare",
     "evaluate_constraint": "_constraints",
+    "hash_int": "_inputs",
     "InputError": "_inputs",
     "InputSet": "_inputs",
     "INT_RANGE_BITS": "_inputs",
@@ -142,6 +146,7 @@ __all__ = [
     "constraint_inputs",
     "element_bytes",
     "evaluate_constraint",
+    "hash_int",
     "is_sequence",
     "make_inputs",
     "memory_plan",

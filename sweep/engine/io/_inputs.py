@@ -78,7 +78,7 @@ class InputSet:
         return [self.values[n] for n in names]
 
 
-def _hash_int(*parts: object) -> int:
+def hash_int(*parts: object) -> int:
     text = "\x1f".join(str(p) for p in parts)
     return int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "big") & _MASK63
 
@@ -87,13 +87,13 @@ def base_seed(sweep_seed: int, workload_uuid: str, secret_salt: str | None = Non
     """The seed of a workload's inputs: depends only on the sweep seed and the uuid, and for a
     secret run (``Task.secret_salt``) on the salt the launch's secret made too."""
     if secret_salt is None:
-        return _hash_int("kernel-sweep-inputs", sweep_seed, workload_uuid)
-    return _hash_int("kernel-sweep-inputs", sweep_seed, workload_uuid, "secret", secret_salt)
+        return hash_int("kernel-sweep-inputs", sweep_seed, workload_uuid)
+    return hash_int("kernel-sweep-inputs", sweep_seed, workload_uuid, "secret", secret_salt)
 
 
 def set_seed(base: int, set_index: int, input_name: str) -> int:
     """The seed of one input tensor in one input set (trial or timing set)."""
-    return _hash_int(base, set_index, input_name)
+    return hash_int(base, set_index, input_name)
 
 
 def torch_dtype(name: str) -> torch.dtype:
@@ -125,7 +125,7 @@ def random_tensor(shape: tuple[int, ...], dtype_name: str, seed: int) -> torch.T
     n = math.prod(shape)
     if dtype.is_complex:
         real = torch.from_numpy(_uniform(n, seed))
-        imag = torch.from_numpy(_uniform(n, _hash_int(seed, "imag")))
+        imag = torch.from_numpy(_uniform(n, hash_int(seed, "imag")))
         return torch.complex(real, imag).to(dtype).reshape(shape)
     if dtype.is_floating_point:
         return torch.from_numpy(_uniform(n, seed)).to(dtype).reshape(shape)

@@ -1,0 +1,186 @@
+"""Gang scheduling: each distributed task on N GPUs of one node, a Ray placement group each.
+
+Policy (docs/multi-gpu.md, "Placement"):
+
+- **Atomic reservations.** A task of world size N asks for a placement group of N GPUs on one
+  node, ``STRICT_PACK`` (its ranks share NVLink): one bundle of N GPUs, since Ray places one
+  task inside one bundle, and the task supervises all N ranks. Ray reserves a group whole or
+  not at all, so no task ever holds part of what it needs while waiting for the
+  rest: no two gangs can deadlock on each other.
+- **No starvation of the big.** Tasks go largest world size first, then in plan order. Only
+  the head of the queue may wait for a reservation; nothing behind it is reserved while it
+  waits (no backfilling past it), so a task of 4 GPUs is not kept waiting forever by a stream of
+  2-GPU tasks that would each take two of its GPUs as they free up.
+- **No GPUs held idle long.** A group is made just before its task runs and removed as soon as
+  its trace is back; the longest GPUs can sit idle waiting for the head is the rest of one
+  running task, bounded by that task's timeout (``run_gang``'s deadlines, and the Ray task's own
+  deadline here).
+- **Beside single-GPU tasks.** In a launch the gang phase runs first, then the single-GPU
+  workers start (``sweep.launch``): the single-GPU actors hold their GPU for the whole launch, so
+  sharing GPUs with them at the same time could leave a gang unplaceable; in phases neither kind
+  waits on the other for more than the other's finite queue.
+
+What cannot be placed at all (more ranks than any node of the target has GPUs) is said by
+:func:`placement_problem` before anything runs.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from sweep.sandbox.gang import run_gang, world_size
+from sweep.sandbox.supervisor import SandboxSpec
+from sweep.schema import Provenance, Status, Trace
+from sweep.schema.task import Task
+
+__all__ = ["gang_order", "node_slots", "placement_problem", "run_gang_tasks"]
+
+_TICK_S = 0.2
+#: Seconds a Ray task of a gang may take beyond its ranks' own deadlines (zygotes' start).
+_START_MARGIN_S = 300.0
+
+
+def placement_problem(task: Task, node_slots: Sequence[int]) -> str | None:
+    """Why ``task`` cannot be placed on nodes with ``node_slots`` GPUs (or CPU slots) each, or ``None``."""
+    n = world_size(task)
+    if n <= 1:
+        return None
+    most = max(node_slots, default=0)
+    if n <= most:
+        return None
+    return (
+        f"needs {n} {task.hardware} GPUs on one node (its ranks share NVLink); "
+        f"the largest {task.hardware} node has {most}"
+    )
+
+
+def node_slots(nodes: Sequence[tuple[float, tuple[str, ...]]], target: str) -> list[int]:
+    """How many ranks of a ``target`` task each node can hold: its GPUs of that type (nodes as
+    ``(gpus, accelerator types)``); on the CPU, any number (ranks are processes)."""
+    from sweep.schema.distributed import MAX_WORLD_SIZE
+    from sweep.schema.hardware import short_name
+
+    if target == "CPU":
+        return [MAX_WORLD_SIZE]
+    return [int(gpus) for gpus, kinds in nodes if gpus and any(short_name(k) == target for k in kinds)]
+
+
+def gang_order(tasks: Sequence[Task]) -> list[Task]:
+    """The queue's order: largest world size first, then as planned (stable)."""
+    return sorted(tasks, key=lambda t: -world_size(t))
+
+
+def _bundles(task: Task) -> list[dict[str, float]]:
+    """One bundle of the task's N GPUs (and its GPU type), or one CPU for a CPU target."""
+    if task.hardware == "CPU":
+        return [{"CPU": 1.0}]
+    bundle = {"GPU": float(world_size(task))}
+    if task.hardware != "auto":
+        bundle[f"accelerator_type:{task.hardware}"] = 0.001
+    return [bundle]
+
+
+def _gang_main(task_json: str, spec: SandboxSpec, run_id: str) -> str:
+    """The Ray task of one gang: its ranks' sandboxes on this node, one trace (JSON)."""
+    import os
+
+    import ray
+
+    task = Task.model_validate_json(task_json)
+    if spec.device_kind == "auto":  # a GPU node's device files say whether its GPUs are real
+        spec = _spec_for(spec, "cuda" if os.path.exists("/dev/nvidiactl") else "cpu")
+    ctx = ray.get_runtime_context()
+    stamp = Provenance(
+        node_id=ctx.get_node_id(), gpu_id=os.environ.get("CUDA_VISIBLE_DEVICES"), run_id=run_id
+    )
+    return run_gang(task, spec, stamp).to_json()
+
+
+def run_gang_tasks(
+    tasks: Sequence[Task],
+    spec: SandboxSpec,
+    *,
+    run_id: str,
+    on_traces: Callable[[Sequence[Trace]], None],
+    device_kinds: Mapping[str, str] | None = None,
+    on_tick: Callable[[], None] | None = None,
+    max_running: int = 64,
+) -> int:
+    """Run distributed ``tasks`` on the Ray cluster, one placement group each (see the module's
+    policy); exactly one trace per task to ``on_traces``. Returns how many ran.
+
+    Args:
+        device_kinds: Per target, ``cuda`` or ``cpu`` (default: ``cuda`` for GPU targets).
+    """
+    import ray
+    from ray.util.placement_group import placement_group, remove_placement_group
+    from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
+
+    from sweep.sandbox.failure_traces import failure_trace, now_iso
+
+    remote = ray.remote(max_retries=0)(_gang_main)
+    queue = list(gang_order(tasks))
+    waiting: tuple[Task, Any, float] | None = None  # the head, its group being reserved
+    running: dict[Any, tuple[Task, Any, float]] = {}
+    done = 0
+    while queue or waiting or running:
+        if waiting is None and queue and len(running) < max_running:
+            task = queue.pop(0)
+            pg = placement_group(_bundles(task), strategy="STRICT_PACK")
+            waiting = (task, pg, time.monotonic())
+        if waiting is not None:
+            task, pg, _ = waiting
+            ready, _ = ray.wait([pg.ready()], timeout=0 if running else _TICK_S)
+            if ready:
+                kind = (device_kinds or {}).get(task.hardware, "cpu" if task.hardware == "CPU" else "auto")
+                cpu = task.hardware == "CPU"
+                ref = remote.options(
+                    num_cpus=1 if cpu else 0,
+                    num_gpus=0 if cpu else world_size(task),
+                    scheduling_strategy=PlacementGroupSchedulingStrategy(
+                        placement_group=pg, placement_group_capture_child_tasks=True
+                    ),
+                ).remote(task.model_dump_json(), _spec_for(spec, kind), run_id)
+                t = task.settings.timeouts
+                running[ref] = (task, pg, time.monotonic() + t.compile_s + 2 * t.run_s + _START_MARGIN_S)
+                waiting = None
+                continue
+        if running:
+            finished, _ = ray.wait(list(running), num_returns=1, timeout=_TICK_S)
+            now = time.monotonic()
+            for ref in list(running):
+                task, pg, deadline = running[ref]
+                if ref not in finished and now < deadline:
+                    continue
+                del running[ref]
+                try:
+                    trace = Trace.model_validate_json(ray.get(ref)) if ref in finished else None
+                except Exception as e:  # noqa: BLE001 - the gang's Ray task died: still one trace
+                    trace = failure_trace(
+                        task,
+                        Status.RUNTIME_ERROR,
+                        f"the gang's Ray task failed: {e}",
+                        Provenance(run_id=run_id, finished_at=now_iso()),
+                    )
+                if trace is None:
+                    ray.cancel(ref, force=True)
+                    trace = failure_trace(
+                        task,
+                        Status.TIMEOUT,
+                        "the gang did not finish in time; all its ranks were killed",
+                        Provenance(run_id=run_id, finished_at=now_iso()),
+                    )
+                remove_placement_group(pg)
+                on_traces([trace])
+                done += 1
+        if on_tick is not None:
+            on_tick()
+    return done
+
+
+def _spec_for(spec: SandboxSpec, kind: str) -> SandboxSpec:
+    from dataclasses import replace
+
+    return replace(spec, device_kind=kind, compile_workers=0, prefork=False)

@@ -1,0 +1,172 @@
+"""One distributed task: N ranks, each in its own sandbox process, one trace.
+
+A task whose definition is ``distributed`` runs as ``world_size`` ranks on one node (the GPUs
+of the Ray placement group the gang scheduler reserved, ``gang_sched``; or this machine's CPU).
+Each rank is a task of its own to a :class:`~sweep.sandbox.supervisor.Sandbox`: a fresh process
+forked from a zygote that imported torch and took the harness's snapshot, with the same
+deadlines, crash reports and integrity checks as a single-GPU task. The ranks meet through a
+process group made for this task alone (a free port on this host; NCCL on GPUs, gloo on the
+CPU) and destroyed before each rank sends its trace.
+
+When a rank fails (a crash, an exit, an exception, a wrong result, its deadline) the others
+get ``grace_s`` to report what they saw, then every process still running is killed: a rank
+that waits on a dead peer never outlives the task. The ranks' traces are merged into exactly
+one (``_gang_merge``), which names the failing rank and keeps every rank's log, in
+``workdir/gang-<task>/rank-<r>.log`` when the spec has a work folder.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import socket
+import threading
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from sweep.sandbox._gang_merge import merge_ranks
+from sweep.sandbox._process_guard import kill_group
+from sweep.sandbox.failure_traces import failure_trace, now_iso
+from sweep.sandbox.packing import Envelope
+from sweep.sandbox.supervisor import Sandbox, SandboxSpec
+from sweep.schema import Provenance, Status, Trace
+from sweep.schema.distributed import RankSlot, world_size_of
+from sweep.schema.task import Task
+
+__all__ = ["MULTICAST_OFF_ENV", "free_port", "run_gang", "world_size"]
+
+#: Set in every rank's zygote (and so every rank's process): NVLink multicast can take a
+#: shared host's GPUs out of service. What the host sets for NCCL and torch is kept as it is.
+MULTICAST_OFF_ENV: tuple[tuple[str, str], ...] = (
+    ("NCCL_NVLS_ENABLE", "0"),
+    ("TORCH_SYMM_MEM_DISABLE_MULTICAST", "1"),
+    ("NVSHMEM_DISABLE_NVLS", "1"),
+)
+
+
+def world_size(task: Task) -> int:
+    """The ranks ``task`` needs: 1 for an ordinary task."""
+    spec = task.definition.distributed
+    if spec is None:
+        return 1
+    return world_size_of(spec, task.workload.axes) or 1
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    """A TCP port free on ``host`` now, for one task's process group to meet on."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class _RankSandbox(Sandbox):
+    """A sandbox whose running process another thread can kill (:meth:`abort`)."""
+
+    _running_pid: int | None = None
+
+    def _await(self, child, env):  # type: ignore[no-untyped-def]
+        self._running_pid = child.pid
+        try:
+            return super()._await(child, env)
+        finally:
+            self._running_pid = None
+
+    def abort(self) -> bool:
+        """Kill the running rank's process (its waiting thread reports it killed); whether one ran."""
+        pid = self._running_pid
+        if pid is not None:
+            kill_group(pid)
+        return pid is not None
+
+
+def run_gang(
+    task: Task, spec: SandboxSpec, stamp: Provenance | None = None, *, grace_s: float = 3.0
+) -> Trace:
+    """Run every rank of ``task`` in its own sandbox process; exactly one trace.
+
+    Args:
+        task: A task of a distributed definition.
+        spec: How to start each rank's sandbox (``device_kind`` ``cuda``: rank r on the r-th
+            visible GPU, NCCL; ``cpu``: gloo).
+        stamp: Where it runs, copied into the trace.
+        grace_s: Seconds the other ranks get to report once one failed, before they are killed.
+    """
+    n = world_size(task)
+    stamp = stamp or Provenance()
+    backend = "nccl" if spec.device_kind == "cuda" else "gloo"
+    port = free_port()
+    env = tuple((k, v) for k, v in spec.env if k not in dict(MULTICAST_OFF_ENV)) + MULTICAST_OFF_ENV
+    base = replace(spec, prefork=False, env=env, compile_workers=0)
+    # Each rank's logs in a folder of its own: two supervisors in one folder would share names.
+    specs = [
+        replace(
+            base,
+            workdir=None if spec.workdir is None else str(Path(spec.workdir) / f"gang-{port}" / f"rank-{r}"),
+        )
+        for r in range(n)
+    ]
+    slots = [RankSlot(rank=r, world_size=n, master_port=port, backend=backend) for r in range(n)]
+    tasks = [task.model_copy(update={"rank": s}) for s in slots]
+    boxes = [_RankSandbox(specs[r], stamp) for r in range(n)]
+    results: queue.Queue[tuple[int, Trace]] = queue.Queue()
+
+    def one(r: int) -> None:
+        try:
+            trace = boxes[r].run_batch([Envelope.of(tasks[r])])[0].trace(tasks[r])
+        except Exception as e:  # noqa: BLE001 - no sandbox could start: still one trace per rank
+            log = f"rank {r}: its sandbox could not start: {e}"
+            trace = failure_trace(
+                tasks[r], Status.RUNTIME_ERROR, log, stamp.model_copy(update={"finished_at": now_iso()})
+            )
+        results.put((r, trace))
+
+    threads = [threading.Thread(target=one, args=(r,), daemon=True, name=f"rank-{r}") for r in range(n)]
+    started = now_iso()
+    for t in threads:
+        t.start()
+    got: dict[int, Trace] = {}
+    order: list[int] = []
+    aborted: set[int] = set()
+    deadline: float | None = None
+    try:
+        while len(got) < n:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            try:
+                r, trace = results.get(timeout=wait)
+            except queue.Empty:
+                for k in range(n):  # the grace is over: whoever still runs waits on a dead peer
+                    if k not in got and boxes[k].abort():
+                        aborted.add(k)
+                deadline = None
+                continue
+            got[r] = trace
+            order.append(r)
+            failed = trace.evaluation is None or trace.evaluation.status is not Status.PASSED
+            if failed and deadline is None and not aborted:
+                deadline = time.monotonic() + grace_s
+    finally:
+        for t in threads:
+            t.join(timeout=30)
+        for b in boxes:
+            with contextlib.suppress(Exception):
+                b.close()
+    logs = _keep_logs(spec, task, got)
+    return merge_ranks(task, [got[r] for r in range(n)], order, aborted, logs, started=started)
+
+
+def _keep_logs(spec: SandboxSpec, task: Task, traces: dict[int, Trace]) -> dict[int, str]:
+    """Every rank's log in a file of its own (when the spec has a work folder); their paths."""
+    if spec.workdir is None:
+        return {}
+    folder = Path(spec.workdir) / f"gang-{task.task_id}"
+    paths: dict[int, str] = {}
+    with contextlib.suppress(OSError):
+        folder.mkdir(parents=True, exist_ok=True)
+        for r, trace in traces.items():
+            path = folder / f"rank-{r}.log"
+            path.write_text(
+                trace.evaluation.log if trace.evaluation else "", encoding="utf-8", errors="replace"
+            )
+            paths[r] = str(path)
+    return paths

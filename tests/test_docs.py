@@ -109,7 +109,7 @@ _FENCE = re.compile(r"^( *)```(\S*)(.*)$")
 
 def blocks(path: Path) -> list[Block]:
     """The fenced blocks of ``path``, in order, their indentation removed."""
-    page = path.relative_to(REPO).as_posix()
+    page = path.relative_to(REPO).as_posix() if path.is_relative_to(REPO) else path.name
     out: list[Block] = []
     lines = path.read_text(encoding="utf-8").splitlines()
     i = 0
@@ -158,6 +158,7 @@ def _run_sweep(args: list[str], cwd: Path) -> tuple[int, str, str]:
             capture_output=True,
             text=True,
             timeout=900,
+            check=False,
         )
         return p.returncode, p.stdout, p.stdout + p.stderr
     old = Path.cwd()
@@ -268,22 +269,23 @@ def test_every_command_block_is_run_or_listed() -> None:
                 continue
             for ln in b.text.splitlines():
                 if ln.strip().startswith(("sweep ", "$ ")):
-                    problems.append(f"{b.where}: a command in a '{b.lang or 'untagged'}' block: tag it console or sh")
+                    problems.append(
+                        f"{b.where}: a command in a '{b.lang or 'untagged'}' block: tag it console or sh"
+                    )
                     break
     problems += [f"NOT_RUN lists a block no page has: {k}" for k in NOT_RUN if k not in shown]
     assert not problems, "\n".join(problems)
 
 
 def test_block_parser_reads_tags_files_and_indentation(tmp_path: Path) -> None:
-    page = REPO / "docs" / "_parser_probe.md"
-    try:
-        page.write_text("x\n\n  ```console\n  $ sweep validate .\n  out\n  ```\n\n```python file=a.py\nx = 1\n```\n")
-        got = blocks(page)
-    finally:
-        page.unlink()
-    assert [(b.lang, b.attrs, b.text) for b in got] == [
-        ("console", {}, "$ sweep validate .\nout\n"),
-        ("python", {"file": "a.py"}, "x = 1\n"),
+    page = tmp_path / "probe.md"
+    page.write_text(
+        "x\n\n  ```console\n  $ sweep validate .\n  out\n  ```\n\n```python file=a.py\nx = 1\n```\n"
+    )
+    got = blocks(page)
+    assert [(b.lang, b.attrs, b.text, b.line) for b in got] == [
+        ("console", {}, "$ sweep validate .\nout\n", 3),
+        ("python", {"file": "a.py"}, "x = 1\n", 8),
     ]
 
 
@@ -306,7 +308,7 @@ def test_cli_reference_is_up_to_date() -> None:
 
 def test_ci_runs_the_readme_command() -> None:
     ci = (REPO / ".ci" / "run").read_text(encoding="utf-8")
-    m = re.search(r"^(python3 -m venv .*?\.venv/bin/pytest)", ci, re.M)
+    m = re.search(r"^(python3 -m venv .*?\.venv/bin/pytest)", ci, re.MULTILINE)
     assert m, ".ci/run no longer runs the test command"
     readme = README.read_text(encoding="utf-8")
     assert m.group(1) in readme, "README's test command differs from .ci/run's"
@@ -320,7 +322,9 @@ def _slug(heading: str) -> str:
 def test_links_point_at_files_and_headings() -> None:
     problems: list[str] = []
     for path in [*pages(), *GENERATED, REPO / "bench" / "README.md"]:
-        text = re.sub(r"^ *```.*?^ *```", "", path.read_text(encoding="utf-8"), flags=re.M | re.S)
+        text = re.sub(
+            r"^ *```.*?^ *```", "", path.read_text(encoding="utf-8"), flags=re.MULTILINE | re.DOTALL
+        )
         text = re.sub(r"`[^`\n]*`", "", text)
         for target in re.findall(r"\]\(([^)\s]+)\)", text):
             if re.match(r"[a-z]+://", target):
@@ -331,7 +335,9 @@ def test_links_point_at_files_and_headings() -> None:
                 problems.append(f"{path.relative_to(REPO)}: link to a missing file: {target}")
                 continue
             if anchor and dest.suffix == ".md":
-                heads = {_slug(h) for h in re.findall(r"^#+ (.*)$", dest.read_text(encoding="utf-8"), re.M)}
+                heads = {
+                    _slug(h) for h in re.findall(r"^#+ (.*)$", dest.read_text(encoding="utf-8"), re.MULTILINE)
+                }
                 if anchor not in heads:
                     problems.append(f"{path.relative_to(REPO)}: no heading '#{anchor}' in {dest.name}")
     assert not problems, "\n".join(problems)

@@ -24,7 +24,7 @@ system time): on a shared machine it moves less with the load than the seconds d
 Then the query latencies (median and fastest of ``--repeat``, each through
 :func:`sweep.store.query`, so including the read session: open read-only, read what the logs
 hold beyond the file, create the views; CPU: the median over all DuckDB's threads): the
-README's cross-hardware queries, on the store ``ingest`` made, and the same queries over the
+the cross-hardware queries of docs/store-and-sql.md, on the store ``ingest`` made, and the same queries over the
 view as main defined it (schema 5: partitioned and joined on four strings and an
 expression), inlined as a CTE of the same session.
 
@@ -59,7 +59,7 @@ DEFINITIONS = 50
 SOLUTIONS = 4
 HARDWARE = ("NVIDIA_H100", "NVIDIA_H200")
 
-#: The cross-hardware queries of the README's store section, and the summary the issue times.
+#: The cross-hardware queries of docs/store-and-sql.md, and the summary the issue times.
 QUERIES = {
     "README: pairs with latency_ratio > 1.2": "SELECT * FROM cross_hardware WHERE latency_ratio > 1.2",
     "summary per hardware pair (geomean ratio)": """SELECT hardware_a, hardware_b, count(*) AS pairs,

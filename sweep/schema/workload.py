@@ -74,7 +74,7 @@ class BackendBenchArgsInput(Record):  # type: ignore[no-redef]
 
     Extension beyond FlashInfer-Bench. It stands for all the arguments at once: a definition
     whose workloads use it declares no inputs of its own. ``args``/``kwargs`` hold the argument
-    tree in the tagged JSON form of ``sweep.schema.call_json`` (README, "BackendBench
+    tree in the tagged JSON form of ``sweep.schema.call_json`` (docs/backendbench.md, "BackendBench
     import"): tensors are lazy descriptions (shape, dtype, stride, device) that the engine
     materializes when it evaluates the call.
 

@@ -38,7 +38,7 @@ def tuning_table(store_path: Path, *, results_dir: Path | None = None) -> dict[s
     if not rows:
         raise StoreError(
             f"{store_path}: no PASSED trace of a parameter point; sweep a solution with params first "
-            "(README, 'Parameter sweeps')"
+            "(docs/parameter-sweeps.md)"
         )
     tables: dict[str, dict[str, dict[str, list[dict[str, Any]]]]] = {}
     for definition, solution, hardware, uuid, axes, params, latency, over_default, over_ref, n in rows:

@@ -9,7 +9,7 @@ shape of the tensor indexed, an ``int`` argument such as ``num_weights``, a size
 the rules per family are the functions below (``_along_dim``: gather, scatter, index_select,
 ...; ``_index_list``: index, index_put; ``_bags``: embedding_bag and its backwards;
 ``_classes``: nll_loss and the margin losses; ``_sparse``; ``_pool_window``, ``_pool_plane``),
-tabulated in the README ("BackendBench import", *Inputs*). Where writes to one element would
+tabulated in docs/backendbench.md ("BackendBench import", *Inputs*). Where writes to one element would
 race (scatter.src, index_copy, put and index_put without ``accumulate``), the indices are
 distinct, so the result does not depend on the order of the writes.
 

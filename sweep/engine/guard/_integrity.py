@@ -22,7 +22,7 @@ The evaluation checks after the solution's import, after its trials, after its t
 before each reference call that follows its import, and never reports PASSED when anything
 changed (``_phases``). What this cannot see: code that writes the process's memory directly
 (ctypes, a compiled extension patching function pointers or the dispatcher from C++): the
-README says what to do about that.
+docs/isolation.md says what to do about that.
 """
 
 from __future__ import annotations

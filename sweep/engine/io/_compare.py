@@ -1,6 +1,6 @@
 """Checking outputs against the reference: shape, then dtype, then values.
 
-Rules (documented in the README's engine section):
+Rules (documented in docs/engine-and-timing.md):
 
 - An element fails only when ``|x - y| > atol`` AND ``|x - y| > rtol * |y|``.
 - Default tolerances by output dtype (:data:`DEFAULT_TOLERANCES`), tightest for float64,

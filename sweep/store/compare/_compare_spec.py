@@ -1,6 +1,6 @@
 """What one side of ``sweep compare`` names, parsed from what the user wrote.
 
-Syntax (documented in README, "Comparing runs"):
+Syntax (documented in docs/comparing.md):
 
 =================  ==========================================================================
 ``PATH``           a store file (``*.duckdb``), a results folder (its ``sweep.duckdb`` and

@@ -51,7 +51,8 @@ def test_readable_metavars() -> None:
     for command in ("validate", "eval", "plan", "ingest", "query"):
         text = runner.invoke(app, [command, "--help"]).stdout
         assert "<" not in text and "list[" not in text and "{roots}" not in text, text
-    assert "Usage: sweep validate [OPTIONS] ROOT..." in runner.invoke(app, ["validate", "-h"]).stdout
+    # roots are optional since `sweep validate --config CFG` reads them from the config
+    assert "Usage: sweep validate [OPTIONS] [ROOT]..." in runner.invoke(app, ["validate", "-h"]).stdout
     assert "-r, --root PATH" in runner.invoke(app, ["eval", "-h"]).stdout
 
 

@@ -3,6 +3,7 @@ skeletons, at the paths of the dataset layout."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -102,9 +103,11 @@ def new_solution(
     echo(f"wrote {packed.path}")
     for note in packed.notes:
         echo(f"  {note}")
+    roots = [str(r) for r in root or [Path(".")]]
+    flags = "".join(f" -r {shlex.quote(r)}" for r in roots) if root else ""
     echo(
-        f"next: sweep validate {' '.join(str(r) for r in root or [Path('.')])}; "
-        f"sweep eval {definition} {packed.solution.name}"
+        f"next: sweep validate {' '.join(shlex.quote(r) for r in roots)}; "
+        f"sweep eval {shlex.quote(definition)} {shlex.quote(packed.solution.name)}{flags}"
     )
 
 

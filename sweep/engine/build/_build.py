@@ -27,11 +27,11 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from sweep.engine.build import _triton_interp
 from sweep.engine.build._build_tvm_ffi import build_tvm_ffi
 from sweep.engine.build._built import CPP_SUFFIXES, BuildError, Built, cache_root, solution_folder
 from sweep.engine.build._lock import FileLock
 from sweep.engine.build._pyimport import forget_package, import_entry, package_name
+from sweep.engine.build._triton_interp import patch as patch_triton_interpreter
 from sweep.schema import BuildSpec, Definition, Language, Solution, SourceFile
 from sweep.schema.entry_signature import Params, signature_problem
 
@@ -126,7 +126,7 @@ def _load_python(solution: Solution, folder: Path) -> Built:
         log = "".join(traceback.format_exception(type(e), e, e.__traceback__))
         raise BuildError(f"importing {entry} failed: {_import_problem(e, folder)}", log) from None
     if interpreter_mode() == "interp":
-        _triton_interp.patch()  # Triton 3.6's interpreter under NumPy >= 2.4 (see the module)
+        patch_triton_interpreter()  # Triton 3.6's interpreter under NumPy >= 2.4 (see the module)
     return _entry_symbol(module, solution, folder, "python")
 
 

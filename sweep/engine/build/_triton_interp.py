@@ -54,7 +54,7 @@ def patch() -> bool:
 
     setattr(patched, _PATCHED, True)
     patched.__wrapped__ = original  # type: ignore[attr-defined]
-    setattr(interp, "_patch_lang_tensor", patched)
+    interp._patch_lang_tensor = patched  # type: ignore[attr-defined]
     return True
 
 

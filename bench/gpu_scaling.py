@@ -42,10 +42,7 @@ sys.path.insert(0, str(REPO / "bench"))
 
 from warm_workers import run_python
 
-SAMPLE_NAMES = (
-    "tests/data/real/backendbench/sample.trace.txt",
-    "../shared/data/backendbench/sample.trace.txt",
-)
+SAMPLE_NAMES = ("tests/data/real/backendbench/sample.trace.txt",)
 
 _LAUNCH = """
 import json, resource, sys

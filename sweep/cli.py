@@ -17,6 +17,7 @@ from sweep._cli import launch as _launch  # noqa: F401
 from sweep._cli import new as _new  # noqa: F401
 from sweep._cli import profile as _profile  # noqa: F401
 from sweep._cli import scores as _scores  # noqa: F401
+from sweep._cli import show as _show  # noqa: F401
 from sweep._cli import store as _store  # noqa: F401
 from sweep._cli import tune as _tune  # noqa: F401
 from sweep._cli import tuning as _tuning  # noqa: F401

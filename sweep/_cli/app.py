@@ -53,6 +53,7 @@ COMMAND_ORDER: tuple[str, ...] = (
     "launch",
     "tune",
     "query",
+    "show",
     "report",
     "compare",
     "profile",

@@ -12,7 +12,10 @@ from sweep._cli.options import make_overrides
 from sweep.schema import Trace
 from sweep.store.render import percent, ratio
 
-__all__ = ["app", "render_traces"]
+__all__ = ["SOURCE_SUFFIXES", "app", "render_traces"]
+
+#: Suffixes that make ``sweep eval``'s SOLUTION a source file rather than a solution's name.
+SOURCE_SUFFIXES = frozenset({".py", ".cu", ".cuh", ".cpp", ".cc", ".cxx", ".c", ".h", ".hpp"})
 
 
 def _ms(value: float | None) -> str:
@@ -84,7 +87,13 @@ def render_traces(traces: list[Trace]) -> str:
 @app.command("eval")
 def eval_command(
     definition: Annotated[str, typer.Argument(help="Definition name.")],
-    solution: Annotated[str, typer.Argument(help="Solution name (a solution of DEFINITION).")],
+    solution: Annotated[
+        str,
+        typer.Argument(
+            help="Solution name (a solution of DEFINITION), or a source file (kernel.py, kernel.cu...) "
+            "evaluated as it is: packed in memory as 'sweep new solution' packs it, nothing written."
+        ),
+    ],
     workload: Annotated[
         list[str] | None,
         typer.Option("--workload", "-w", help="Workload uuid or unique prefix (repeatable; default: all)."),
@@ -103,6 +112,12 @@ def eval_command(
     trials: Annotated[
         int | None, typer.Option("--trials", min=1, help="Correctness trials (default 3).")
     ] = None,
+    verbose: Annotated[
+        bool, typer.Option("--verbose", "-v", help="Print the whole log of every trace that did not pass.")
+    ] = False,
+    no_fail: Annotated[
+        bool, typer.Option("--no-fail", help="Exit 0 even when a trace did not pass.")
+    ] = False,
 ) -> None:
     """Evaluate one solution on its definition's workloads here, without Ray, and print the traces.
 
@@ -112,7 +127,12 @@ def eval_command(
     A problem of another record of the roots is a warning (stderr), said once; a solution
     that is not valid (its file, its entry point) gives COMPILE_ERROR traces.
 
+    Exit codes: 0 every trace PASSED (or --no-fail); 1 a trace did not pass, or an error
+    (unknown names, a file that cannot be packed).
+
     Example: sweep eval rmsnorm_h1024 rmsnorm_h1024_triton --device cpu -w 9160fce7
+
+    Example: sweep eval rmsnorm_h1024 my_kernel.py --device cpu -v
     """
     from sweep.config import DEFAULT_RESULTS_DIR, EvalSettings, apply_settings_overrides
     from sweep.launch import evaluate_from_dataset
@@ -124,10 +144,12 @@ def eval_command(
         if json_out:
             echo(trace.to_json())
 
+    as_file = Path(solution).suffix.lower() in SOURCE_SUFFIXES
     traces = evaluate_from_dataset(
         root or [Path(".")],
         definition,
         solution,
+        files=[Path(solution)] if as_file else [],
         workload_ids=workload or [],
         settings=settings,
         device=device,
@@ -137,3 +159,15 @@ def eval_command(
     )
     if not json_out:
         echo(render_traces(traces))
+        if verbose:
+            for t in traces:
+                ev = t.evaluation
+                if ev is not None and ev.status.value != "PASSED":
+                    echo(
+                        f"\n--- log of workload {t.workload.uuid} ({ev.status.value}) ---\n{ev.log.rstrip()}"
+                    )
+    failed = [t for t in traces if t.evaluation is None or t.evaluation.status.value != "PASSED"]
+    if failed and not no_fail:
+        if not json_out:
+            echo(f"{len(failed)} of {len(traces)} traces did not pass (exit 1; --no-fail exits 0)", err=True)
+        raise typer.Exit(1)

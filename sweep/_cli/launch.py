@@ -72,11 +72,13 @@ def render_launch(
     """The report printed at the end: the summary table of this run, totals, the whole sweep's
     state in the store (``state``: see :func:`sweep_state`) when earlier runs stored some of it,
     timing and where results are."""
-    from sweep.launch.progress import render_summary
+    from sweep.launch.progress import render_failures, render_summary
 
     lines: list[str] = []
     if result.ran:
         lines.append(render_summary(result.rows))
+        failed = sum(n for status, n in result.statuses.items() if status != "PASSED")
+        lines.extend(render_failures(result.failures, failed))
         lines.append("")
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(result.statuses.items())) or "none"
     lines.append(
@@ -149,6 +151,10 @@ def launch_json(result: LaunchResult, state: dict[str, tuple[int, int]] | None =
                 "median_speedup": json_value(r.median_speedup),
             }
             for r in result.rows
+        ],
+        "failures": [
+            {"status": g.status, "reason": g.reason, "count": g.count, "task_id": g.task_id}
+            for g in result.failures
         ],
         "sweep_state": None
         if state is None

@@ -3,6 +3,7 @@ skeletons, at the paths of the dataset layout."""
 
 from __future__ import annotations
 
+import shlex
 from pathlib import Path
 from typing import Annotated
 
@@ -102,9 +103,11 @@ def new_solution(
     echo(f"wrote {packed.path}")
     for note in packed.notes:
         echo(f"  {note}")
+    roots = [str(r) for r in root or [Path(".")]]
+    flags = "".join(f" -r {shlex.quote(r)}" for r in roots) if root else ""
     echo(
-        f"next: sweep validate {' '.join(str(r) for r in root or [Path('.')])}; "
-        f"sweep eval {definition} {packed.solution.name}"
+        f"next: sweep validate {' '.join(shlex.quote(r) for r in roots)}; "
+        f"sweep eval {shlex.quote(definition)} {shlex.quote(packed.solution.name)}{flags}"
     )
 
 
@@ -138,3 +141,38 @@ def new_definition(
     write_record(path, text, force=force, root=root)
     echo(f"wrote {path}")
     echo(GUIDE)
+
+
+@new_app.command("workload")
+def new_workload(
+    definition: Annotated[str, typer.Argument(help="Definition name (found in the dataset roots).")],
+    axis: Annotated[
+        list[str] | None,
+        typer.Option("--axis", "-a", help="NAME=VALUE of a variable axis (repeatable; every variable axis)."),
+    ] = None,
+    scalar: Annotated[
+        list[str] | None,
+        typer.Option("--scalar", help="NAME=VALUE of a scalar input (repeatable; every scalar input)."),
+    ] = None,
+    root: RootOpt = None,
+) -> None:
+    """Add a shape to a definition: one workload (random tensors, the scalars given) appended
+    to workloads/<op_type>/<definition>.jsonl of the root that holds the definition.
+
+    Exit codes: 0 added; 1 an axis or scalar unknown or missing, or that shape is there already.
+
+    Example: sweep new workload softmax_f32 --axis batch_size=16 --axis dim=2048
+    """
+    from sweep.plan.new_workload import add_workload, parse_assignments
+
+    roots = root or [Path(".")]
+    added = add_workload(
+        roots,
+        definition,
+        parse_assignments(axis or [], "--axis"),
+        parse_assignments(scalar or [], "--scalar"),
+    )
+    axes = ", ".join(f"{k}={v}" for k, v in added.workload.axes.items())
+    echo(f"added workload {added.workload.uuid} ({axes}) to {added.path}")
+    flags = "".join(f" -r {shlex.quote(str(r))}" for r in root or [])
+    echo(f"next: sweep eval {shlex.quote(definition)} SOLUTION -w {added.workload.uuid[:8]}{flags}")

@@ -43,7 +43,7 @@ from sweep.cluster.warm import WarmWorkers
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
 from sweep.launch._run import StartClock, StoreOpening, run_sweep
-from sweep.launch.progress import Progress, SummaryRow, Tally
+from sweep.launch.progress import FailureGroup, Progress, SummaryRow, Tally
 from sweep.plan import Exclusion, Plan, Selection, build_plan, combined_excluded, select, with_lines
 from sweep.plan.dataset import load_runnable
 from sweep.sandbox.supervisor import SandboxSpec
@@ -123,6 +123,8 @@ class LaunchResult:
     stats: SchedulerStats
     excluded: list[Exclusion]
     warnings: list[str] = field(default_factory=list)
+    #: The most frequent failures of this run by status and reason (``Tally.top_failures``).
+    failures: list[FailureGroup] = field(default_factory=list)
     per_hardware: list[HardwareCounts] = field(default_factory=list)
     #: The workers were warm ones, left running for the next launch.
     kept_workers: bool = False
@@ -362,6 +364,7 @@ def _result(
         ran=sum(tally.statuses.values()),
         statuses=tally.statuses,
         rows=tally.sorted_rows(),
+        failures=tally.top_failures(),
         wall_s=clock.elapsed(),
         startup_s=_startup_s(clock, stats),
         phases=clock.phases,

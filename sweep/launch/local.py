@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sweep.errors import EngineError
-from sweep.plan import select_pair
+from sweep.plan import select_file_pair, select_pair
 from sweep.sandbox import Sandbox, SandboxSpec, SandboxStartError
 from sweep.schema import Ceilings, EvalSettings, Trace
 from sweep.schema.hardware import CPU, short_name
@@ -53,6 +53,7 @@ def evaluate_from_dataset(
     on_trace: Callable[[Trace], None] | None = None,
     ceilings: list[Ceilings] | None = None,
     on_warning: Callable[[str], None] | None = None,
+    files: Sequence[Path] = (),
 ) -> list[Trace]:
     """Evaluate one solution of one definition over its workloads, each in a sandbox process.
 
@@ -64,7 +65,8 @@ def evaluate_from_dataset(
     refused before anything is evaluated, as a launch leaves it out of its plan.
 
     The roots load as for a launch: each problem of a record is given to ``on_warning``,
-    once, before anything runs, and the rest evaluates; a broken solution
+    once, before anything runs, and the rest evaluates; with ``files`` the solution is packed
+    from those source files in memory (``solution`` unused, nothing written); a broken solution
     (:mod:`sweep.plan.broken`) gives a COMPILE_ERROR trace per workload, nothing of it run.
 
     Raises:
@@ -72,7 +74,11 @@ def evaluate_from_dataset(
         EngineError: Unknown names, an invalid/unavailable ``device``, an operator this
             torch cannot run there, or no sandbox process could be started.
     """
-    pick = select_pair(roots, definition, solution, workload_ids)
+    pick = (
+        select_file_pair(roots, definition, files, workload_ids)
+        if files
+        else select_pair(roots, definition, solution, workload_ids)
+    )
     for warning in pick.warnings:
         if on_warning is not None:
             on_warning(warning)

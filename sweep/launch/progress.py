@@ -13,7 +13,18 @@ from sweep.errors import printable
 from sweep.schema import FLAG_REFERENCE_FAILED, FLAG_TAMPERED, Status, Trace
 from sweep.store.render import ratio
 
-__all__ = ["REFERENCE_FAILED", "TAMPERED", "Outcome", "Progress", "SummaryRow", "Tally", "render_summary"]
+__all__ = [
+    "REFERENCE_FAILED",
+    "TAMPERED",
+    "FailureGroup",
+    "Outcome",
+    "Progress",
+    "SummaryRow",
+    "Tally",
+    "first_reason",
+    "render_failures",
+    "render_summary",
+]
 
 #: Outcomes counted apart from their status: a failure that is not the solution's (the
 #: reference raised, timed out or crashed: ``reference_failed``), and one whose solution
@@ -163,6 +174,9 @@ class Outcome(NamedTuple):
     hardware: str
     status: str
     speedup: float | None  # of a PASSED trace with a performance, else None
+    #: Why it failed: the first line of its log, "" for a PASSED trace.
+    reason: str = ""
+    task_id: str = ""
 
     @classmethod
     def of(cls, trace: Trace, hardware: str = "") -> Outcome:
@@ -178,7 +192,30 @@ class Outcome(NamedTuple):
         speedup = None
         if ev is not None and ev.status is Status.PASSED and ev.performance is not None:
             speedup = ev.performance.speedup_factor
-        return cls(trace.definition, trace.solution or "-", hardware, status, speedup)
+        reason = ""
+        if ev is not None and ev.status is not Status.PASSED:
+            reason = first_reason(ev.log, ev.status.value)
+        task = (trace.provenance.task_id if trace.provenance is not None else None) or ""
+        return cls(trace.definition, trace.solution or "-", hardware, status, speedup, reason, task)
+
+
+def first_reason(log: str, status: str) -> str:
+    """The first line of a failed trace's log without its status prefix, clipped: what the
+    launch summary groups failures by."""
+    line = next((x.strip() for x in log.splitlines() if x.strip()), "")
+    if line.startswith(f"{status}:"):
+        line = line[len(status) + 1 :].strip()
+    return (line[:157] + "...") if len(line) > 160 else (line or "(no log)")
+
+
+@dataclass
+class FailureGroup:
+    """Failures of one status and one reason: how many, and one task id to look at."""
+
+    status: str
+    reason: str
+    count: int = 0
+    task_id: str = ""
 
 
 class Tally:
@@ -189,6 +226,8 @@ class Tally:
         self.statuses: Counter[str] = Counter()
         #: Traces per target (the ``hardware`` given to :meth:`add`).
         self.by_hardware: Counter[str] = Counter()
+        #: Failures grouped by status and the first line of their reason.
+        self.failures: dict[tuple[str, str], FailureGroup] = {}
 
     def add(self, trace: Trace, hardware: str = "") -> None:
         """Count ``trace``, of a task planned for ``hardware`` (its target, ``"H100"``: the
@@ -206,6 +245,18 @@ class Tally:
         self.statuses[outcome.status] += 1
         if outcome.speedup is not None:
             row.speedups.append(outcome.speedup)
+        if outcome.status != "PASSED":
+            group = self.failures.get((outcome.status, outcome.reason))
+            if group is None:
+                group = self.failures[(outcome.status, outcome.reason)] = FailureGroup(
+                    outcome.status, outcome.reason, task_id=outcome.task_id
+                )
+            group.count += 1
+
+    def top_failures(self, limit: int = 5) -> list[FailureGroup]:
+        """The ``limit`` most frequent failure groups, the most frequent first."""
+        groups = sorted(self.failures.values(), key=lambda g: (-g.count, g.status, g.reason))
+        return groups[:limit]
 
     def sorted_rows(self) -> list[SummaryRow]:
         """Rows by definition, then solution, then target."""
@@ -248,3 +299,18 @@ def render_summary(rows: list[SummaryRow]) -> str:
 
     legend = ", ".join(f"{_STATUS_ABBR[s]}={_LEGEND.get(s, s)}" for s in seen)
     return "\n".join([fmt(head), fmt(["-" * w for w in widths])] + [fmt(b) for b in body] + [legend])
+
+
+def render_failures(groups: list[FailureGroup], total: int) -> list[str]:
+    """Lines for the summary: the most frequent failures by status and reason, with a count
+    and one task id each ('sweep show TASK_ID' prints its trace and log)."""
+    if not groups:
+        return []
+    shown_n = sum(g.count for g in groups)
+    head = f"failures ({total}" + (f", top {len(groups)} kinds: {shown_n}" if shown_n < total else "") + "):"
+    lines = [head]
+    for g in groups:
+        task = f" (e.g. task {g.task_id[:12]})" if g.task_id else ""
+        lines.append(f"  {g.count:>5}  {g.status}: {g.reason}{task}")
+    lines.append("  'sweep show TASK_ID' prints a task's trace and log")
+    return lines

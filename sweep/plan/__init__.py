@@ -42,7 +42,7 @@ from sweep.plan.expand import (
     plan_targets,
     target_hardware,
 )
-from sweep.plan.pair import PairSelection, select_pair
+from sweep.plan.pair import PairSelection, select_file_pair, select_pair
 from sweep.plan.selection import Selection, select, with_lines
 
 __all__ = [
@@ -70,6 +70,7 @@ __all__ = [
     "plan_config_targets",
     "plan_targets",
     "select",
+    "select_file_pair",
     "select_pair",
     "target_hardware",
     "validate_roots",

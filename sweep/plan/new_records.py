@@ -183,7 +183,16 @@ def _calling_style(
 ) -> bool:
     file, _, symbol = entry.partition("::")
     inputs, outputs = list(definition.inputs), list(definition.outputs)
-    if not file.endswith(".py") or "backendbench" in definition.tags:
+    if "backendbench" in definition.tags:
+        # An imported ATen operator is called like the operator: arguments in, result returned.
+        if dps:
+            raise ValidationError(
+                f"definition {shown(definition.name)} is a BackendBench operator, called like the ATen "
+                "operator (arguments in, result returned): drop --dps (or pass --no-dps)"
+            )
+        notes.append("destination_passing_style: false (a BackendBench operator returns its result)")
+        return False
+    if not file.endswith(".py"):
         style = True if dps is None else dps
         notes.append(
             f"destination_passing_style: {str(style).lower()} ({'--dps/--no-dps' if dps is not None else 'the default'}; "
@@ -281,13 +290,15 @@ def pack_solution(
     dps: bool | None = None,
     target_hardware: list[str] | None = None,
     description: str | None = None,
+    check_name: bool = True,
 ) -> Packed:
     """Pack source files into a Solution of ``definition_name``, found in ``roots``.
 
     Defaults: ``entry`` the only top-level ``run`` (or the only function) of the first
     ``.py`` file; ``name`` the entry file's stem; ``author`` ``$USER``; ``language`` from the
     sources (:func:`infer_language`); ``dps`` from the entry point's signature;
-    ``target_hardware`` ``["gpu"]`` for CUDA, else ``["cpu", "gpu"]``.
+    ``target_hardware`` ``["gpu"]`` for CUDA, else ``["cpu", "gpu"]``. ``check_name=False``
+    lets the name be another solution's (a solution evaluated from its file, never written).
 
     Raises:
         DatasetError: The definition is not in the roots.
@@ -353,7 +364,7 @@ def pack_solution(
     def_name = name_part(definition.name, "the definition's name", fix=fix)
     path = record_path(root, "solution", solution.author, op_type, def_name, f"{sol_name}.json")
     taken = sol_name in ds.solutions or sol_name in ds.broken  # a broken file keeps its name too
-    if taken and Path(ds.origin("solution", sol_name).path).resolve() != path.resolve():
+    if check_name and taken and Path(ds.origin("solution", sol_name).path).resolve() != path.resolve():
         raise ValidationError(
             f"a solution named {shown(sol_name)} already exists ({clip(ds.origin('solution', sol_name).path)}): "
             "pass --name"

@@ -7,11 +7,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.errors import EngineError, did_you_mean, listing, shown
-from sweep.plan.dataset import load_runnable
+from sweep.plan.dataset import Dataset, load_runnable
 from sweep.plan.selection import selectable_solutions
 from sweep.schema import Definition, Solution, Workload
 
-__all__ = ["PairSelection", "select_pair"]
+__all__ = ["PairSelection", "select_file_pair", "select_pair"]
 
 
 @dataclass(frozen=True)
@@ -77,6 +77,54 @@ def select_pair(
         raise EngineError(
             f"solution {shown(solution)} is for definition {shown(sol.definition)}, not {shown(definition)}"
         )
+    workloads, wl_roots = _workloads(ds, definition, workload_ids)
+    broken = ds.broken.get(solution)
+    return PairSelection(
+        definition=defn,
+        solution=sol,
+        workloads=workloads,
+        roots=wl_roots,
+        broken=broken.reason if broken is not None else None,
+        # The picked solution's own problems are in its traces; the rest is said once.
+        warnings=tuple(e for e in ds.errors if broken is None or e not in broken.messages),
+    )
+
+
+def select_file_pair(
+    roots: Sequence[str | Path],
+    definition: str,
+    files: Sequence[Path],
+    workload_ids: Sequence[str] = (),
+) -> PairSelection:
+    """A definition of ``roots`` and a solution packed in memory from source ``files`` (as
+    ``sweep new solution`` packs them: the language from the sources, the calling style from
+    the entry point's signature), never written; its name is the entry file's stem.
+
+    Raises:
+        DatasetError: A root cannot be loaded, or the definition is not in it.
+        ValidationError: A file cannot be read, or its entry point fits no calling style.
+        EngineError: A workload uuid is unknown or ambiguous, or the definition has none.
+    """
+    from sweep.plan.new_records import pack_solution
+
+    packed = pack_solution(
+        [Path(r) for r in roots], definition, list(files), author="local", check_name=False
+    )
+    ds = load_runnable(list(roots))
+    workloads, wl_roots = _workloads(ds, definition, workload_ids)
+    return PairSelection(
+        definition=ds.definitions[definition],
+        solution=packed.solution,
+        workloads=workloads,
+        roots=wl_roots,
+        warnings=tuple(ds.errors),
+    )
+
+
+def _workloads(
+    ds: Dataset, definition: str, workload_ids: Sequence[str]
+) -> tuple[list[Workload], list[Path]]:
+    """The workloads of ``definition`` that ``workload_ids`` pick (all when empty) and their roots."""
     available = ds.workloads.get(definition, [])
     if not available:
         raise EngineError(f"definition {shown(definition)} has no workloads in the dataset roots")
@@ -93,14 +141,4 @@ def select_pair(
             raise EngineError(f"workload prefix {shown(wid)} is ambiguous: {listing(w.uuid for w in hits)}")
         chosen.append(hits[0])
     workloads = chosen or list(available)
-    wl_roots = [ds.root_of("workload", w.uuid) for w in workloads]
-    broken = ds.broken.get(solution)
-    return PairSelection(
-        definition=defn,
-        solution=sol,
-        workloads=workloads,
-        roots=wl_roots,
-        broken=broken.reason if broken is not None else None,
-        # The picked solution's own problems are in its traces; the rest is said once.
-        warnings=tuple(e for e in ds.errors if broken is None or e not in broken.messages),
-    )
+    return workloads, [ds.root_of("workload", w.uuid) for w in workloads]

@@ -98,7 +98,17 @@ def _entry(solution: Solution, definition: Definition | None) -> list[SolutionPr
                 f"{shown(spec.entry_symbol)}{hint} (top-level functions: {listing(defined)})",
             )
         ]
-    if found is None or definition is None or "backendbench" in definition.tags:
+    if definition is not None and "backendbench" in definition.tags:
+        if spec.destination_passing_style:
+            return [
+                SolutionProblem(
+                    True,
+                    "spec.destination_passing_style: true, but a BackendBench operator is called like "
+                    "the ATen operator (arguments in, result returned): set it to false",
+                )
+            ]
+        return []
+    if found is None or definition is None:
         return []  # imported or assigned: the engine checks the built function
     return _signature(solution, definition, found)
 

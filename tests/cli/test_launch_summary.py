@@ -99,3 +99,26 @@ def test_warm_workers_in_the_summary_and_json(tmp_path: Path) -> None:
     assert data["workers"] == {"started": 3, "reused": 2, "kept": True, "replaced": result.replaced}
     result.kept_workers = False
     assert "warm workers" not in render_launch(result)
+
+
+def test_the_summary_says_why_tasks_failed(tmp_path: Path) -> None:
+    from sweep.launch.progress import FailureGroup
+
+    result = _result(tmp_path, skipped=0)
+    result.ran = 2
+    result.statuses = Counter({"RUNTIME_ERROR": 2})
+    result.failures = [FailureGroup("RUNTIME_ERROR", "the solution raised KeyError at k.py:4", 2, "abc123")]
+    text = render_launch(result)
+    assert (
+        "failures (2):\n      2  RUNTIME_ERROR: the solution raised KeyError at k.py:4 (e.g. task abc123)"
+        in text
+    )
+    data = json.loads(launch_json(result))
+    assert data["failures"] == [
+        {
+            "status": "RUNTIME_ERROR",
+            "reason": "the solution raised KeyError at k.py:4",
+            "count": 2,
+            "task_id": "abc123",
+        }
+    ]

@@ -190,3 +190,78 @@ def test_validate_names_the_setting_for_the_issue_case(root: Path) -> None:
     result = runner.invoke(app, ["validate", str(root)])
     assert result.exit_code == 1
     assert 'it fits value-returning style (inputs): use "destination_passing_style": false' in result.stdout
+
+
+def test_new_workload_adds_a_shape_once(root: Path) -> None:
+    args = [
+        "new",
+        "workload",
+        "softmax_f32",
+        "-r",
+        str(root),
+        "--axis",
+        "batch_size=16",
+        "--axis",
+        "dim=2048",
+    ]
+    r = runner.invoke(app, args)
+    assert r.exit_code == 0, r.output
+    path = root / "workloads/softmax/softmax_f32.jsonl"
+    line = json.loads(path.read_text().splitlines()[-1])
+    assert line["definition"] == "softmax_f32"
+    assert line["workload"]["axes"] == {"batch_size": 16, "dim": 2048}
+    assert line["workload"]["inputs"] == {"x": {"type": "random"}}
+    assert f"-w {line['workload']['uuid'][:8]} -r {root}" in r.output
+    again = runner.invoke(app, args)
+    assert again.exit_code == 1 and "has that shape already" in again.output
+    validated = runner.invoke(app, ["validate", str(root)])
+    assert validated.exit_code == 0, validated.output
+
+
+@pytest.mark.parametrize(
+    ("flags", "words"),
+    [
+        (["--axis", "batch_size=4"], "missing dim"),
+        (["--axis", "batch_size=4", "--axis", "dims=3"], "did you mean 'dim'"),
+        (["--axis", "batch_size=x", "--axis", "dim=3"], "is not an integer"),
+        (["--axis", "batch_size", "--axis", "dim=3"], "expected NAME=VALUE"),
+        (["--axis", "batch_size=4", "--axis", "dim=3", "--scalar", "eps=1"], "no scalar input"),
+    ],
+)
+def test_new_workload_refusals(root: Path, flags: list[str], words: str) -> None:
+    r = runner.invoke(app, ["new", "workload", "softmax_f32", "-r", str(root), *flags])
+    assert r.exit_code == 1 and words in r.output, r.output
+    assert "Traceback" not in r.output
+
+
+def test_backendbench_definitions_get_the_returning_style_and_hints_keep_the_root(
+    tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    bb = tmp_path / "bb"
+    shutil.copytree(REPO / "examples/backendbench/dataset/definitions", bb / "definitions")
+    src = _src(
+        tmp_path_factory.mktemp("src"),
+        "my_relu.py",
+        "import torch\n\ndef run(x):\n    return torch.relu(x)\n",
+    )
+    r = runner.invoke(app, ["new", "solution", "relu__default", str(src), "-r", str(bb), "--author", "me"])
+    assert r.exit_code == 0, r.output
+    sol = Solution.model_validate_json(next((bb / "solutions").rglob("my_relu.json")).read_text())
+    assert sol.spec.destination_passing_style is False
+    hint = r.output.split("next: ", 1)[1].strip()
+    validate, evaluate = (part.strip().split() for part in hint.split(";"))
+    assert evaluate == ["sweep", "eval", "relu__default", "my_relu", "-r", str(bb)]
+    ok = runner.invoke(app, validate[1:])  # the hint runs as printed
+    assert ok.exit_code == 0, ok.output
+    dps = runner.invoke(
+        app,
+        ["new", "solution", "relu__default", str(src), "-r", str(bb), "--author", "me", "--dps", "--force"],
+    )
+    assert dps.exit_code == 1 and "drop --dps" in dps.output
+    # A hand-written record that says true is refused by validate, with the fix.
+    path = next((bb / "solutions").rglob("my_relu.json"))
+    data = json.loads(path.read_text())
+    data["spec"]["destination_passing_style"] = True
+    path.write_text(json.dumps(data))
+    bad = runner.invoke(app, ["validate", str(bb)])
+    assert bad.exit_code == 1 and "set it to false" in bad.output

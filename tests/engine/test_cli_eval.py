@@ -47,14 +47,38 @@ def test_eval_json_prints_one_trace_per_line_and_failures_in_the_table(kit) -> N
         "68e2d1dc",
         "--seed",
         "3",
+        "--no-fail",
     )
     assert result.exit_code == 0, result.output
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1
     trace = Trace.model_validate(json.loads(lines[0]))
     assert trace.evaluation.status.value == "INCORRECT_NUMERICAL"
-    table = _invoke(kit, "eval", "vadd_f32", "vadd_f32_wrong", "-r", str(kit.data), "--device", "cpu")
+    table = _invoke(kit, "eval", "vadd_f32", "vadd_f32_wrong", "-r", str(kit.data), "--device", "cpu", "-v")
+    assert table.exit_code == 1  # a trace did not pass: a script can tell
     assert "INCORRECT_NUMERICAL: output 'z' (trial 0)" in table.output
+    assert "--- log of workload " in table.output  # -v: each failing trace's whole log
+    assert "traces did not pass (exit 1; --no-fail exits 0)" in table.output
+
+
+def test_eval_a_kernel_file_directly_writes_nothing(kit, tmp_path) -> None:
+    before = sorted(p.relative_to(kit.data) for p in kit.data.rglob("*"))
+    dps = tmp_path / "my_add.py"
+    dps.write_text("def run(x, y, z):\n    z.copy_(x + y)\n")
+    ok = _invoke(kit, "eval", "vadd_f32", str(dps), "-r", str(kit.data), "--device", "cpu", "--trials", "1")
+    assert ok.exit_code == 0, ok.output
+    assert ok.output.splitlines()[0].startswith("vadd_f32 / my_add on ")
+    returning = tmp_path / "bad_add.py"
+    returning.write_text("def run(x, y):\n    return x - y\n")
+    bad = _invoke(
+        kit, "eval", "vadd_f32", str(returning), "-r", str(kit.data), "--device", "cpu", "-w", "68e2d1dc"
+    )
+    assert bad.exit_code == 1 and "INCORRECT_NUMERICAL" in bad.output
+    neither = tmp_path / "odd.py"
+    neither.write_text("def run(a):\n    return a\n")
+    refused = _invoke(kit, "eval", "vadd_f32", str(neither), "-r", str(kit.data), "--device", "cpu")
+    assert refused.exit_code == 1 and "fits neither calling style" in refused.output
+    assert sorted(p.relative_to(kit.data) for p in kit.data.rglob("*")) == before
 
 
 def test_eval_default_root_is_the_current_directory(kit) -> None:

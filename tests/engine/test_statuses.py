@@ -67,7 +67,9 @@ def test_exception_is_runtime_error_with_traceback(kit, vadd, vadd_wl) -> None:
     trace = kit.run(vadd, kit.solution("vadd_f32", src), vadd_wl)
     assert kit.status(trace) == "RUNTIME_ERROR"
     text = kit.log(trace)
-    assert text.startswith("RUNTIME_ERROR: the solution raised ValueError (trial 0): kernel exploded")
+    assert text.startswith(
+        "RUNTIME_ERROR: the solution raised ValueError at main.py:2 (in helper) (trial 0): kernel exploded"
+    )
     assert "Traceback (most recent call last)" in text and "in helper" in text
 
 

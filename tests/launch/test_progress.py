@@ -141,3 +141,42 @@ def test_summary_of_several_targets_has_a_row_per_target() -> None:
     one = Tally()
     one.add(_trace("rmsnorm", "fast", Status.PASSED, 2.0), "H100")
     assert "hardware" not in render_summary(one.sorted_rows()).splitlines()[0]
+
+
+def _failed(sol: str, status: Status, log: str, task: str) -> Trace:
+    from sweep.schema.trace import Provenance
+
+    ev = Evaluation(
+        status=status,
+        environment=Environment(hardware="CPU"),
+        timestamp="2026-01-01T00:00:00Z",
+        log=log,
+        correctness=Correctness() if status is Status.INCORRECT_NUMERICAL else None,
+    )
+    return Trace(
+        definition="d", workload=_WL, solution=sol, evaluation=ev, provenance=Provenance(task_id=task)
+    )
+
+
+def test_failures_group_by_status_and_first_line_with_a_task_id_each() -> None:
+    from sweep.launch.progress import render_failures
+
+    tally = Tally()
+    tally.add(_trace("d", "ok", Status.PASSED))
+    for i in range(3):
+        tally.add(
+            _failed("a", Status.RUNTIME_ERROR, f"RUNTIME_ERROR: boom at main.py:3\nTraceback {i}", f"t{i}")
+        )
+    tally.add(_failed("b", Status.INCORRECT_NUMERICAL, "INCORRECT_NUMERICAL: max error 3", "t9"))
+    tally.add(_failed("c", Status.TIMEOUT, "", "t8"))
+    groups = tally.top_failures(limit=2)
+    assert [(g.status, g.reason, g.count, g.task_id) for g in groups] == [
+        ("RUNTIME_ERROR", "boom at main.py:3", 3, "t0"),
+        ("INCORRECT_NUMERICAL", "max error 3", 1, "t9"),
+    ]
+    lines = render_failures(groups, total=5)
+    assert lines[0] == "failures (5, top 2 kinds: 4):"
+    assert lines[1].split() == ["3", "RUNTIME_ERROR:", "boom", "at", "main.py:3", "(e.g.", "task", "t0)"]
+    assert "sweep show TASK_ID" in lines[-1]
+    assert tally.top_failures()[-1].reason == "(no log)"
+    assert render_failures([], 0) == []

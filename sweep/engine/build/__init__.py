@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     )
     from sweep.engine.build._built import params_problem as params_problem
     from sweep.engine.build._built import with_params as with_params
+    from sweep.engine.build._triton_interp import interpreter_hint as interpreter_hint
 
 #: Each public name of this wing and the module that defines it.
 _WHERE = {
@@ -35,6 +36,7 @@ _WHERE = {
     "BuildError": "_build",
     "Built": "_build",
     "check_signature": "_build",
+    "interpreter_hint": "_triton_interp",
     "interpreter_mode": "_build",
     "params_problem": "_built",
     "reference_solution": "_build",
@@ -45,6 +47,7 @@ __all__ = [
     "Built",
     "build_solution",
     "check_signature",
+    "interpreter_hint",
     "interpreter_mode",
     "params_problem",
     "reference_solution",

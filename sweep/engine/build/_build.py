@@ -31,6 +31,7 @@ from sweep.engine.build._build_tvm_ffi import build_tvm_ffi
 from sweep.engine.build._built import CPP_SUFFIXES, BuildError, Built, cache_root, solution_folder
 from sweep.engine.build._lock import FileLock
 from sweep.engine.build._pyimport import forget_package, import_entry, package_name
+from sweep.engine.build._triton_interp import patch as patch_triton_interpreter
 from sweep.schema import BuildSpec, Definition, Language, Solution, SourceFile
 from sweep.schema.entry_signature import Params, signature_problem
 
@@ -124,6 +125,8 @@ def _load_python(solution: Solution, folder: Path) -> Built:
             raise
         log = "".join(traceback.format_exception(type(e), e, e.__traceback__))
         raise BuildError(f"importing {entry} failed: {_import_problem(e, folder)}", log) from None
+    if interpreter_mode() == "interp":
+        patch_triton_interpreter()  # Triton 3.6's interpreter under NumPy >= 2.4 (see the module)
     return _entry_symbol(module, solution, folder, "python")
 
 

@@ -90,6 +90,9 @@ if TYPE_CHECKING:
         reference_stop as reference_stop,
     )
     from sweep.engine.io._outcome import (
+        source_line as source_line,
+    )
+    from sweep.engine.io._outcome import (
         traceback_text as traceback_text,
     )
     from sweep.engine.io._outcome import (
@@ -120,6 +123,7 @@ _WHERE = {
     "nbytes": "_outcome",
     "normalize_outputs": "_compare",
     "reference_stop": "_outcome",
+    "source_line": "_outcome",
     "Result": "_outcome",
     "set_seed": "_inputs",
     "Stop": "_outcome",
@@ -154,6 +158,7 @@ __all__ = [
     "normalize_outputs",
     "reference_stop",
     "set_seed",
+    "source_line",
     "tolerance",
     "torch_dtype",
     "traceback_text",

@@ -3,9 +3,11 @@ plus the checks and helpers every evaluation path shares."""
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import torch
 
@@ -18,6 +20,7 @@ __all__ = [
     "compile_failure",
     "nbytes",
     "reference_stop",
+    "source_line",
     "traceback_text",
     "triton_mode_problem",
 ]
@@ -127,6 +130,30 @@ def reference_stop(status: Status, message: str, detail: str = "") -> Stop:
 def traceback_text(e: BaseException) -> str:
     """The formatted traceback of ``e``, for logs."""
     return "".join(traceback.format_exception(type(e), e, e.__traceback__)).rstrip()
+
+
+def source_line(e: BaseException, folder: Path) -> str | None:
+    """Where in the files under ``folder`` (a solution's sources) ``e`` was raised, as
+    ``"kernel.py:12 (in _rowsum)"``: the deepest frame there, across the exceptions it came
+    from (a Triton interpreter error is raised from the kernel's own); ``None`` when no frame is."""
+    root = str(folder.resolve()) + os.sep
+    found: str | None = None
+    seen: set[int] = set()
+    chain: list[BaseException] = []
+    cur: BaseException | None = e
+    while cur is not None and id(cur) not in seen and len(chain) < 16:
+        seen.add(id(cur))
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    # The innermost exception first: the kernel's line, not the wrapper's that re-raised it.
+    for exc in reversed(chain):
+        for frame in traceback.extract_tb(exc.__traceback__):
+            path = os.path.realpath(frame.filename)
+            if path.startswith(root):
+                found = f"{path[len(root) :]}:{frame.lineno} (in {frame.name})"
+        if found is not None:
+            return found
+    return None
 
 
 def nbytes(tensors: list[torch.Tensor]) -> int:

@@ -13,9 +13,17 @@ from collections.abc import Callable
 
 import torch
 
-from sweep.engine.build import Built
+from sweep.engine.build import Built, interpreter_hint
 from sweep.engine.guard import Guard, TorchFlags, pinned_flags
-from sweep.engine.io import ErrorStats, Stop, base_seed, compile_failure, reference_stop, traceback_text
+from sweep.engine.io import (
+    ErrorStats,
+    Stop,
+    base_seed,
+    compile_failure,
+    reference_stop,
+    source_line,
+    traceback_text,
+)
 from sweep.engine.run._cache import EngineCache
 from sweep.schema import (
     FLAG_REFERENCE_FAILED,
@@ -188,9 +196,12 @@ class RunState:
                 f"{type(e).__name__}: {text}",
                 traceback_text(e),
             )
+        line = source_line(e, self.solution.folder) if self.solution is not None else None
+        at = f" at {line}" if line else ""
+        hint = interpreter_hint(e)
         return Stop(
             Status.RUNTIME_ERROR,
-            f"the solution raised {type(e).__name__} ({where}): {text}",
+            f"the solution raised {type(e).__name__}{at} ({where}): {text}" + (f"; {hint}" if hint else ""),
             traceback_text(e),
         )
 

@@ -28,7 +28,7 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 from sweep.sandbox._gang_merge import merge_ranks
 from sweep.sandbox._process_guard import kill_group
@@ -158,7 +158,7 @@ class GangZygote:
                 self._client.close()
                 self._client = None
 
-    def __enter__(self) -> GangZygote:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -3,13 +3,11 @@
 Every gang of this module forks its ranks from one zygote (the module's ``zygote``: torch is
 imported once for all of them, not once per rank and test), with the shortest settings. The
 shipped collectives (definitions/collective/) run at their smallest size, each solution on 2
-ranks. The Ray test runs a mixed launch on the session's two-node cluster (logical GPUs): 2- and
-4-rank all-reduces beside single-GPU tasks, and an 8-rank one left out.
+ranks. A whole launch of gangs beside single-GPU tasks is in tests/cluster/test_gang_launch.py.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -21,8 +19,6 @@ from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import EvalSettings, Status, Timeouts, Trace
 from sweep.schema.task import Task
 from tests.data.distributed.allreduce import definition, solution, workload
-
-from ..cluster.conftest import read_traces, write_config, write_dataset
 
 
 def _settings(run_s: float = 30) -> EvalSettings:
@@ -103,13 +99,6 @@ def test_a_hung_rank_takes_the_task_down_in_its_timeout(tmp_path: Path, zygote: 
     assert "time.sleep" not in ev.log or "main.py" in ev.log
 
 
-def test_a_gang_of_its_own_zygote_runs_and_stops_it(tmp_path: Path) -> None:
-    # The default path (no zygote given: one made for the gang and stopped after it).
-    task = Task.make(definition(None), solution("good"), workload(64, 2), _settings(), "CPU")
-    trace = run_gang(task, SandboxSpec(device_kind="cpu", workdir=str(tmp_path)), grace_s=2.0)
-    assert trace.evaluation is not None and trace.evaluation.status is Status.PASSED, trace.evaluation
-
-
 def _shipped_tasks() -> list[Task]:
     """Every shipped collective solution on its definition's smallest workload of 2 ranks."""
     from sweep.plan.dataset import load_dataset
@@ -167,45 +156,3 @@ def test_blame_goes_to_the_rank_whose_failure_is_its_own() -> None:
     assert _dist(merged).failed_rank == 1 and merged.evaluation.status is Status.TIMEOUT  # type: ignore[union-attr]
     merged = merge_ranks(task, [peer, hung], [0, 1], set(), {})  # first to arrive, but a victim
     assert _dist(merged).failed_rank == 1
-
-
-_OK = "def run(x):\n    return x + 1\n"
-
-
-def _write_allreduce(root: Path, worlds: list[int]) -> None:
-    d = definition(None).model_dump(mode="json", exclude_none=True)
-    (root / "definitions" / "collective").mkdir(parents=True)
-    (root / "definitions" / "collective" / "all_reduce_sum.json").write_text(json.dumps(d))
-    (root / "workloads" / "collective").mkdir(parents=True)
-    lines = [
-        json.dumps(
-            {"definition": "all_reduce_sum", "solution": None, "workload": workload(64, w).model_dump()}
-        )
-        for w in worlds
-    ]
-    (root / "workloads" / "collective" / "all_reduce_sum.jsonl").write_text("\n".join(lines) + "\n")
-    folder = root / "solutions" / "tests" / "collective" / "all_reduce_sum"
-    folder.mkdir(parents=True)
-    (folder / "ar_good.json").write_text(solution("good").to_json())
-
-
-def test_a_launch_runs_gangs_beside_single_gpu_tasks(two_nodes: dict[str, str], tmp_path: Path) -> None:
-    from sweep.launch.driver import LaunchOptions, launch
-
-    data = write_dataset(tmp_path / "data", {"ok": _OK}, n_workloads=2)
-    _write_allreduce(data, [2, 4, 8])
-    results = tmp_path / "results"
-    cfg = write_config(tmp_path / "mixed.yaml", [data], results, hardware="H100", run_s=60)
-    result = launch(cfg, LaunchOptions(quiet=True))
-    traces = read_traces(results)
-    by_world = {
-        (t["evaluation"].get("distributed") or {}).get("world_size", 1): t
-        for t in traces  # type: ignore[union-attr]
-    }
-    assert sorted(by_world) == [1, 2, 4], [t["evaluation"]["log"] for t in traces]  # type: ignore[index]
-    assert all(t["evaluation"]["status"] == "PASSED" for t in traces), [
-        t["evaluation"]["log"] for t in traces
-    ]  # type: ignore[index]
-    assert len(traces) == 4 and result.ran == 4  # 2 single-GPU, 2 gangs; the 8-rank one left out
-    four = by_world[4]["provenance"]  # type: ignore[index]
-    assert four["node_id"] == two_nodes["H100"]  # packed on the node that has 4 GPUs

@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from sweep.schema import Definition, Solution, TimingStats, Trace, Workload
+from sweep.schema.distributed import DistributedResult
 from sweep.schema.hardware import record_name
 from sweep.schema.params import params_json
 from sweep.store.db import StoreContext, arrow_schema, check_definition, check_trace, check_workload_axes
@@ -91,6 +92,25 @@ def _timing(t: TimingStats | None) -> tuple[object, ...]:
 
 
 @functools.lru_cache(maxsize=256)
+def _distributed(d: DistributedResult | None) -> tuple[object, ...]:
+    """The columns of a call made by several ranks (world size 1 and NULLs for one rank)."""
+    if d is None:
+        return (1, None, None, None, None, None, None, None, None, None)
+    ranks = sorted(d.ranks, key=lambda r: r.rank)
+    return (
+        d.world_size,
+        d.collective,
+        d.message_bytes,
+        d.algbw_gbps,
+        d.busbw_gbps,
+        d.link_fraction,
+        d.straggler_rank,
+        d.failed_rank,
+        [r.status for r in ranks],
+        [r.latency_ms for r in ranks],
+    )
+
+
 def _hardware(raw: str) -> str:
     return record_name(raw)
 
@@ -241,6 +261,8 @@ class RowBatch:
                 clocks.throttled if clocks else None,
                 # Schema version 5 (_schema.V5_TRACE_COLUMNS).
                 params_json(trace.solution_params) if trace.solution_params is not None else None,
+                # Schema version 9 (_schema.V9_TRACE_COLUMNS).
+                *_distributed(ev.distributed if ev else None),
             )
         )
         return key

@@ -104,6 +104,8 @@ if TYPE_CHECKING:
     )
     from sweep.store.db._schema import (
         V6_TRACE_COLUMNS as V6_TRACE_COLUMNS,
+    )
+    from sweep.store.db._schema import (
         V9_TRACE_COLUMNS as V9_TRACE_COLUMNS,
     )
     from sweep.store.db._schema import (

@@ -91,7 +91,6 @@ def _timing(t: TimingStats | None) -> tuple[object, ...]:
     return (t.clock, t.iterations, t.p10_ms, t.p50_ms, t.p90_ms, t.mean_ms, t.cv)
 
 
-@functools.lru_cache(maxsize=256)
 def _distributed(d: DistributedResult | None) -> tuple[object, ...]:
     """The columns of a call made by several ranks (world size 1 and NULLs for one rank)."""
     if d is None:
@@ -111,6 +110,7 @@ def _distributed(d: DistributedResult | None) -> tuple[object, ...]:
     )
 
 
+@functools.lru_cache(maxsize=256)
 def _hardware(raw: str) -> str:
     return record_name(raw)
 

@@ -69,7 +69,7 @@ def test_four_ranks_pass_each_with_its_figures(tmp_path: Path, zygote: GangZygot
     assert ev.performance.latency_ms == slowest.latency_ms  # the task's latency is the slowest rank's
     assert len({r.pid for r in d.ranks}) == 4  # a process of its own each
     assert d.collective == "all_reduce" and d.message_bytes == 64 * 4
-    assert d.busbw_gbps == pytest.approx(d.algbw_gbps * 2 * 3 / 4)  # type: ignore[operator]
+    assert d.busbw_gbps == pytest.approx(d.algbw_gbps * 2 * 3 / 4)
 
 
 @pytest.mark.parametrize(

@@ -20,8 +20,11 @@ Policy (docs/multi-gpu.md, "Placement"):
   sharing GPUs with them at the same time could leave a gang unplaceable; in phases neither kind
   waits on the other for more than the other's finite queue.
 
-What cannot be placed at all (more ranks than any node of the target has GPUs) is said by
-:func:`placement_problem` before anything runs.
+What cannot be placed at all is said by :func:`placement_problem` before anything runs: more
+ranks than any node of the target has GPUs, or, on a CPU target, ranks whose tensors are larger
+than :data:`RANK_BYTES_LIMIT` allows (the shipped workloads of 16 MiB to 1 GiB are for GPUs: on
+one host's CPU every rank's copy shares its memory and cores, and gloo moves them over
+loopback, minutes per call).
 """
 
 from __future__ import annotations
@@ -30,22 +33,41 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from sweep.sandbox.gang import run_gang, world_size
+from sweep.sandbox.gang import rank_bytes, run_gang, world_size
 from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import Provenance, Status, Trace
 from sweep.schema.task import Task
 
-__all__ = ["gang_order", "node_slots", "placement_problem", "run_gang_tasks"]
+__all__ = ["RANK_BYTES_LIMIT", "gang_order", "node_slots", "placement_problem", "run_gang_tasks"]
+
+#: The most bytes of inputs and outputs one rank of a task may hold, per target (targets not
+#: named have no limit here: a GPU's memory is the engine's business). On the CPU all ranks
+#: share one host, so a rank gets what a small CI machine can give each of 4 ranks at once.
+RANK_BYTES_LIMIT: dict[str, int] = {"CPU": 16 * 2**20}
 
 _TICK_S = 0.2
 #: Seconds a Ray task of a gang may take beyond its ranks' own deadlines (zygotes' start).
 _START_MARGIN_S = 300.0
 
 
-def placement_problem(task: Task, node_slots: Sequence[int]) -> str | None:
-    """Why ``task`` cannot be placed on nodes with ``node_slots`` GPUs (or CPU slots) each, or ``None``."""
+def placement_problem(
+    task: Task, node_slots: Sequence[int] | None, limits: Mapping[str, int] | None = None
+) -> str | None:
+    """Why ``task`` cannot be placed on nodes with ``node_slots`` GPUs (or CPU slots) each
+    (``None``: the nodes are not known, only the size is checked), or ``None``.
+    ``limits``: the most bytes per rank by target (default :data:`RANK_BYTES_LIMIT`)."""
     n = world_size(task)
     if n <= 1:
+        return None
+    limit = (RANK_BYTES_LIMIT if limits is None else limits).get(task.hardware)
+    if limit is not None:
+        need = rank_bytes(task)
+        if need is not None and need > limit:
+            return (
+                f"each of its {n} ranks holds {_mib(need)} of inputs and outputs; "
+                f"a {task.hardware} rank may hold at most {_mib(limit)} (a size for GPUs)"
+            )
+    if node_slots is None:
         return None
     most = max(node_slots, default=0)
     if n <= most:
@@ -54,6 +76,10 @@ def placement_problem(task: Task, node_slots: Sequence[int]) -> str | None:
         f"needs {n} {task.hardware} GPUs on one node (its ranks share NVLink); "
         f"the largest {task.hardware} node has {most}"
     )
+
+
+def _mib(n: int) -> str:
+    return f"{n / 2**20:.4g} MiB"
 
 
 def node_slots(nodes: Sequence[tuple[float, tuple[str, ...]]], target: str) -> list[int]:

@@ -232,7 +232,7 @@ def _run_gangs(
         return todo
     placeable = []
     for t in gangs:
-        problem = placement_problem(t, node_slots(nodes, t.hardware)) if nodes else None
+        problem = placement_problem(t, node_slots(nodes, t.hardware) if nodes else None)
         if problem is None:
             placeable.append(t)
         elif progress is not None:

@@ -13,6 +13,10 @@ get ``grace_s`` to report what they saw, then every process still running is kil
 that waits on a dead peer never outlives the task. The ranks' traces are merged into exactly
 one (``_gang_merge``), which names the failing rank and keeps every rank's log, in
 ``workdir/gang-<task>/rank-<r>.log`` when the spec has a work folder.
+
+The ranks' processes are forked by one zygote (:class:`GangZygote`): torch is imported once per
+gang, not once per rank, and a caller that runs many gangs of one spec (a Ray task, a test
+module) may pass the same zygote to each. Every rank is still a fresh process of its own.
 """
 
 from __future__ import annotations
@@ -24,9 +28,12 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any, Self
 
 from sweep.sandbox._gang_merge import merge_ranks
 from sweep.sandbox._process_guard import kill_group
+from sweep.sandbox._spec import SandboxStartError
+from sweep.sandbox._zygote import ZygoteClient, ZygoteError
 from sweep.sandbox.failure_traces import failure_trace, now_iso
 from sweep.sandbox.packing import Envelope
 from sweep.sandbox.supervisor import Sandbox, SandboxSpec
@@ -34,7 +41,15 @@ from sweep.schema import Provenance, Status, Trace
 from sweep.schema.distributed import RankSlot, world_size_of
 from sweep.schema.task import Task
 
-__all__ = ["MULTICAST_OFF_ENV", "free_port", "run_gang", "world_size"]
+__all__ = [
+    "MULTICAST_OFF_ENV",
+    "GangZygote",
+    "free_port",
+    "gang_env",
+    "rank_bytes",
+    "run_gang",
+    "world_size",
+]
 
 #: Set in every rank's zygote (and so every rank's process): NVLink multicast can take a
 #: shared host's GPUs out of service. What the host sets for NCCL and torch is kept as it is.
@@ -53,6 +68,36 @@ def world_size(task: Task) -> int:
     return world_size_of(spec, task.workload.axes) or 1
 
 
+def rank_bytes(task: Task) -> int | None:
+    """The bytes one rank's inputs and outputs of ``task`` take (shapes at its world size), or
+    ``None`` when they cannot be worked out (an axis missing, a dtype of unknown size)."""
+    from sweep.schema.call_args import ITEMSIZE
+    from sweep.schema.distributed import full_axes
+    from sweep.schema.expr import ConstraintError
+
+    definition = task.definition
+    if definition.distributed is None:
+        return None
+    try:
+        axes = full_axes(definition.distributed, task.workload.axes)
+    except ConstraintError:
+        return None
+    total = 0
+    for spec in [*definition.inputs.values(), *definition.outputs.values()]:
+        size = ITEMSIZE.get(spec.dtype.value)
+        try:
+            shape = definition.resolve_shape(spec, axes)
+        except KeyError:
+            return None
+        if size is None:
+            return None
+        count = 1
+        for d in shape or ():
+            count *= d
+        total += count * size
+    return total
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A TCP port free on ``host`` now, for one task's process group to meet on."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
@@ -60,10 +105,83 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(s.getsockname()[1])
 
 
+def gang_env(spec: SandboxSpec) -> tuple[tuple[str, str], ...]:
+    """The environment every rank's zygote gets: the spec's, multicast off over it."""
+    off = dict(MULTICAST_OFF_ENV)
+    return tuple((k, v) for k, v in spec.env if k not in off) + MULTICAST_OFF_ENV
+
+
+class _LockedZygote(ZygoteClient):
+    """A zygote the rank threads of a gang share: one request and its answer at a time."""
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        self._lock = threading.Lock()
+        super().__init__(
+            spec.backend,
+            spec.device_kind,
+            spec.preload,
+            start_timeout_s=spec.start_timeout_s,
+            env_over=gang_env(spec),
+        )
+
+    def _call(self, req: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
+        with self._lock:
+            return super()._call(req, fds)
+
+
+class GangZygote:
+    """One zygote that forks every rank of one or more gangs run with ``spec`` (torch imported
+    once). Started on first use; :meth:`close` stops it (and any rank still running)."""
+
+    def __init__(self, spec: SandboxSpec) -> None:
+        self.spec = spec
+        self._client: _LockedZygote | None = None
+        self._lock = threading.Lock()
+
+    def client(self) -> ZygoteClient:
+        """The running zygote, started (or restarted, if it died) now."""
+        with self._lock:
+            if self._client is None or not self._client.alive():
+                if self._client is not None:
+                    self._client.close()
+                    self._client = None
+                try:
+                    self._client = _LockedZygote(self.spec)
+                except ZygoteError as e:
+                    raise SandboxStartError(str(e)) from None
+            return self._client
+
+    def close(self) -> None:
+        """Stop the zygote."""
+        with self._lock:
+            if self._client is not None:
+                self._client.close()
+                self._client = None
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
 class _RankSandbox(Sandbox):
-    """A sandbox whose running process another thread can kill (:meth:`abort`)."""
+    """A sandbox whose running process another thread can kill (:meth:`abort`), forked by the
+    gang's shared zygote."""
 
     _running_pid: int | None = None
+
+    def __init__(self, spec: SandboxSpec, stamp: Provenance, zygote: GangZygote) -> None:
+        super().__init__(spec, stamp)
+        self._gang_zygote = zygote
+
+    def _ensure_zygote(self) -> ZygoteClient:
+        self._zygote = self._gang_zygote.client()
+        return self._zygote
+
+    def close(self) -> None:
+        self._zygote = None  # the gang's, not this rank's: GangZygote.close stops it
+        super().close()
 
     def _await(self, child, env):  # type: ignore[no-untyped-def]
         self._running_pid = child.pid
@@ -81,7 +199,12 @@ class _RankSandbox(Sandbox):
 
 
 def run_gang(
-    task: Task, spec: SandboxSpec, stamp: Provenance | None = None, *, grace_s: float = 3.0
+    task: Task,
+    spec: SandboxSpec,
+    stamp: Provenance | None = None,
+    *,
+    grace_s: float = 3.0,
+    zygote: GangZygote | None = None,
 ) -> Trace:
     """Run every rank of ``task`` in its own sandbox process; exactly one trace.
 
@@ -91,13 +214,17 @@ def run_gang(
             visible GPU, NCCL; ``cpu``: gloo).
         stamp: Where it runs, copied into the trace.
         grace_s: Seconds the other ranks get to report once one failed, before they are killed.
+        zygote: The zygote to fork the ranks from (made with the same ``spec``'s backend,
+            device kind and environment); a new one for this gang, stopped after it, if ``None``.
     """
+    if zygote is None:
+        with GangZygote(spec) as own:
+            return run_gang(task, spec, stamp, grace_s=grace_s, zygote=own)
     n = world_size(task)
     stamp = stamp or Provenance()
     backend = "nccl" if spec.device_kind == "cuda" else "gloo"
     port = free_port()
-    env = tuple((k, v) for k, v in spec.env if k not in dict(MULTICAST_OFF_ENV)) + MULTICAST_OFF_ENV
-    base = replace(spec, prefork=False, env=env, compile_workers=0)
+    base = replace(spec, prefork=False, env=gang_env(spec), compile_workers=0)
     # Each rank's logs in a folder of its own: two supervisors in one folder would share names.
     specs = [
         replace(
@@ -108,7 +235,7 @@ def run_gang(
     ]
     slots = [RankSlot(rank=r, world_size=n, master_port=port, backend=backend) for r in range(n)]
     tasks = [task.model_copy(update={"rank": s}) for s in slots]
-    boxes = [_RankSandbox(specs[r], stamp) for r in range(n)]
+    boxes = [_RankSandbox(specs[r], stamp, zygote) for r in range(n)]
     results: queue.Queue[tuple[int, Trace]] = queue.Queue()
 
     def one(r: int) -> None:

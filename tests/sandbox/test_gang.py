@@ -1,25 +1,24 @@
 """Distributed tasks on the CPU: N rank sandboxes over gloo, one trace; the failing rank named.
 
-Each test here starts one sandbox (a zygote that imports torch) per rank, so they are few and
-use the shortest settings. The Ray test runs a mixed launch on the session's two-node cluster
-(logical GPUs): 2- and 4-rank all-reduces beside single-GPU tasks, and an 8-rank one left out.
+Every gang of this module forks its ranks from one zygote (the module's ``zygote``: torch is
+imported once for all of them, not once per rank and test), with the shortest settings. The
+shipped collectives (definitions/collective/) run at their smallest size, each solution on 2
+ranks. A whole launch of gangs beside single-GPU tasks is in tests/cluster/test_gang_launch.py.
 """
 
 from __future__ import annotations
 
-import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sweep.sandbox._gang_merge import merge_ranks, secondary
-from sweep.sandbox.gang import run_gang
+from sweep.sandbox.gang import GangZygote, run_gang
 from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import EvalSettings, Status, Timeouts, Trace
 from sweep.schema.task import Task
 from tests.data.distributed.allreduce import definition, solution, workload
-
-from ..cluster.conftest import read_traces, write_config, write_dataset
 
 
 def _settings(run_s: float = 30) -> EvalSettings:
@@ -34,9 +33,23 @@ def _settings(run_s: float = 30) -> EvalSettings:
     )
 
 
-def _gang(kind: str, tmp_path: Path, *, world: int = 2, run_s: float = 30) -> Trace:
+_SPEC = SandboxSpec(device_kind="cpu")
+
+
+@pytest.fixture(scope="module")
+def zygote() -> Iterator[GangZygote]:
+    with GangZygote(_SPEC) as z:
+        yield z
+
+
+def _run(task: Task, tmp_path: Path, zygote: GangZygote) -> Trace:
+    spec = SandboxSpec(device_kind="cpu", workdir=str(tmp_path))
+    return run_gang(task, spec, grace_s=2.0, zygote=zygote)
+
+
+def _gang(kind: str, tmp_path: Path, zygote: GangZygote, *, world: int = 2, run_s: float = 30) -> Trace:
     task = Task.make(definition(None), solution(kind), workload(64, world), _settings(run_s), "CPU")
-    return run_gang(task, SandboxSpec(device_kind="cpu", workdir=str(tmp_path)), grace_s=2.0)
+    return _run(task, tmp_path, zygote)
 
 
 def _dist(trace: Trace):  # type: ignore[no-untyped-def]
@@ -44,8 +57,8 @@ def _dist(trace: Trace):  # type: ignore[no-untyped-def]
     return trace.evaluation.distributed
 
 
-def test_four_ranks_pass_each_with_its_figures(tmp_path: Path) -> None:
-    trace = _gang("good", tmp_path, world=4)
+def test_four_ranks_pass_each_with_its_figures(tmp_path: Path, zygote: GangZygote) -> None:
+    trace = _gang("good", tmp_path, zygote, world=4)
     ev = trace.evaluation
     assert ev is not None and ev.status is Status.PASSED, ev.log if ev else None
     d = _dist(trace)
@@ -56,7 +69,7 @@ def test_four_ranks_pass_each_with_its_figures(tmp_path: Path) -> None:
     assert ev.performance.latency_ms == slowest.latency_ms  # the task's latency is the slowest rank's
     assert len({r.pid for r in d.ranks}) == 4  # a process of its own each
     assert d.collective == "all_reduce" and d.message_bytes == 64 * 4
-    assert d.busbw_gbps == pytest.approx(d.algbw_gbps * 2 * 3 / 4)  # type: ignore[operator]
+    assert d.busbw_gbps == pytest.approx(d.algbw_gbps * 2 * 3 / 4)
 
 
 @pytest.mark.parametrize(
@@ -66,8 +79,10 @@ def test_four_ranks_pass_each_with_its_figures(tmp_path: Path) -> None:
         ("crash_on_1", Status.RUNTIME_ERROR, "exited with code 3"),
     ],
 )
-def test_one_failing_rank_is_named(kind: str, status: Status, words: str, tmp_path: Path) -> None:
-    trace = _gang(kind, tmp_path)
+def test_one_failing_rank_is_named(
+    kind: str, status: Status, words: str, tmp_path: Path, zygote: GangZygote
+) -> None:
+    trace = _gang(kind, tmp_path, zygote)
     ev = trace.evaluation
     assert ev is not None and ev.status is status, ev.log if ev else None
     assert ev.log.startswith(f"{status.value}: rank 1 of 2 failed") and words in ev.log
@@ -76,12 +91,44 @@ def test_one_failing_rank_is_named(kind: str, status: Status, words: str, tmp_pa
     assert d.ranks[1].log and Path(d.ranks[1].log).is_file()  # the failing rank's log, kept and named
 
 
-def test_a_hung_rank_takes_the_task_down_in_its_timeout(tmp_path: Path) -> None:
-    trace = _gang("hang_on_1", tmp_path, run_s=4)
+def test_a_hung_rank_takes_the_task_down_in_its_timeout(tmp_path: Path, zygote: GangZygote) -> None:
+    trace = _gang("hang_on_1", tmp_path, zygote, run_s=4)
     ev = trace.evaluation
     assert ev is not None and ev.status is Status.TIMEOUT, ev.log if ev else None
     assert _dist(trace).failed_rank == 1  # rank 0 waited in a collective: not its fault
     assert "time.sleep" not in ev.log or "main.py" in ev.log
+
+
+def _shipped_tasks() -> list[Task]:
+    """Every shipped collective solution on its definition's smallest workload of 2 ranks."""
+    from sweep.plan.dataset import load_dataset
+
+    root = Path(__file__).resolve().parents[2]
+    ds = load_dataset([root])
+    tasks = []
+    for d in ds.definitions.values():
+        if d.distributed is None:
+            continue
+        wl = min(
+            (w for w in ds.workloads[d.name] if w.axes.get("W") == 2),
+            key=lambda w: sum(w.axes.values()),
+        )
+        sols = [s for s in ds.solutions.values() if s.definition == d.name]
+        tasks += [Task.make(d, s, wl, _settings(), "CPU") for s in sols]
+    return tasks
+
+
+def test_the_shipped_collectives_pass_on_two_ranks(tmp_path: Path, zygote: GangZygote) -> None:
+    tasks = _shipped_tasks()
+    assert {t.definition.name for t in tasks} == {"all_reduce_sum_f32", "ag_gemm_bf16", "gemm_rs_bf16"}
+    assert len(tasks) >= 6  # a plain torch.distributed solution and a faster one each
+    for task in tasks:
+        trace = _run(task, tmp_path / task.solution.name, zygote)
+        ev = trace.evaluation
+        assert ev is not None and ev.status is Status.PASSED, (task.solution.name, ev.log if ev else None)
+        d = _dist(trace)
+        assert d.world_size == 2 and d.algbw_gbps is not None and d.busbw_gbps is not None
+        assert d.collective == task.definition.distributed.collective  # type: ignore[union-attr]
 
 
 def _rank_trace(status: str, log: str) -> Trace:
@@ -109,45 +156,3 @@ def test_blame_goes_to_the_rank_whose_failure_is_its_own() -> None:
     assert _dist(merged).failed_rank == 1 and merged.evaluation.status is Status.TIMEOUT  # type: ignore[union-attr]
     merged = merge_ranks(task, [peer, hung], [0, 1], set(), {})  # first to arrive, but a victim
     assert _dist(merged).failed_rank == 1
-
-
-_OK = "def run(x):\n    return x + 1\n"
-
-
-def _write_allreduce(root: Path, worlds: list[int]) -> None:
-    d = definition(None).model_dump(mode="json", exclude_none=True)
-    (root / "definitions" / "collective").mkdir(parents=True)
-    (root / "definitions" / "collective" / "all_reduce_sum.json").write_text(json.dumps(d))
-    (root / "workloads" / "collective").mkdir(parents=True)
-    lines = [
-        json.dumps(
-            {"definition": "all_reduce_sum", "solution": None, "workload": workload(64, w).model_dump()}
-        )
-        for w in worlds
-    ]
-    (root / "workloads" / "collective" / "all_reduce_sum.jsonl").write_text("\n".join(lines) + "\n")
-    folder = root / "solutions" / "tests" / "collective" / "all_reduce_sum"
-    folder.mkdir(parents=True)
-    (folder / "ar_good.json").write_text(solution("good").to_json())
-
-
-def test_a_launch_runs_gangs_beside_single_gpu_tasks(two_nodes: dict[str, str], tmp_path: Path) -> None:
-    from sweep.launch.driver import LaunchOptions, launch
-
-    data = write_dataset(tmp_path / "data", {"ok": _OK}, n_workloads=2)
-    _write_allreduce(data, [2, 4, 8])
-    results = tmp_path / "results"
-    cfg = write_config(tmp_path / "mixed.yaml", [data], results, hardware="H100", run_s=60)
-    result = launch(cfg, LaunchOptions(quiet=True))
-    traces = read_traces(results)
-    by_world = {
-        (t["evaluation"].get("distributed") or {}).get("world_size", 1): t
-        for t in traces  # type: ignore[union-attr]
-    }
-    assert sorted(by_world) == [1, 2, 4], [t["evaluation"]["log"] for t in traces]  # type: ignore[index]
-    assert all(t["evaluation"]["status"] == "PASSED" for t in traces), [
-        t["evaluation"]["log"] for t in traces
-    ]  # type: ignore[index]
-    assert len(traces) == 4 and result.ran == 4  # 2 single-GPU, 2 gangs; the 8-rank one left out
-    four = by_world[4]["provenance"]  # type: ignore[index]
-    assert four["node_id"] == two_nodes["H100"]  # packed on the node that has 4 GPUs

@@ -106,6 +106,9 @@ if TYPE_CHECKING:
         V6_TRACE_COLUMNS as V6_TRACE_COLUMNS,
     )
     from sweep.store.db._schema import (
+        V9_TRACE_COLUMNS as V9_TRACE_COLUMNS,
+    )
+    from sweep.store.db._schema import (
         VIEW_DEPENDS as VIEW_DEPENDS,
     )
     from sweep.store.db._schema import (
@@ -176,6 +179,7 @@ _WHERE = {
     "V3_TRACE_COLUMNS": "_schema",
     "V5_TRACE_COLUMNS": "_schema",
     "V6_TRACE_COLUMNS": "_schema",
+    "V9_TRACE_COLUMNS": "_schema",
     "Verdict": "_compare_stats",
     "verdict": "_compare_stats",
     "VIEW_DEPENDS": "_schema",
@@ -193,6 +197,7 @@ __all__ = [
     "V3_TRACE_COLUMNS",
     "V5_TRACE_COLUMNS",
     "V6_TRACE_COLUMNS",
+    "V9_TRACE_COLUMNS",
     "VIEW_DEPENDS",
     "VIEW_NAMES",
     "Basis",

@@ -1,4 +1,4 @@
-"""The store's tables, views and macros (schema version 8), as SQL and Arrow types.
+"""The store's tables, views and macros (schema version 9), as SQL and Arrow types.
 
 Every column of ``traces`` is derived from the trace record (``record`` keeps it whole) plus
 what the record alone does not say (op_type, tags, author, language, solution hash), which a
@@ -28,6 +28,7 @@ __all__ = [
     "V3_TRACE_COLUMNS",
     "V5_TRACE_COLUMNS",
     "V6_TRACE_COLUMNS",
+    "V9_TRACE_COLUMNS",
     "VIEWS",
     "VIEW_DEPENDS",
     "VIEW_NAMES",
@@ -42,7 +43,7 @@ __all__ = [
 ]
 
 #: Bump when a table changes, and add a migration in ``_migrate.py``.
-SCHEMA_VERSION = 8
+SCHEMA_VERSION = 9
 
 # (column, DuckDB type). Arrow types follow from the DuckDB type (see ``_ARROW``).
 _TRACES: list[tuple[str, str]] = [
@@ -136,9 +137,31 @@ _TRACES += V5_TRACE_COLUMNS
 V6_TRACE_COLUMNS: list[tuple[str, str]] = [("pair_key", "UHUGEINT")]
 _TRACES += V6_TRACE_COLUMNS
 
+#: Added in schema version 9, at the end: calls that span GPUs (``evaluation.distributed``,
+#: docs/multi-gpu.md). ``world_size`` is 1 for an ordinary trace; the others are NULL there.
+#: Per-rank figures are lists in rank order (``rank_status``, ``rank_latency_ms``).
+V9_TRACE_COLUMNS: list[tuple[str, str]] = [
+    ("world_size", "BIGINT"),
+    ("collective", "VARCHAR"),
+    ("message_bytes", "DOUBLE"),
+    ("algbw_gbps", "DOUBLE"),
+    ("busbw_gbps", "DOUBLE"),
+    ("link_fraction", "DOUBLE"),
+    ("straggler_rank", "BIGINT"),
+    ("failed_rank", "BIGINT"),
+    ("rank_status", "VARCHAR[]"),
+    ("rank_latency_ms", "DOUBLE[]"),
+]
+_TRACES += V9_TRACE_COLUMNS
+
 
 def pair_key_sql(
-    definition: str, solution_hash: str, solution: str, solution_params: str, workload_uuid: str
+    definition: str,
+    solution_hash: str,
+    solution: str,
+    solution_params: str,
+    workload_uuid: str,
+    world_size: str | None = None,
 ) -> str:
     """SQL for ``traces.pair_key`` from the SQL of the columns it is made of.
 
@@ -146,11 +169,16 @@ def pair_key_sql(
     (its content hash, else ``'name:'`` and its name), the parameter point (``''`` for none)
     and the workload: JSON makes the text one-to-one with the four values (NULL included), and
     128 bits make two keys alike only by chance, as ``trace_key``'s 128 bits of SHA-256 do.
+    With ``world_size`` (schema 9), a call made by several ranks pairs only with the same
+    number of ranks (a fifth element, left out for one rank, so single-GPU keys are unchanged).
     """
-    return (
-        f"md5_number(json_array({definition}, coalesce({solution_hash}, 'name:' || {solution}), "
-        f"coalesce({solution_params}, ''), {workload_uuid})::VARCHAR)"
-    )
+    head = f"{definition}, coalesce({solution_hash}, 'name:' || {solution}), coalesce({solution_params}, ''), {workload_uuid}"
+    one = f"md5_number(json_array({head})::VARCHAR)"
+    if world_size is None:
+        return one
+    # Four elements for one rank (the keys earlier stores hold), five for several.
+    many = f"md5_number(json_array({head}, {world_size})::VARCHAR)"
+    return f"CASE WHEN coalesce({world_size}, 1) = 1 THEN {one} ELSE {many} END"
 
 
 #: Columns computed by the store from other columns when a row is inserted (SQL over the
@@ -158,7 +186,7 @@ def pair_key_sql(
 DERIVED_COLUMNS: dict[str, dict[str, str]] = {
     "traces": {
         "pair_key": pair_key_sql(
-            "definition", "solution_hash", "solution", "solution_params", "workload_uuid"
+            "definition", "solution_hash", "solution", "solution_params", "workload_uuid", "world_size"
         )
     }
 }
@@ -386,6 +414,7 @@ def _arrow_type(duck: str) -> pa.DataType:
         "BIGINT": pa.int64(),
         "TIMESTAMPTZ": pa.timestamp("us", tz="UTC"),
         "VARCHAR[]": pa.list_(pa.string()),
+        "DOUBLE[]": pa.list_(pa.float64()),
         "MAP(VARCHAR, BIGINT)": pa.map_(pa.string(), pa.int64()),
         "MAP(VARCHAR, VARCHAR)": pa.map_(pa.string(), pa.string()),
     }

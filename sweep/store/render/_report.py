@@ -19,6 +19,7 @@ from sweep.store.render._chart_data import (
     roofline_points,
     speedup_samples,
 )
+from sweep.store.render._collective_section import COLLECTIVE_SECTION
 from sweep.store.render._energy_sections import ENERGY_SECTIONS
 from sweep.store.render._formats import format_table
 from sweep.store.render._model_section import model_rows
@@ -262,7 +263,10 @@ ORDER BY definition, hardware, geomean_speedup_over_default DESC NULLS LAST, sol
             'Per workload: sweep query "SELECT * FROM best_params"; for solutions: sweep export-tuning.',
         )
         profiled = _profile_tables(s)
-        energy = [t for t in (_table(s, *section) for section in ENERGY_SECTIONS) if t.rows]
+        optional = [t for t in (_table(s, *section) for section in ENERGY_SECTIONS) if t.rows]
+        collective = _table(s, *COLLECTIVE_SECTION)
+        if collective.rows:
+            optional.append(collective)
         cols = leaderboard.columns
         bars = [
             SpeedupBar(
@@ -295,7 +299,7 @@ ORDER BY definition, hardware, geomean_speedup_over_default DESC NULLS LAST, sol
             roofline_left_out=roof_left,
             cross_points=pairs,
             cross_left_out=pairs_left,
-            extra=([tuning] if tuning.rows else []) + energy + profiled,
+            extra=([tuning] if tuning.rows else []) + optional + profiled,
             model=model if model[0].rows else [],
         )
 

@@ -71,7 +71,12 @@ def new_traces_sql(batch: str, *, traces: str, definitions: str, solutions: str)
             cols.append(f'{filled[c]} AS "{c}"')
         elif c == "pair_key":
             key = pair_key_sql(
-                "b.definition", filled["solution_hash"], "b.solution", "b.solution_params", "b.workload_uuid"
+                "b.definition",
+                filled["solution_hash"],
+                "b.solution",
+                "b.solution_params",
+                "b.workload_uuid",
+                "b.world_size",
             )
             cols.append(f'{key} AS "{c}"')
         else:
@@ -195,7 +200,12 @@ RETURNING trace_key""").fetchall()
     # The pair key is made of the solution hash: it changes with it.
     new_hash = "coalesce(traces.solution_hash, s.solution_hash)"
     key = pair_key_sql(
-        "traces.definition", new_hash, "traces.solution", "traces.solution_params", "traces.workload_uuid"
+        "traces.definition",
+        new_hash,
+        "traces.solution",
+        "traces.solution_params",
+        "traces.workload_uuid",
+        "traces.world_size",
     )
     changed += con.execute(f"""UPDATE traces SET author = s.author, language = s.language,
     solution_hash = {new_hash}, pair_key = {key}

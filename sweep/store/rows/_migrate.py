@@ -30,6 +30,7 @@ from sweep.store.db import (
     V3_TRACE_COLUMNS,
     V5_TRACE_COLUMNS,
     V6_TRACE_COLUMNS,
+    V9_TRACE_COLUMNS,
     create_tables_sql,
     fetch_one,
     pair_key_sql,
@@ -176,6 +177,34 @@ def _v7_to_v8(con: duckdb.DuckDBPyConnection) -> None:
     rebuild(con)
 
 
+def _v8_to_v9(con: duckdb.DuckDBPyConnection) -> None:
+    """Adds the columns of calls made by several ranks (``V9_TRACE_COLUMNS``), filled from the
+    records, and pairs them in ``cross_hardware`` only with the same world size."""
+    for column, duck_type in V9_TRACE_COLUMNS:
+        con.execute(f'ALTER TABLE traces ADD COLUMN IF NOT EXISTS "{column}" {duck_type}')
+    con.execute("UPDATE traces SET world_size = 1")
+    d = "json_extract(record, '$.evaluation.distributed')"
+    con.execute(f"""UPDATE traces SET
+    world_size = coalesce(({d} ->> 'world_size')::BIGINT, 1),
+    collective = {d} ->> 'collective',
+    message_bytes = ({d} ->> 'message_bytes')::DOUBLE,
+    algbw_gbps = ({d} ->> 'algbw_gbps')::DOUBLE,
+    busbw_gbps = ({d} ->> 'busbw_gbps')::DOUBLE,
+    link_fraction = ({d} ->> 'link_fraction')::DOUBLE,
+    straggler_rank = ({d} ->> 'straggler_rank')::BIGINT,
+    failed_rank = ({d} ->> 'failed_rank')::BIGINT,
+    rank_status = (SELECT list(r ->> 'status' ORDER BY (r ->> 'rank')::BIGINT)
+                   FROM (SELECT unnest(({d} -> 'ranks')::JSON[]) AS r)),
+    rank_latency_ms = (SELECT list((r ->> 'latency_ms')::DOUBLE ORDER BY (r ->> 'rank')::BIGINT)
+                       FROM (SELECT unnest(({d} -> 'ranks')::JSON[]) AS r))
+WHERE json_type({d}) = 'OBJECT'""")
+    key = pair_key_sql(
+        "definition", "solution_hash", "solution", "solution_params", "workload_uuid", "world_size"
+    )
+    con.execute(f"UPDATE traces SET pair_key = {key} WHERE world_size <> 1")
+    rebuild(con)
+
+
 #: ``from version -> step`` to the next version.
 _STEPS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     1: _v1_to_v2,
@@ -185,6 +214,7 @@ _STEPS: dict[int, Callable[[duckdb.DuckDBPyConnection], None]] = {
     5: _v5_to_v6,
     6: _v6_to_v7,
     7: _v7_to_v8,
+    8: _v8_to_v9,
 }
 
 

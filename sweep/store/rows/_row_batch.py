@@ -16,6 +16,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
 from sweep.schema import Definition, Solution, TimingStats, Trace, Workload
+from sweep.schema.distributed import DistributedResult
 from sweep.schema.hardware import record_name
 from sweep.schema.params import params_json
 from sweep.store.db import StoreContext, arrow_schema, check_definition, check_trace, check_workload_axes
@@ -88,6 +89,25 @@ def _timing(t: TimingStats | None) -> tuple[object, ...]:
     if t is None:
         return _NO_TIMING
     return (t.clock, t.iterations, t.p10_ms, t.p50_ms, t.p90_ms, t.mean_ms, t.cv)
+
+
+def _distributed(d: DistributedResult | None) -> tuple[object, ...]:
+    """The columns of a call made by several ranks (world size 1 and NULLs for one rank)."""
+    if d is None:
+        return (1, None, None, None, None, None, None, None, None, None)
+    ranks = sorted(d.ranks, key=lambda r: r.rank)
+    return (
+        d.world_size,
+        d.collective,
+        d.message_bytes,
+        d.algbw_gbps,
+        d.busbw_gbps,
+        d.link_fraction,
+        d.straggler_rank,
+        d.failed_rank,
+        [r.status for r in ranks],
+        [r.latency_ms for r in ranks],
+    )
 
 
 @functools.lru_cache(maxsize=256)
@@ -241,6 +261,8 @@ class RowBatch:
                 clocks.throttled if clocks else None,
                 # Schema version 5 (_schema.V5_TRACE_COLUMNS).
                 params_json(trace.solution_params) if trace.solution_params is not None else None,
+                # Schema version 9 (_schema.V9_TRACE_COLUMNS).
+                *_distributed(ev.distributed if ev else None),
             )
         )
         return key

@@ -1,0 +1,53 @@
+"""A launch with distributed tasks on the session's two-node Ray cluster (logical GPUs): 2- and
+4-rank all-reduces beside single-GPU tasks, an 8-rank one left out (no node has 8 GPUs); each
+gang's ranks forked by a zygote of its own (``run_gang``'s default)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tests.data.distributed.allreduce import definition, solution, workload
+
+from .conftest import read_traces, write_config, write_dataset
+
+_OK = "def run(x):\n    return x + 1\n"
+
+
+def _write_allreduce(root: Path, worlds: list[int]) -> None:
+    d = definition(None).model_dump(mode="json", exclude_none=True)
+    (root / "definitions" / "collective").mkdir(parents=True)
+    (root / "definitions" / "collective" / "all_reduce_sum.json").write_text(json.dumps(d))
+    (root / "workloads" / "collective").mkdir(parents=True)
+    lines = [
+        json.dumps(
+            {"definition": "all_reduce_sum", "solution": None, "workload": workload(64, w).model_dump()}
+        )
+        for w in worlds
+    ]
+    (root / "workloads" / "collective" / "all_reduce_sum.jsonl").write_text("\n".join(lines) + "\n")
+    folder = root / "solutions" / "tests" / "collective" / "all_reduce_sum"
+    folder.mkdir(parents=True)
+    (folder / "ar_good.json").write_text(solution("good").to_json())
+
+
+def test_a_launch_runs_gangs_beside_single_gpu_tasks(two_nodes: dict[str, str], tmp_path: Path) -> None:
+    from sweep.launch.driver import LaunchOptions, launch
+
+    data = write_dataset(tmp_path / "data", {"ok": _OK}, n_workloads=2)
+    _write_allreduce(data, [2, 4, 8])
+    results = tmp_path / "results"
+    cfg = write_config(tmp_path / "mixed.yaml", [data], results, hardware="H100", run_s=60)
+    result = launch(cfg, LaunchOptions(quiet=True))
+    traces = read_traces(results)
+    by_world = {
+        (t["evaluation"].get("distributed") or {}).get("world_size", 1): t
+        for t in traces  # type: ignore[union-attr]
+    }
+    assert sorted(by_world) == [1, 2, 4], [t["evaluation"]["log"] for t in traces]  # type: ignore[index]
+    assert all(t["evaluation"]["status"] == "PASSED" for t in traces), [
+        t["evaluation"]["log"] for t in traces
+    ]  # type: ignore[index]
+    assert len(traces) == 4 and result.ran == 4  # 2 single-GPU, 2 gangs; the 8-rank one left out
+    four = by_world[4]["provenance"]  # type: ignore[index]
+    assert four["node_id"] == two_nodes["H100"]  # packed on the node that has 4 GPUs

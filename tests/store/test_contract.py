@@ -330,7 +330,7 @@ def test_unknown_table_lists_what_exists(store: Store) -> None:
     assert str(e.value) == (
         "unknown table 'trace' (did you mean 'traces'?); tables: definitions, log_progress, solutions, "
         "store_meta, traces, workloads; views: backend_scores, best, best_params, compare, cross_hardware, "
-        "definition_gain, latest, leaderboard, op_scores, projection, scores_at_p, secret_leaderboard, "
+        "definition_gain, energy, energy_pareto, latest, leaderboard, op_scores, projection, scores_at_p, secret_leaderboard, "
         "set_projection, time_share, workload_times; table macros: perf_at(p)"
     )
 

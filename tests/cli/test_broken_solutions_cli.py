@@ -80,7 +80,7 @@ def test_eval_of_a_good_solution_warns_once_and_runs(root: Path) -> None:
 
 def test_eval_of_the_broken_solution_gives_compile_error_traces(root: Path) -> None:
     result = runner.invoke(app, ["eval", "vec_add", "syntax", "-r", str(root), "--device", "cpu", "--json"])
-    assert result.exit_code == 0, result.output
+    assert result.exit_code == 1, result.output  # no trace PASSED (--no-fail would exit 0)
     traces = [json.loads(x) for x in result.stdout.splitlines()]
     assert len(traces) == 3
     [syntax_problem] = _problems(root)[1:]

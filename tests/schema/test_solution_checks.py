@@ -142,7 +142,8 @@ def test_an_entry_file_is_read_whatever_the_definition() -> None:
             "spec.entry_point: 'main.py::run': main.py defines no 'run' (top-level functions: fn)"
         )
     # BackendBench: a signature that fits nothing the definition says is the engine's to judge.
-    assert solution_problems(_solution("def run(a):\n    pass\n"), imported) == []
+    plain = {"destination_passing_style": False}  # how a BackendBench operator is called
+    assert solution_problems(_solution("def run(a):\n    pass\n", spec=plain), imported) == []
 
 
 def test_an_entry_point_bound_at_run_time_is_left_to_the_engine() -> None:

@@ -25,16 +25,25 @@ def _complete_lines(results: Path) -> int:
 
 def test_reader_never_meets_the_lock_and_sees_counts_grow(tmp_path: Path) -> None:
     results, store, done = tmp_path / "results", tmp_path / "results" / "sweep.duckdb", tmp_path / "done"
+    seen_file = tmp_path / "seen"
     n = 200
     writer = subprocess.Popen(
-        [sys.executable, str(HERE / "writer_proc.py"), str(results), str(store), str(n), "0.02"],
+        [
+            sys.executable,
+            str(HERE / "writer_proc.py"),
+            str(results),
+            str(store),
+            str(n),
+            "0.02",
+            str(seen_file),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )
     assert writer.stdout is not None
     assert writer.stdout.readline().startswith("wrote 0")  # the store exists, writing has begun
     reader = subprocess.Popen(
-        [sys.executable, str(HERE / "reader_proc.py"), str(results), str(store), str(done)],
+        [sys.executable, str(HERE / "reader_proc.py"), str(results), str(store), str(done), str(seen_file)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -47,7 +56,8 @@ def test_reader_never_meets_the_lock_and_sees_counts_grow(tmp_path: Path) -> Non
     counts = seen["counts"]
     assert counts == sorted(counts), "a later query saw fewer traces than an earlier one"
     assert counts[-1] == n
-    # The reader ran while the writer wrote: it saw the count at several values along the way.
+    # The reader ran while the writer wrote: it saw the count at several values along the way
+    # (the writer waits at a quarter, half and three quarters until the reader has seen them).
     assert len({c for c in counts if 0 < c < n}) >= 3, counts
     # Every query got the store file between the follower's inserts (none fell back to the logs).
     assert set(seen["sources"]) == {"store"}, seen["sources"]

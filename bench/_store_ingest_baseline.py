@@ -18,7 +18,7 @@ from sweep.errors import ValidationError
 from sweep.schema import Trace
 from sweep.store import RowBatch, Store
 from sweep.store.db import describe_invalid
-from sweep.store.ingest import LogReader, head_hash, is_json
+from sweep.store.ingestion import LogReader, head_hash, is_json
 from sweep.store.rows import LogMark
 
 __all__ = ["baseline_ingest"]

@@ -7,7 +7,7 @@ timing statistics), then, each in a fresh process (so its peak memory is its own
 
 - ``baseline``: main's ingest of the folder into a new store (``bench/_store_ingest_baseline.py``:
   one process, tuple rows, 20,000-row inserts);
-- ``ingest``: :func:`sweep.store.ingest` of the folder into a new store, with the number of
+- ``ingest``: :func:`sweep.store.ingestion` of the folder into a new store, with the number of
   parsing processes it picks (one per usable CPU, one less past two, for logs this large), and again with
   ``workers=1`` (this process parses: the cost of one core);
 - ``re-ingest``: the same folder into the store again (every trace present: the idempotency
@@ -205,7 +205,7 @@ def _child(mode: str, results: Path, store: Path) -> None:
         added, present, workers = baseline_ingest(logs, store), 0, 1
     else:
         from sweep.store import ingest
-        from sweep.store.ingest import CHUNK_BYTES, auto_workers
+        from sweep.store.ingestion import CHUNK_BYTES, auto_workers
 
         workers = 1 if mode == "ingest-1" else auto_workers(sum(p.stat().st_size for p in logs), CHUNK_BYTES)
         rep = ingest([results / "traces"], store, workers=workers)
@@ -230,7 +230,7 @@ def _spool(logs: list[Path], spool: Path) -> Path:
     answers the writing process reads, in order; not timed."""
     import pickle
 
-    from sweep.store.ingest import CHUNK_BYTES, auto_workers, parse_in_order, split_log, write_frame
+    from sweep.store.ingestion import CHUNK_BYTES, auto_workers, parse_in_order, split_log, write_frame
 
     items = (item for log in logs for item in split_log(log, CHUNK_BYTES))
     workers = auto_workers(sum(p.stat().st_size for p in logs), CHUNK_BYTES)
@@ -242,10 +242,10 @@ def _spool(logs: list[Path], spool: Path) -> Path:
 
 def _insert_spooled(spool: Path, store: Path) -> tuple[int, int, int]:
     """The writing process of an ingest alone, its parsing done: read each parsed chunk as a
-    worker answers it, batch and insert (as ``sweep.store.ingest`` does); (added, present, 1)."""
+    worker answers it, batch and insert (as ``sweep.store.ingestion`` does); (added, present, 1)."""
     import pickle
 
-    from sweep.store.ingest import BATCH_ROWS, IngestJob, IngestReport, LogEnd, read_frame
+    from sweep.store.ingestion import BATCH_ROWS, IngestJob, IngestReport, LogEnd, read_frame
     from sweep.store.rows import WritableStore
 
     ws = WritableStore(store)

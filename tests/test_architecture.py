@@ -327,3 +327,21 @@ def test_the_map_names_only_what_exists() -> None:
     protocol = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "CallPath")
     methods = [n for n in protocol.body if isinstance(n, ast.FunctionDef)]
     assert len(methods) == int(count.group(1)), [m.name for m in methods]
+
+
+def test_no_wing_shadows_a_name_of_its_stage_face() -> None:
+    """Importing ``sweep.<stage>.<wing>`` sets the attribute ``<wing>`` on the stage's package,
+    over any function of that name its face exports."""
+    wrong = []
+    for wing in sorted(_wings()):
+        stage_init = PACKAGE / wing.split(".")[1] / "__init__.py"
+        tree = ast.parse(stage_init.read_text(encoding="utf-8"))
+        names = {
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom)
+            for alias in node.names
+        } | {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+        if wing.rsplit(".", 1)[1] in names:
+            wrong.append(wing)
+    assert not wrong, f"wings named like a name of their stage's face: {wrong}"

@@ -27,8 +27,8 @@ import torch
 import torch.distributed as dist
 
 from sweep.engine._evaluate import trace_of
-from sweep.engine.build._build import build_solution, reference_solution
-from sweep.engine.build._built import BuildError
+from sweep.engine.builds._build import build_solution, reference_solution
+from sweep.engine.builds._built import BuildError
 from sweep.engine.guard import _integrity
 from sweep.engine.io._compare import ErrorStats, Mismatch, check_reference, compare_outputs, normalize_outputs
 from sweep.engine.io._inputs import InputError, base_seed, hash_int, make_inputs

@@ -84,6 +84,11 @@ def evaluate_from_dataset(
             on_warning(warning)
     from sweep.engine import operator_problem
 
+    if pick.definition.distributed is not None:
+        raise EngineError(
+            f"definition {pick.definition.name!r} is called by several ranks (one process per GPU); "
+            "sweep eval runs one process: run it with sweep launch, which places its ranks together"
+        )
     problem = operator_problem(pick.definition, device or "auto")
     if problem:
         raise EngineError(f"definition {pick.definition.name!r} cannot be evaluated here: {problem}")

@@ -30,7 +30,7 @@ from sweep.store._export import ExportReport, export_parquet
 from sweep.store._outputs import check_output, write_output
 from sweep.store._sweep_state import StatusCount, sweep_state
 from sweep.store._tuning import tuning_table, write_tuning
-from sweep.store.compare._compare import (
+from sweep.store.comparison._compare import (
     VERDICTS,
     CompareSummary,
     Comparison,
@@ -42,7 +42,7 @@ from sweep.store.db._compare_stats import Estimate, estimate_from_runs, estimate
 from sweep.store.db._connection import StoreLockedError
 from sweep.store.db._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_NAMES, column_names
 from sweep.store.db._store_context import StoreContext
-from sweep.store.ingest._ingest import IngestReport, ingest
+from sweep.store.ingestion._ingest import IngestReport, ingest
 from sweep.store.profiles._profile_parse import (
     NCU_METRICS,
     KernelProfile,

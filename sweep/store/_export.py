@@ -23,7 +23,7 @@ from sweep.schema.files import fresh_folder, publish_folder, write_atomic
 from sweep.store._outputs import output_folder_problem
 from sweep.store.db._connection import count
 from sweep.store.db._schema import DERIVED_COLUMNS, SCHEMA_VERSION
-from sweep.store.ingest._trace_files import EXPORT_FORMAT
+from sweep.store.ingestion._trace_files import EXPORT_FORMAT
 from sweep.store.read._store import Store
 
 if TYPE_CHECKING:

@@ -190,7 +190,7 @@ def test_sweep_eval_cli_on_the_example() -> None:
     bad = runner.invoke(
         app, ["eval", "mul__Tensor", "mul__Tensor_implementation_wrong", "-r", root, "--device", "cpu"]
     )
-    assert bad.exit_code == 0, bad.output
+    assert bad.exit_code == 1, bad.output  # a trace that did not pass: exit 1 (--no-fail: 0)
     assert len([line for line in bad.output.splitlines() if " INCORRECT_SHAPE " in line]) == 4
     assert "INCORRECT_SHAPE: output (trial 0): shape [262144], expected [16, 128, 128]" in bad.output
 

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from sweep.engine import EngineCache, build
-from sweep.engine.build._build import BuildError, build_solution, solution_folder
+from sweep.engine.builds._build import BuildError, build_solution, solution_folder
 from sweep.schema.task import Task
 
 HELPERS_A = "SCALE = 1.0\n\ndef combine(x, y):\n    return x * SCALE + y\n"

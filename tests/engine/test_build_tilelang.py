@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep.engine.build._build import BuildError, build_solution
+from sweep.engine.builds._build import BuildError, build_solution
 
 # Stands for the real package: what the solution below uses of it, computed with torch.
 STAND_IN = """

@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from sweep.engine import EngineCache
-from sweep.engine.build._build import build_solution, solution_folder
+from sweep.engine.builds._build import build_solution, solution_folder
 from sweep.schema import Solution, Trace
 
 tvm_ffi = pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi (kernel-sweep[tvm-ffi]) is not installed")

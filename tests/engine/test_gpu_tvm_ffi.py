@@ -11,7 +11,7 @@ import json
 import pytest
 
 from sweep.config import EvalSettings
-from sweep.engine.build._build import solution_folder
+from sweep.engine.builds._build import solution_folder
 from sweep.schema import Definition, Solution, Workload
 
 pytestmark = pytest.mark.gpu

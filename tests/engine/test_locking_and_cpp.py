@@ -17,7 +17,7 @@ from sweep.schema import Trace
 HOLDER = textwrap.dedent(
     """
     import sys, time
-    from sweep.engine.build._lock import FileLock
+    from sweep.engine.builds._lock import FileLock
     print("waiting", flush=True)
     with FileLock(sys.argv[1]) as lock:
         print(f"held {time.time()} {lock.waited_s}", flush=True)
@@ -63,7 +63,7 @@ def test_file_lock_excludes_a_second_process(tmp_path) -> None:
 
 
 def test_file_lock_times_out_with_a_message(tmp_path) -> None:
-    from sweep.engine.build._lock import FileLock
+    from sweep.engine.builds._lock import FileLock
     from sweep.errors import EngineError
 
     holder = _holder(tmp_path / "y.lock")
@@ -77,7 +77,7 @@ def test_file_lock_times_out_with_a_message(tmp_path) -> None:
 
 
 def test_lock_dies_with_its_process(tmp_path) -> None:
-    from sweep.engine.build._lock import FileLock
+    from sweep.engine.builds._lock import FileLock
 
     code = HOLDER.replace("time.sleep(0.6)", "import os; os._exit(0)")
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "z.lock")], check=False, timeout=60)

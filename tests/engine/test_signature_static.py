@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from sweep.engine.build._build import check_signature, runtime_params
+from sweep.engine.builds._build import check_signature, runtime_params
 from sweep.schema import Definition
 from sweep.schema.entry_signature import signature_problem, static_entry
 

@@ -103,6 +103,8 @@ def test_shipped_pytorch_and_triton_solutions_pass_on_cpu(kit) -> None:
         if sol.spec.language.value not in ("python", "triton"):
             continue
         defn = ds.definitions[sol.definition]
+        if defn.distributed is not None:  # several ranks, a gang each: tests/sandbox/test_gang.py
+            continue
         wl = min(ds.workloads[defn.name], key=lambda w: sum(w.axes.values()))
         trace = kit.run(defn, sol, wl, settings, root=str(kit.repo))
         assert kit.status(trace) == "PASSED", f"{name}: {kit.log(trace)}"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from sweep.engine.build._triton_interp import NUMPY_SCALAR_ERRORS, interpreter_hint
+from sweep.engine.builds._triton_interp import NUMPY_SCALAR_ERRORS, interpreter_hint
 
 # A row sum that walks N in BLOCK steps: ``n`` is a runtime scalar, the loop bound the
 # interpreter must turn into a Python int.

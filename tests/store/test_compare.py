@@ -1,4 +1,4 @@
-"""``sweep.store.compare``: side specs, matching, the statistics and verdicts, the summary,
+"""``sweep.store.comparison``: side specs, matching, the statistics and verdicts, the summary,
 each kind of side, the messages for bad sides, and the ``compare`` view."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from sweep.errors import StoreError
 from sweep.schema import TimingStats, Trace
 from sweep.store import Store, compare, export_parquet, ingest
-from sweep.store.compare._compare_spec import parse_side
+from sweep.store.comparison._compare_spec import parse_side
 from sweep.store.db._compare_stats import (
     Estimate,
     estimate_from_runs,

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 from sweep.cli import app
 from sweep.schema import Clocks, Trace
 from sweep.store import compare
-from sweep.store.compare._compare_clocks import clock_gap_note
+from sweep.store.comparison._compare_clocks import clock_gap_note
 
 from .test_compare import timed, write_store
 

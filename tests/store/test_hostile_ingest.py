@@ -148,7 +148,7 @@ def test_an_export_folder_with_a_device_or_fifo_stores_nothing(
 def test_a_line_longer_than_any_trace_ends_its_file_with_a_warning(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from sweep.store.ingest import _ingest, _jsonl_chunks
+    from sweep.store.ingestion import _ingest, _jsonl_chunks
 
     monkeypatch.setattr(_jsonl_chunks, "MAX_LINE_BYTES", 4096)
     monkeypatch.setattr(_ingest, "MAX_LINE_BYTES", 4096)
@@ -178,7 +178,7 @@ def test_a_log_of_the_results_folder_that_is_a_device_is_left_out_of_queries(tmp
 
 
 def test_a_store_error_names_a_file_swapped_for_a_fifo(tmp_path: Path) -> None:
-    from sweep.store.ingest._jsonl_chunks import split_log
+    from sweep.store.ingestion._jsonl_chunks import split_log
 
     pipe = tmp_path / "p.jsonl"
     os.mkfifo(pipe)

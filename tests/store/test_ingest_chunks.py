@@ -20,16 +20,16 @@ from hypothesis import strategies as st
 
 from sweep.errors import StoreError
 from sweep.store import RowBatch, Store
-from sweep.store.ingest._ingest import IngestReport, ingest_into
-from sweep.store.ingest._ingest_pool import (
+from sweep.store.ingestion._ingest import IngestReport, ingest_into
+from sweep.store.ingestion._ingest_pool import (
     PARALLEL_MIN_BYTES,
     _Worker,
     auto_workers,
     parse_in_order,
     usable_cpus,
 )
-from sweep.store.ingest._jsonl_chunks import Chunk, ChunkReadError, LogEnd, read_chunk, split_log
-from sweep.store.ingest._trace_files import LogReader
+from sweep.store.ingestion._jsonl_chunks import Chunk, ChunkReadError, LogEnd, read_chunk, split_log
+from sweep.store.ingestion._trace_files import LogReader
 from sweep.store.rows._writable_store import WritableStore
 
 from .conftest import make_definition, make_solution, make_trace
@@ -197,7 +197,7 @@ def test_workers_only_for_large_logs() -> None:
     assert auto_workers(100 * PARALLEL_MIN_BYTES, 1 << 20) == min(usable_cpus(), max(2, usable_cpus() - 1))
     # Past two CPUs, one is left to the writing process.
     for cpus, workers in ((1, 1), (2, 2), (3, 2), (16, 15)):
-        with mock.patch("sweep.store.ingest._ingest_pool.usable_cpus", return_value=cpus):
+        with mock.patch("sweep.store.ingestion._ingest_pool.usable_cpus", return_value=cpus):
             assert auto_workers(100 * PARALLEL_MIN_BYTES, 1 << 20) == workers
 
 

@@ -319,7 +319,7 @@ def test_a_refusal_late_in_the_export_leaves_the_store_as_it_was(exp: Path, tmp_
         ingest([exp], db, lock_timeout_s=1)
     assert _counts(db) == (1, 0, 0, 1)
     # With small batches too (several inserts inside the one transaction).
-    from sweep.store.ingest._ingest import ingest_into
+    from sweep.store.ingestion._ingest import ingest_into
     from sweep.store.rows._writable_store import WritableStore
 
     store = WritableStore(db)

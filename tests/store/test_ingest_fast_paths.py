@@ -2,9 +2,9 @@
 warnings (with file:line), on any mix of lines.
 
 The fast paths: a line of a log's stored part whose raw bytes hash to a stored trace key is
-counted present without being parsed (:mod:`sweep.store.ingest._present_lines`); a line whose raw
+counted present without being parsed (:mod:`sweep.store.ingestion._present_lines`); a line whose raw
 bytes hash to a key its chunk holds already is a repeat without being parsed
-(:meth:`~sweep.store.ingest._jsonl_chunks.LineSink.line`). The plain path parses every line; it is
+(:meth:`~sweep.store.ingestion._jsonl_chunks.LineSink.line`). The plain path parses every line; it is
 had here by switching both off.
 """
 
@@ -22,9 +22,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sweep.store import RowBatch
-from sweep.store.ingest import _ingest as ingest_module
-from sweep.store.ingest import _present_lines
-from sweep.store.ingest._ingest import IngestReport, ingest_into
+from sweep.store.ingestion import _ingest as ingest_module
+from sweep.store.ingestion import _present_lines
+from sweep.store.ingestion._ingest import IngestReport, ingest_into
 from sweep.store.rows._row_batch import trace_key
 from sweep.store.rows._writable_store import WritableStore
 

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Generic, TypeVar
 if TYPE_CHECKING:
     import torch
 
-    from sweep.engine.build import BuildError, Built
+    from sweep.engine.builds import BuildError, Built
     from sweep.engine.run._work import Work
     from sweep.engine.timing import Nvml
     from sweep.schema import Environment

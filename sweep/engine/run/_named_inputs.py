@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 import torch
 
-from sweep.engine.build import check_signature
+from sweep.engine.builds import check_signature
 from sweep.engine.io import (
     INT_RANGE_BITS,
     ConstraintError,

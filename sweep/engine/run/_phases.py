@@ -40,7 +40,7 @@ from collections.abc import Callable
 import torch
 
 from sweep.engine.aten import is_backendbench
-from sweep.engine.build import (
+from sweep.engine.builds import (
     BuildError,
     Built,
     build_solution,

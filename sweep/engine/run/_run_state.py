@@ -13,7 +13,7 @@ from collections.abc import Callable
 
 import torch
 
-from sweep.engine.build import Built, interpreter_hint
+from sweep.engine.builds import Built, interpreter_hint
 from sweep.engine.guard import Guard, TorchFlags, pinned_flags
 from sweep.engine.io import (
     ErrorStats,

@@ -43,7 +43,7 @@ from sweep.store.db import (
     schema_version,
     view_statements,
 )
-from sweep.store.ingest import (
+from sweep.store.ingestion import (
     MAX_LINE_BYTES,
     LogReader,
     file_problem,
@@ -107,7 +107,7 @@ def _ident(name: str) -> str:
 
 def _whole_lines(reader: LogReader, size: int) -> Iterator[tuple[int, int, bytes]]:
     """(number, end offset, bytes) of each whole line, then of a last line without its newline
-    if it parses: such a line is whole (see :mod:`sweep.store.ingest._trace_files`)."""
+    if it parses: such a line is whole (see :mod:`sweep.store.ingestion._trace_files`)."""
     number = 0
     for line in reader:
         number = line.number

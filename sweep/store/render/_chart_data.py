@@ -11,7 +11,7 @@ from sweep.store.db import RANK_TIME, RANKED
 from sweep.store.read import Session, run_sql
 
 if TYPE_CHECKING:
-    from sweep.store.compare import TaskComparison
+    from sweep.store.comparison import TaskComparison
 
 __all__ = [
     "CrossPoint",

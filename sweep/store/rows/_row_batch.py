@@ -2,7 +2,7 @@
 
 Rows are gathered as tuples and leave as Arrow tables, so inserting 50,000 traces is one
 DuckDB statement, not 50,000. Rows built elsewhere (a worker process parsing part of a log,
-:mod:`sweep.store.ingest._jsonl_chunks`) join a batch as Arrow tables (:meth:`RowBatch.add_arrow`),
+:mod:`sweep.store.ingestion._jsonl_chunks`) join a batch as Arrow tables (:meth:`RowBatch.add_arrow`),
 deduplicated against it by the same keys, in the order they came.
 """
 

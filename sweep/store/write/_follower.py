@@ -36,7 +36,7 @@ from sweep.errors import StoreError, ValidationError
 from sweep.schema import Trace
 from sweep.schema.limits import open_regular
 from sweep.store.db import StoreContext, describe_invalid
-from sweep.store.ingest import head_hash
+from sweep.store.ingestion import head_hash
 from sweep.store.rows import LogMark, RowBatch, WritableStore
 
 __all__ = ["Flush", "Start", "Stored", "Synced", "main"]

@@ -19,7 +19,7 @@ from sweep.sandbox.packing import Envelope
 from sweep.schema import EvalSettings, Provenance, Solution, Timeouts
 from sweep.schema.task import Task
 
-from ..cluster.conftest import read_traces, toy_definition, write_config
+from .conftest import read_traces, toy_definition, write_config
 
 _BROKEN = "raise RuntimeError('BLOCK_M=512 does not fit this GPU')\n"
 _GOOD = "def run(x, y):\n    y.copy_(x + 1)\n"
@@ -126,7 +126,7 @@ def test_how_many_compile_processes(requested: int, kind: str, cpus: int, gpus: 
 def _triton_dataset(root: Path) -> Path:
     """``toy_add`` with Triton-language solutions: two that work, one whose every point fails to
     compile (its module raises), as a parameter space of three points each."""
-    from ..cluster.conftest import write_dataset
+    from .conftest import write_dataset
 
     write_dataset(root, {}, n_workloads=2)
     folder = root / "solutions" / "tests" / "toy" / "toy_add"

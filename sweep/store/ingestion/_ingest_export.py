@@ -27,7 +27,7 @@ from sweep.schema import Definition, Solution, Trace, Workload
 from sweep.schema.limits import FileRefused, open_regular, read_bytes
 from sweep.schema.trace import EARLIEST_TIME, LATEST_TIME
 from sweep.store.db import SCHEMA_VERSION, arrow_schema, describe_invalid
-from sweep.store.ingest._trace_files import EXPORT_FORMAT, MAX_MANIFEST_BYTES
+from sweep.store.ingestion._trace_files import EXPORT_FORMAT, MAX_MANIFEST_BYTES
 from sweep.store.rows import AddCounts, Known, RowBatch, WritableStore, insert_batch
 
 if TYPE_CHECKING:

@@ -1,8 +1,8 @@
-"""An ingest worker process: ``python -m sweep.store.ingest._ingest_worker``.
+"""An ingest worker process: ``python -m sweep.store.ingestion._ingest_worker``.
 
-Reads requests (a pickled :class:`~sweep.store.ingest._jsonl_chunks.Chunk`, where its lines lie in
+Reads requests (a pickled :class:`~sweep.store.ingestion._jsonl_chunks.Chunk`, where its lines lie in
 their file) from stdin and answers each on stdout with the parsed chunk, or with the exception
-it raised and its traceback; exits at the end of stdin. See :mod:`sweep.store.ingest._ingest_pool`.
+it raised and its traceback; exits at the end of stdin. See :mod:`sweep.store.ingestion._ingest_pool`.
 Nothing imports this module; it only runs as a program.
 """
 
@@ -13,8 +13,8 @@ import signal
 import sys
 import traceback
 
-from sweep.store.ingest._ingest_pool import read_frame, write_frame
-from sweep.store.ingest._jsonl_chunks import parse_chunk
+from sweep.store.ingestion._ingest_pool import read_frame, write_frame
+from sweep.store.ingestion._jsonl_chunks import parse_chunk
 
 __all__ = ["main"]
 

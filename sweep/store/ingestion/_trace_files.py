@@ -132,7 +132,7 @@ class Source:
 
 def _is_export(folder: Path) -> bool:
     """A folder ``sweep export`` wrote: its manifest says so, or (a manifest damaged) it has
-    the manifest beside Parquet files of a table; :func:`sweep.store.ingest._ingest_export.read_manifest`
+    the manifest beside Parquet files of a table; :func:`sweep.store.ingestion._ingest_export.read_manifest`
     then says what is wrong, rather than the folder being read as loose files."""
     manifest = folder / "manifest.json"
     if not manifest.is_file():

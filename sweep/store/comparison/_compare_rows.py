@@ -9,7 +9,7 @@ import struct
 from dataclasses import dataclass
 
 from sweep.errors import StoreError, did_you_mean, listing, shown
-from sweep.store.compare._compare_spec import SideSpec
+from sweep.store.comparison._compare_spec import SideSpec
 from sweep.store.db import RANK_TIME
 from sweep.store.read import Session
 

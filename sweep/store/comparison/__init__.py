@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from sweep._lazy import face
 
 if TYPE_CHECKING:
-    from sweep.store.compare._compare import TaskComparison as TaskComparison
+    from sweep.store.comparison._compare import TaskComparison as TaskComparison
 
 #: Each public name of this wing and the module that defines it.
 _WHERE = {

@@ -6,7 +6,7 @@ last newline, if any). :func:`parse_chunk` is a pure function of one chunk: it c
 line exactly as a line read alone is checked (the schema's models, then
 :mod:`sweep.store.db._checks`, the same messages with ``file:line``) and returns the rows as
 Arrow tables. Nothing in it touches a store, so chunks can be parsed in worker processes
-(:mod:`sweep.store.ingest._ingest_pool`) while the one process that writes inserts them in order; a
+(:mod:`sweep.store.ingestion._ingest_pool`) while the one process that writes inserts them in order; a
 worker is told where a chunk lies in its file and reads it there.
 """
 
@@ -24,7 +24,7 @@ from sweep.errors import StoreError, ValidationError, reason
 from sweep.schema import Trace
 from sweep.schema.limits import FileRefused, open_regular
 from sweep.store.db import describe_invalid
-from sweep.store.ingest._trace_files import MAX_LINE_BYTES
+from sweep.store.ingestion._trace_files import MAX_LINE_BYTES
 from sweep.store.rows import RowBatch, trace_key
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class Chunk:
         data: The lines, each ending with its newline; empty when the chunk is handed to a
             worker process, which reads them from the file (:func:`read_chunk`).
         present: Lines (0-based within the chunk) that are, byte for byte, the canonical
-            record of a trace the store holds (:mod:`sweep.store.ingest._present_lines`): counted as
+            record of a trace the store holds (:mod:`sweep.store.ingestion._present_lines`): counted as
             read and present without being parsed.
     """
 
@@ -114,7 +114,7 @@ class LogEnd:
         torn: The bytes after the last newline: a line still being written, one cut short by
             a kill, or a hand-written file's last line without its newline.
         overlong: The reading stopped at a line longer than
-            :data:`~sweep.store.ingest._trace_files.MAX_LINE_BYTES` (line ``lines + 1``; neither it
+            :data:`~sweep.store.ingestion._trace_files.MAX_LINE_BYTES` (line ``lines + 1``; neither it
             nor anything after it was read).
     """
 
@@ -141,7 +141,7 @@ def split_log(path: Path, chunk_bytes: int = CHUNK_BYTES) -> Iterator[Chunk | Lo
     """The chunks of a log, then its :class:`LogEnd`; reads the file once, in blocks.
 
     A line longer than ``chunk_bytes`` makes a chunk of its own (it is never cut); one longer
-    than :data:`~sweep.store.ingest._trace_files.MAX_LINE_BYTES` ends the log there (its
+    than :data:`~sweep.store.ingestion._trace_files.MAX_LINE_BYTES` ends the log there (its
     :class:`LogEnd` says so), so memory stays bounded whatever the file holds.
 
     Raises:

@@ -8,27 +8,27 @@ from typing import TYPE_CHECKING
 from sweep._lazy import face
 
 if TYPE_CHECKING:
-    from sweep.engine.build._build import (
+    from sweep.engine.builds._build import (
         BuildError as BuildError,
     )
-    from sweep.engine.build._build import (
+    from sweep.engine.builds._build import (
         Built as Built,
     )
-    from sweep.engine.build._build import (
+    from sweep.engine.builds._build import (
         build_solution as build_solution,
     )
-    from sweep.engine.build._build import (
+    from sweep.engine.builds._build import (
         check_signature as check_signature,
     )
-    from sweep.engine.build._build import (
+    from sweep.engine.builds._build import (
         interpreter_mode as interpreter_mode,
     )
-    from sweep.engine.build._build import (
+    from sweep.engine.builds._build import (
         reference_solution as reference_solution,
     )
-    from sweep.engine.build._built import params_problem as params_problem
-    from sweep.engine.build._built import with_params as with_params
-    from sweep.engine.build._triton_interp import interpreter_hint as interpreter_hint
+    from sweep.engine.builds._built import params_problem as params_problem
+    from sweep.engine.builds._built import with_params as with_params
+    from sweep.engine.builds._triton_interp import interpreter_hint as interpreter_hint
 
 #: Each public name of this wing and the module that defines it.
 _WHERE = {

@@ -8,55 +8,55 @@ from typing import TYPE_CHECKING
 from sweep._lazy import face
 
 if TYPE_CHECKING:
-    from sweep.store.ingest._ingest import (
+    from sweep.store.ingestion._ingest import (
         BATCH_ROWS as BATCH_ROWS,
     )
-    from sweep.store.ingest._ingest import (
+    from sweep.store.ingestion._ingest import (
         IngestJob as IngestJob,
     )
-    from sweep.store.ingest._ingest import (
+    from sweep.store.ingestion._ingest import (
         IngestReport as IngestReport,
     )
-    from sweep.store.ingest._ingest import (
+    from sweep.store.ingestion._ingest import (
         ingest_into as ingest_into,
     )
-    from sweep.store.ingest._ingest_pool import (
+    from sweep.store.ingestion._ingest_pool import (
         auto_workers as auto_workers,
     )
-    from sweep.store.ingest._ingest_pool import (
+    from sweep.store.ingestion._ingest_pool import (
         parse_in_order as parse_in_order,
     )
-    from sweep.store.ingest._ingest_pool import (
+    from sweep.store.ingestion._ingest_pool import (
         read_frame as read_frame,
     )
-    from sweep.store.ingest._ingest_pool import (
+    from sweep.store.ingestion._ingest_pool import (
         write_frame as write_frame,
     )
-    from sweep.store.ingest._jsonl_chunks import (
+    from sweep.store.ingestion._jsonl_chunks import (
         CHUNK_BYTES as CHUNK_BYTES,
     )
-    from sweep.store.ingest._jsonl_chunks import (
+    from sweep.store.ingestion._jsonl_chunks import (
         LogEnd as LogEnd,
     )
-    from sweep.store.ingest._jsonl_chunks import (
+    from sweep.store.ingestion._jsonl_chunks import (
         split_log as split_log,
     )
-    from sweep.store.ingest._trace_files import (
+    from sweep.store.ingestion._trace_files import (
         MAX_LINE_BYTES as MAX_LINE_BYTES,
     )
-    from sweep.store.ingest._trace_files import (
+    from sweep.store.ingestion._trace_files import (
         LogReader as LogReader,
     )
-    from sweep.store.ingest._trace_files import (
+    from sweep.store.ingestion._trace_files import (
         file_problem as file_problem,
     )
-    from sweep.store.ingest._trace_files import (
+    from sweep.store.ingestion._trace_files import (
         head_hash as head_hash,
     )
-    from sweep.store.ingest._trace_files import (
+    from sweep.store.ingestion._trace_files import (
         is_json as is_json,
     )
-    from sweep.store.ingest._trace_files import (
+    from sweep.store.ingestion._trace_files import (
         log_files as log_files,
     )
 

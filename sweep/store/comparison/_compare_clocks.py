@@ -17,7 +17,7 @@ import dataclasses
 import statistics
 from collections.abc import Sequence
 
-from sweep.store.compare._compare_rows import TraceRow
+from sweep.store.comparison._compare_rows import TraceRow
 
 __all__ = ["CLOCK_GAP", "clock_gap_note", "in_cycles"]
 

@@ -3,7 +3,7 @@
 Checking a line (the schema's models, the store's checks, the canonical JSON its key is
 hashed from) costs tens of microseconds of CPU in pydantic, which holds the GIL: threads would
 not help, processes do. Each worker is a fresh interpreter running
-``python -m sweep.store.ingest._ingest_worker`` (never a fork of this process, which may hold
+``python -m sweep.store.ingestion._ingest_worker`` (never a fork of this process, which may hold
 DuckDB's or Ray's threads, and never a re-run of the caller's ``__main__``, which
 ``multiprocessing`` would do), told over its stdin where a chunk lies in its file, and
 answering on its stdout with the chunk's rows. Chunk ``i`` goes to worker ``i mod n`` and the
@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import IO, TypeVar
 
 from sweep.errors import StoreError
-from sweep.store.ingest._jsonl_chunks import Chunk, ParsedChunk, parse_chunk
+from sweep.store.ingestion._jsonl_chunks import Chunk, ParsedChunk, parse_chunk
 
 __all__ = ["PARALLEL_MIN_BYTES", "auto_workers", "parse_in_order", "read_frame", "usable_cpus", "write_frame"]
 
@@ -80,7 +80,7 @@ def read_frame(inp: IO[bytes]) -> bytes | None:
 
 
 class _Worker:
-    """One ``python -m sweep.store.ingest._ingest_worker`` process."""
+    """One ``python -m sweep.store.ingestion._ingest_worker`` process."""
 
     def __init__(self) -> None:
         env = dict(os.environ)
@@ -88,7 +88,7 @@ class _Worker:
         root = str(Path(__file__).resolve().parents[2])
         env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sweep.store.ingest._ingest_worker"],
+            [sys.executable, "-m", "sweep.store.ingestion._ingest_worker"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             env=env,
@@ -158,7 +158,7 @@ def parse_in_order(items: Iterable[Chunk | _T], workers: int) -> Iterator[Parsed
             if isinstance(item, Chunk):
                 if len(pool) < workers:
                     # Started at its first chunk: a re-ingest whose lines are all stored
-                    # (:mod:`sweep.store.ingest._present_lines`) parses nothing and starts none.
+                    # (:mod:`sweep.store.ingestion._present_lines`) parses nothing and starts none.
                     pool.append(_Worker())
                 worker = pool[turn % workers]
                 turn += 1

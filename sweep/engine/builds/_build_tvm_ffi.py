@@ -34,8 +34,8 @@ from pathlib import Path
 from types import ModuleType
 from typing import cast
 
-from sweep.engine.build._built import CPP_SUFFIXES, BuildError, Built
-from sweep.engine.build._lock import FileLock
+from sweep.engine.builds._built import CPP_SUFFIXES, BuildError, Built
+from sweep.engine.builds._lock import FileLock
 from sweep.schema import Solution
 from sweep.schema.files import write_atomic
 from sweep.schema.limits import read_text

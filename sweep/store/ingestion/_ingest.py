@@ -5,11 +5,11 @@ Every record is parsed with the schema models, checked for what the store needs
 per batch). A record that breaks a rule is skipped with a warning naming the file, line,
 field and value. Traces already stored (same key) are counted, not added, so ingesting the
 same file twice adds nothing. Parquet exports are held to the same rules, row by row, and
-stored whole or not at all (:mod:`sweep.store.ingest._ingest_export`).
+stored whole or not at all (:mod:`sweep.store.ingestion._ingest_export`).
 
-JSONL logs are read in chunks of whole lines (:mod:`sweep.store.ingest._jsonl_chunks`), parsed by
-worker processes when there is much to read (:mod:`sweep.store.ingest._ingest_pool`) except for
-lines that are stored traces already (:mod:`sweep.store.ingest._present_lines`), and inserted
+JSONL logs are read in chunks of whole lines (:mod:`sweep.store.ingestion._jsonl_chunks`), parsed by
+worker processes when there is much to read (:mod:`sweep.store.ingestion._ingest_pool`) except for
+lines that are stored traces already (:mod:`sweep.store.ingestion._present_lines`), and inserted
 here in the order of the lines, so what is stored, counted and warned about is the same
 whichever process parsed a line; memory holds a few chunks and one batch, whatever the size
 of the logs.
@@ -30,11 +30,11 @@ from sweep.errors import StoreError, ValidationError, reason
 from sweep.schema import Definition, Solution, Trace
 from sweep.schema.limits import FileRefused, read_bytes
 from sweep.store.db import describe_invalid
-from sweep.store.ingest._ingest_export import ingest_export
-from sweep.store.ingest._ingest_pool import auto_workers, parse_in_order
-from sweep.store.ingest._jsonl_chunks import CHUNK_BYTES, Chunk, LineSink, LogEnd, ParsedChunk, split_log
-from sweep.store.ingest._present_lines import mark_present
-from sweep.store.ingest._trace_files import (
+from sweep.store.ingestion._ingest_export import ingest_export
+from sweep.store.ingestion._ingest_pool import auto_workers, parse_in_order
+from sweep.store.ingestion._jsonl_chunks import CHUNK_BYTES, Chunk, LineSink, LogEnd, ParsedChunk, split_log
+from sweep.store.ingestion._present_lines import mark_present
+from sweep.store.ingestion._trace_files import (
     MAX_LINE_BYTES,
     MAX_RECORD_FILE_BYTES,
     Source,

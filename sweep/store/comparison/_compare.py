@@ -1,6 +1,6 @@
 """``sweep compare A B``: did a change make kernels faster? Task by task, with a verdict.
 
-A side (:mod:`sweep.store.compare._compare_spec`) selects traces from a store; tasks are matched on
+A side (:mod:`sweep.store.comparison._compare_spec`) selects traces from a store; tasks are matched on
 (definition, solution name, workload uuid), plus hardware unless the comparison is across
 hardware (a side is ``hw:``, or each side ran on one hardware and they differ). Per task and
 side, the traces are grouped by run (the newest trace of each run) and reduced to one
@@ -19,9 +19,9 @@ from pathlib import Path
 from typing import Any
 
 from sweep.errors import StoreError, shown
-from sweep.store.compare._compare_clocks import clock_gap_note, in_cycles
-from sweep.store.compare._compare_rows import TraceRow, load_rows
-from sweep.store.compare._compare_spec import SideSpec, parse_side
+from sweep.store.comparison._compare_clocks import clock_gap_note, in_cycles
+from sweep.store.comparison._compare_rows import TraceRow, load_rows
+from sweep.store.comparison._compare_spec import SideSpec, parse_side
 from sweep.store.db import (
     Basis,
     Estimate,
@@ -32,7 +32,7 @@ from sweep.store.db import (
     ratio_interval,
     verdict,
 )
-from sweep.store.ingest import ingest_into
+from sweep.store.ingestion import ingest_into
 from sweep.store.read import Session, Store
 
 __all__ = ["VERDICTS", "CompareSummary", "Comparison", "SideInfo", "TaskComparison", "compare"]
@@ -270,7 +270,7 @@ def compare(
     """Compare the latencies of side B against side A, task by task.
 
     Args:
-        a: Side A, the baseline (syntax: :mod:`sweep.store.compare._compare_spec`).
+        a: Side A, the baseline (syntax: :mod:`sweep.store.comparison._compare_spec`).
         b: Side B, the change.
         store: The store that ``run:``, ``sweep:``, ``hw:``, ``hash:`` and ``NAME@HASH``
             sides select from.

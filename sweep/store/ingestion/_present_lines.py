@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
-from sweep.store.ingest._jsonl_chunks import Chunk, LogEnd, ParsedChunk
+from sweep.store.ingestion._jsonl_chunks import Chunk, LogEnd, ParsedChunk
 from sweep.store.rows import LogMark, RowBatch, trace_keys
 
 if TYPE_CHECKING:
@@ -86,7 +86,7 @@ def mark_present(
     (or replaced by its parsed result when all its lines are present).
 
     Args:
-        items: Chunks (with their bytes) and log ends, as :func:`~sweep.store.ingest._jsonl_chunks.split_log` gives them.
+        items: Chunks (with their bytes) and log ends, as :func:`~sweep.store.ingestion._jsonl_chunks.split_log` gives them.
         marks: The store's log progress, by absolute path.
         lookup: The stored keys among some keys.
     """

@@ -27,11 +27,11 @@ import traceback
 from collections.abc import Callable
 from pathlib import Path
 
-from sweep.engine.build._build_tvm_ffi import build_tvm_ffi
-from sweep.engine.build._built import CPP_SUFFIXES, BuildError, Built, cache_root, solution_folder
-from sweep.engine.build._lock import FileLock
-from sweep.engine.build._pyimport import forget_package, import_entry, package_name
-from sweep.engine.build._triton_interp import patch as patch_triton_interpreter
+from sweep.engine.builds._build_tvm_ffi import build_tvm_ffi
+from sweep.engine.builds._built import CPP_SUFFIXES, BuildError, Built, cache_root, solution_folder
+from sweep.engine.builds._lock import FileLock
+from sweep.engine.builds._pyimport import forget_package, import_entry, package_name
+from sweep.engine.builds._triton_interp import patch as patch_triton_interpreter
 from sweep.schema import BuildSpec, Definition, Language, Solution, SourceFile
 from sweep.schema.entry_signature import Params, signature_problem
 

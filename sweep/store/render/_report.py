@@ -153,7 +153,9 @@ FROM latest l JOIN current_versions v ON l.definition = v.definition AND l.solut
 
 # The first line of a failed trace's log without its status prefix, clipped as the launch
 # summary clips it (sweep/launch/progress.py first_reason), so both group alike.
-_LINE = "trim(coalesce(list_filter(string_split(coalesce(log, ''), chr(10)), lambda x: trim(x) <> '')[1], ''))"
+_LINE = (
+    "trim(coalesce(list_filter(string_split(coalesce(log, ''), chr(10)), lambda x: trim(x) <> '')[1], ''))"
+)
 _REASON = f"""CASE WHEN starts_with({_LINE}, status || ':') THEN trim({_LINE}[length(status) + 2:])
           ELSE {_LINE} END"""
 _CLIPPED = f"""CASE WHEN ({_REASON}) = '' THEN '(no log)'
@@ -364,7 +366,7 @@ ORDER BY definition, hardware, geomean_speedup_over_default DESC NULLS LAST, sol
         return Report(
             store.where,
             s.source,
-            list(s.notes),
+            [*s.notes, *_version_notes(s, all_versions)],
             summary,
             leaderboard,
             backends,
@@ -421,6 +423,29 @@ ORDER BY t.definition, t.solution, f.tool, f.count DESC""",
     except StoreError:
         return []  # a store without the tables (read from the logs alone)
     return [t for t in (kernels, findings) if t.rows]
+
+
+def _version_notes(s: Session, all_versions: bool) -> list[str]:
+    """What the report says of edited solutions: the older versions it leaves out, or that it
+    shows them."""
+    res = run_sql(s, "SELECT count(*), sum(versions - 1) FROM current_versions WHERE versions > 1")
+    names, older = res.rows[0] if res.rows else (0, 0)
+    if not names:
+        return []
+    if all_versions:
+        return [
+            (
+                f"every version shown: {names} solutions were edited; each version is labelled 'name @hash' "
+                "(the first 8 characters of its content hash), '(older)' for versions before the current one; "
+                "backend scores and the model projection read current versions only."
+            )
+        ]
+    return [
+        (
+            f"each solution at its current version (its newest trace's content hash): {older} older versions "
+            f"of {names} edited solutions left out; sweep report --all-versions shows them."
+        )
+    ]
 
 
 def cross_source(all_versions: bool) -> str:

@@ -45,7 +45,7 @@ _REF_FAILED = "coalesce(list_contains(flags, 'reference_failed'), false)"
 _IMPOSSIBLE = "coalesce(list_contains(flags, 'impossible'), false)"
 
 # A weight is a count of calls: a number >= 0; anything else (absent, null) counts as 1.
-_WEIGHT = "coalesce(greatest(TRY_CAST(json_extract_string(record, '$.workload.weight') AS DOUBLE), 0.0), 1.0)"
+_WEIGHT = "greatest(coalesce(TRY_CAST(json_extract_string(record, '$.workload.weight') AS DOUBLE), 1.0), 0.0)"
 
 
 def at_p_sql(ps: tuple[float, ...]) -> str:

@@ -187,6 +187,14 @@ def report(
             help="Add 'sweep compare A B' (same side syntax, 5% threshold) as a table of the report.",
         ),
     ] = None,
+    all_versions: Annotated[
+        bool,
+        typer.Option(
+            "--all-versions",
+            help="Show every version of an edited solution, each labelled by its content hash "
+            "(default: each solution's current version, its newest trace's).",
+        ),
+    ] = False,
 ) -> None:
     """Print the leaderboard, backend scores and a cross-hardware summary.
 
@@ -199,7 +207,9 @@ def report(
 
     if html is not None:
         check_output(html, store_path=store, results_dir=results_dir, flag="--html")
-    rep = build_report(store, results_dir=results_dir, top=top, uncovered=uncovered)
+    rep = build_report(
+        store, results_dir=results_dir, top=top, uncovered=uncovered, all_versions=all_versions
+    )
     if compare_sides is not None:
         from sweep._cli.compare import render_summary, rows_of
         from sweep.store import compare as run_compare
@@ -211,7 +221,7 @@ def report(
         rep.compare_samples = comparison_samples(result.tasks)
         table = rows_of(result)
         rep.add_table(
-            f"compare: {a} (A) against {b} (B)",
+            f"compare: {b} (B) against {a} (A), latency ratio B/A",
             table.columns,
             table.rows,
             render_summary(result).replace("\n", "; "),

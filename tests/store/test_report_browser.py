@@ -69,8 +69,14 @@ def _install() -> str:
     return ""
 
 
-def _run(binary: str, *args: str) -> subprocess.CompletedProcess[str]:
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", "--window-size=1400,1000"]
+def _run(binary: str, *args: str, width: int = 1400) -> subprocess.CompletedProcess[str]:
+    flags = [
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--hide-scrollbars",
+        f"--window-size={width},1000",
+    ]
     return subprocess.run([binary, *flags, *args], capture_output=True, text=True, timeout=120, check=False)
 
 
@@ -110,3 +116,52 @@ def test_report_in_a_headless_browser(tmp_path: Path) -> None:
     plain.write_text(page, encoding="utf-8")
     _run(binary, f"--screenshot={shot}", plain.as_uri())
     assert shot.exists() and shot.stat().st_size > 20_000
+
+
+# The page's own width against what it lays out, and each chart's legend: measured at a width.
+_OVERFLOW = """<script>
+addEventListener('load', () => {
+  const doc = document.documentElement;
+  const out = {
+    client: doc.clientWidth, scroll: doc.scrollWidth, body: document.body.scrollWidth,
+    charts: [...document.querySelectorAll('svg.chart')].map(s => {
+      const g = s.querySelector('g.legend'); const r = g ? g.getBoundingClientRect() : null;
+      const c = s.getBoundingClientRect();
+      return {legend: r ? {w: r.width, h: r.height, x: r.left, r: r.right} : null, x: c.left, r: c.right};
+    }),
+    boxes: [...document.querySelectorAll('table')].map(t => {
+      const p = t.parentElement; return {cls: p.className, w: p.getBoundingClientRect().width};
+    }),
+  };
+  const pre = document.createElement('pre'); pre.id = 'measure'; pre.textContent = JSON.stringify(out);
+  document.body.appendChild(pre);
+});
+</script>"""
+
+
+@pytest.mark.parametrize("width", [1400, 900])
+def test_no_horizontal_overflow_and_a_legend_on_every_chart(tmp_path: Path, width: int) -> None:
+    binary = _chromium()
+    if binary is None:
+        why = _install()
+        binary = _chromium()
+        if binary is None:
+            pytest.skip(f"{why or 'chromium installed but not found on the PATH'} (set SWEEP_CHROMIUM)")
+    rep = build_report(make_report_store(tmp_path / "sweep.duckdb"))
+    # A wide table, as the leaderboard of long names and many columns is: it scrolls in its box.
+    rep.add_table("wide", [f"column_{i}" for i in range(40)], [tuple(LONG_B for _ in range(40))])
+    page = render_html(rep)
+    measured = tmp_path / "measured.html"
+    measured.write_text(page.replace("</body>", _OVERFLOW + "</body>"), encoding="utf-8")
+    res = _run(binary, "--virtual-time-budget=5000", "--dump-dom", measured.as_uri(), width=width)
+    found = re.search(r'<pre id="measure">(.*?)</pre>', res.stdout, re.DOTALL)
+    assert found, f"no measurement from the browser: rc {res.returncode}, stderr {res.stderr[-2000:]}"
+    m = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    assert m["client"] <= width
+    assert m["scroll"] <= m["client"] and m["body"] <= m["client"], m  # no horizontal page overflow
+    assert m["boxes"] and all(b["cls"] == "scroll" and b["w"] <= m["client"] for b in m["boxes"])
+    assert len(m["charts"]) == 5
+    for c in m["charts"]:
+        key = c["legend"]
+        assert key is not None and key["w"] > 20 and key["h"] > 5, c
+        assert c["x"] - 0.5 <= key["x"] and key["r"] <= c["r"] + 0.5, c  # inside its chart

@@ -61,13 +61,17 @@ def test_every_picture_with_its_data(tmp_path: Path) -> None:
     assert dist.count('<circle class="dot"') == 3 * 4 * 2 + 8 + 2
     assert "4 passed, 1 failed" in dist  # LONG_B's failure on the H100
     roofs = _svgs(page, "roofline")
-    assert len(roofs) == 2 and all(r.count('<circle class="dot"') == 12 for r in roofs)
+    assert len(roofs) == 2 and all(r.count('<circle class="dot') == 12 for r in roofs)
+    # LONG_B failed one of its 5 workloads on the H100: its 4 points there hollow, none on the H200.
+    assert roofs[0].count('<circle class="dot partial"') == 4 and 'class="dot partial"' not in roofs[1]
+    assert f"{LONG_B} (1 of 5 failed: hollow)" in roofs[0]
     assert all(r.count('<polyline class="roof"') == 3 for r in roofs)  # FP16/BF16, TF32, FP32
     assert "datasheet NVIDIA H100 SXM5" in roofs[0]
     # vec_add has no FLOPs: said, not drawn.
     assert "NVIDIA_H100: 4 of 16 traces have no FLOPs counted" in page
     (cross,) = _svgs(page, "cross-scatter")
-    assert cross.count('<circle class="dot"') == 16  # 4 solutions x 4 workloads on both GPUs
+    assert cross.count('<circle class="dot') == 16  # 4 solutions x 4 workloads on both GPUs
+    assert cross.count('<circle class="dot partial"') == 4  # LONG_B's, failing once on the H100
     assert "Latency on NVIDIA_H200 against NVIDIA_H100 (16 pairs PASSED on both)" in page
     assert not re.search(r"<script|<link|<img|<iframe|https?://(?!www\.w3\.org)|src=", page)
 

@@ -29,7 +29,8 @@ def weighted(t: Trace, weight: float | None) -> Trace:
 
 @pytest.fixture
 def model_store(tmp_path: Path) -> Path:
-    """Definition A: workloads a1 (weight 3, reference 2 ms) and a2 (weight 1, reference 4 ms);
+    """Definition A: workloads a1 (weight 3, reference 2 ms) and a2 (no weight, as FlashInfer-Bench
+    workloads have: it counts 1; reference 4 ms);
     definition B: b1 (weight 2, reference 1 ms). Covered reference time 3*2 + 1*4 + 2*1 = 12.
 
     Set 'fast': a1 at 1 ms (2x), a2 INCORRECT, B never run.
@@ -47,9 +48,9 @@ def model_store(tmp_path: Path) -> Path:
     b.add_context(ctx)
     for t in [
         weighted(make_trace("fa", "a1", definition="A", latency=1.0, reference=2.0), 3),
-        weighted(make_trace("fa", "a2", definition="A", status="INCORRECT_NUMERICAL"), 1),
+        weighted(make_trace("fa", "a2", definition="A", status="INCORRECT_NUMERICAL"), None),
         weighted(make_trace("sa", "a1", definition="A", latency=4.0, reference=2.0), 3),
-        weighted(make_trace("sa", "a2", definition="A", latency=4.0, reference=4.0), 1),
+        weighted(make_trace("sa", "a2", definition="A", latency=4.0, reference=4.0), None),
         weighted(make_trace("sb", "b1", definition="B", latency=0.5, reference=1.0), 2),
     ]:
         b.add_trace(t, context=ctx)

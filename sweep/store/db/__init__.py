@@ -137,7 +137,10 @@ if TYPE_CHECKING:
     )
     from sweep.store.db._score_views import at_p_sql as at_p_sql
     from sweep.store.db._store_context import StoreContext as StoreContext
+    from sweep.store.db._views import CURRENT as CURRENT
     from sweep.store.db._views import RANKED as RANKED
+    from sweep.store.db._views import SOLUTION_KEY as SOLUTION_KEY
+    from sweep.store.db._views import leaderboard_sql as leaderboard_sql
 
 #: Each public name of this wing and the module that defines it.
 _WHERE = {
@@ -150,6 +153,7 @@ _WHERE = {
     "check_workload_axes": "_checks",
     "column_names": "_schema",
     "count": "_connection",
+    "CURRENT": "_views",
     "create_tables_sql": "_schema",
     "describe_invalid": "_checks",
     "Estimate": "_compare_stats",
@@ -159,6 +163,7 @@ _WHERE = {
     "fetch_one": "_connection",
     "init_connection": "_connection",
     "last_rowid": "_cross_hardware",
+    "leaderboard_sql": "_views",
     "lock_down": "_connection",
     "NODE_TABLES": "_schema",
     "open_db": "_connection",
@@ -171,6 +176,7 @@ _WHERE = {
     "rebuild": "_cross_hardware",
     "refresh_traces": "_cross_hardware",
     "SCHEMA_VERSION": "_schema",
+    "SOLUTION_KEY": "_views",
     "schema_version": "_connection",
     "set_meta": "_connection",
     "StoreContext": "_store_context",
@@ -189,10 +195,12 @@ _WHERE = {
     "views_sql": "_schema",
 }
 __all__ = [
+    "CURRENT",
     "NODE_TABLES",
     "RANKED",
     "RANK_TIME",
     "SCHEMA_VERSION",
+    "SOLUTION_KEY",
     "TABLES",
     "V3_TRACE_COLUMNS",
     "V5_TRACE_COLUMNS",
@@ -221,6 +229,7 @@ __all__ = [
     "fetch_one",
     "init_connection",
     "last_rowid",
+    "leaderboard_sql",
     "lock_down",
     "open_db",
     "open_read_only",

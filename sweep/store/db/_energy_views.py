@@ -4,7 +4,7 @@ No column of ``traces`` holds energy: the figures are extracted from ``record`` 
 stores written before energy was measured need no migration, and traces without energy
 simply do not appear.
 
-- ``energy``: per ranked PASSED trace of ``latest`` that carries both sides' joules per call:
+- ``energy``: per ranked PASSED trace of ``current_traces`` (``latest`` at current versions) that carries both sides' joules per call:
   the solution's and the reference's energy per call, the energy speedup (reference over
   solution: above 1, the solution costs less energy), mean power and mean SM clock of each
   side's energy window, beside the latency and speedup;
@@ -33,7 +33,7 @@ SELECT definition, op_type, workload_uuid, axes, hardware, solution, solution_ha
        {sol_w} AS power_w, {ref_w} AS ref_power_w,
        {sol_mhz} AS sm_clock_mhz, {ref_mhz} AS ref_sm_clock_mhz,
        settings_hash, timestamp, trace_key
-FROM latest
+FROM current_traces
 WHERE status = 'PASSED' AND {ranked}
 ) WHERE energy_j > 0 AND ref_energy_j > 0"""
 
@@ -74,4 +74,4 @@ def energy_views(ranked: str) -> list[tuple[str, str]]:
 
 
 #: The views each energy view reads.
-ENERGY_DEPENDS: dict[str, list[str]] = {"energy": ["latest"], "energy_pareto": ["energy"]}
+ENERGY_DEPENDS: dict[str, list[str]] = {"energy": ["current_traces"], "energy_pareto": ["energy"]}

@@ -2,7 +2,7 @@
 secret runs (docs/scores.md has every formula and where it comes from).
 
 A *solution set* is an author (a backend, an agent, a person): the solutions that stand in
-for the references together. The views read ``latest`` (one trace per task, public and
+for the references together. The views read ``current_traces`` (``latest`` at each solution's current version: one trace per task, public and
 secret runs kept apart) and are created by ``_schema.py`` with the others.
 
 - ``workload_times``: per hardware, definition and workload, the workload's weight (how often
@@ -45,7 +45,7 @@ _REF_FAILED = "coalesce(list_contains(flags, 'reference_failed'), false)"
 _IMPOSSIBLE = "coalesce(list_contains(flags, 'impossible'), false)"
 
 # A weight is a count of calls: a number >= 0; anything else (absent, null) counts as 1.
-_WEIGHT = "coalesce(greatest(TRY_CAST(json_extract_string(record, '$.workload.weight') AS DOUBLE), 0.0), 1.0)"
+_WEIGHT = "greatest(coalesce(TRY_CAST(json_extract_string(record, '$.workload.weight') AS DOUBLE), 1.0), 0.0)"
 
 
 def at_p_sql(ps: tuple[float, ...]) -> str:
@@ -67,7 +67,7 @@ def at_p_sql(ps: tuple[float, ...]) -> str:
     SELECT {SET_KEY} AS solution_set, hardware, definition, workload_uuid,
            max(speedup_factor) FILTER (WHERE status = 'PASSED' AND NOT {_IMPOSSIBLE}) AS speedup,
            bool_or(status = 'PASSED' AND NOT {_IMPOSSIBLE}) AS correct
-    FROM latest
+    FROM current_traces
     WHERE NOT {IS_SECRET} AND NOT {_REF_FAILED}
     GROUP BY ALL
 ), defs AS (
@@ -99,7 +99,7 @@ def score_views(ranked: str) -> list[tuple[str, str]]:
        max({_WEIGHT}) AS weight,
        median(reference_latency_ms) FILTER (WHERE reference_latency_ms > 0 AND NOT {_REF_FAILED})
            AS reference_ms
-FROM latest
+FROM current_traces
 WHERE NOT {IS_SECRET}
 GROUP BY hardware, definition, workload_uuid""",
         ),
@@ -116,13 +116,13 @@ WHERE reference_ms IS NOT NULL""",
         (
             "set_projection",
             f"""WITH sets AS (
-    SELECT DISTINCT {SET_KEY} AS solution_set, hardware FROM latest WHERE NOT {IS_SECRET}
+    SELECT DISTINCT {SET_KEY} AS solution_set, hardware FROM current_traces WHERE NOT {IS_SECRET}
 ), runs AS (
     SELECT {SET_KEY} AS solution_set, hardware, definition, workload_uuid, count(*) AS traces,
            min(latency_ms) FILTER (WHERE status = 'PASSED' AND {ranked} AND latency_ms > 0) AS best_ms,
            arg_min(solution, latency_ms) FILTER (WHERE status = 'PASSED' AND {ranked} AND latency_ms > 0)
                AS solution
-    FROM latest WHERE NOT {IS_SECRET}
+    FROM current_traces WHERE NOT {IS_SECRET}
     GROUP BY ALL
 )
 SELECT s.solution_set, w.hardware, w.definition, w.op_type, w.workload_uuid, w.weight, w.reference_ms,
@@ -178,7 +178,7 @@ GROUP BY solution_set, hardware""",
     SELECT definition, solution, solution_hash, any_value(author) AS author, hardware, {IS_SECRET} AS secret,
            count(*) AS traces, count(*) FILTER (WHERE status = 'PASSED') AS passed,
            exp(avg(ln(speedup_factor)) FILTER (WHERE status = 'PASSED' AND speedup_factor > 0)) AS speedup
-    FROM latest WHERE {ranked}
+    FROM current_traces WHERE {ranked}
     GROUP BY definition, solution, solution_hash, hardware, secret
 ), joined AS (
     SELECT s.definition, s.solution, s.solution_hash, s.author, s.hardware,
@@ -200,11 +200,11 @@ FROM joined""",
 
 #: The views (or macros) each score view reads.
 SCORE_VIEW_DEPENDS: dict[str, list[str]] = {
-    "workload_times": ["latest"],
+    "workload_times": ["current_traces"],
     "time_share": ["workload_times"],
-    "set_projection": ["latest", "workload_times"],
+    "set_projection": ["current_traces", "workload_times"],
     "definition_gain": ["set_projection"],
     "projection": ["set_projection"],
-    "scores_at_p": ["latest"],
-    "secret_leaderboard": ["latest"],
+    "scores_at_p": ["current_traces"],
+    "secret_leaderboard": ["current_traces"],
 }

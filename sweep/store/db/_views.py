@@ -11,15 +11,30 @@ from sweep.store.db._energy_views import ENERGY_DEPENDS, energy_views
 from sweep.store.db._newest import NEWEST_FIRST
 from sweep.store.db._score_views import IS_SECRET, SCORE_VIEW_DEPENDS, score_views
 
-__all__ = ["MACROS", "RANKED", "VIEWS", "VIEW_DEPENDS", "VIEW_NAMES"]
+__all__ = [
+    "CURRENT",
+    "MACROS",
+    "RANKED",
+    "SOLUTION_KEY",
+    "VIEWS",
+    "VIEW_DEPENDS",
+    "VIEW_NAMES",
+    "leaderboard_sql",
+]
 
 # A trace that is ranked and counted in pass rates: not flagged 'impossible' (latency under the
 # physical floor), nor 'reference_failed' (the reference raised, timed out or crashed: not the
 # solution's failure, counted apart).
 RANKED = "NOT coalesce(list_contains(flags, 'impossible') OR list_contains(flags, 'reference_failed'), false)"
 
-# The identity of a solution across stores: its content hash when known, else its name.
-_SOL_KEY = "coalesce(solution_hash, 'name:' || solution)"
+#: The identity of a solution across stores: its content hash when known, else its name.
+SOLUTION_KEY = "coalesce(solution_hash, 'name:' || solution)"
+_SOL_KEY = SOLUTION_KEY
+
+#: The traces every ranking reads: ``latest``, each solution (definition and name) at its
+#: current version only (``current_versions``). An edited solution keeps its name and gets a
+#: new content hash; without this, both versions would rank, count and average together.
+CURRENT = "current_traces"
 
 # Newest first: the time a trace claims, never later than when it was stored (_newest.py).
 _NEWEST = NEWEST_FIRST
@@ -27,6 +42,32 @@ _NEWEST = NEWEST_FIRST
 # A public run (no secret mixed into its inputs): the public views rank only these; the secret
 # runs of the same task are kept apart in ``latest`` and ranked by ``secret_leaderboard``.
 _PUBLIC = f"NOT {IS_SECRET}"
+
+
+def leaderboard_sql(source: str) -> str:
+    """The ``leaderboard`` view's body over ``source`` (a relation with the columns of
+    ``latest``): the view reads :data:`CURRENT`; ``sweep report --all-versions`` reads every
+    version, each labelled."""
+    return f"""WITH per_solution AS (
+SELECT definition, any_value(op_type) AS op_type, solution, solution_hash,
+       any_value(author) AS author, any_value(language) AS language, hardware,
+       count(*) AS traces, count(*) FILTER (WHERE status = 'PASSED') AS passed, passed / traces AS pass_rate,
+       exp(avg(ln(speedup_factor)) FILTER (WHERE status = 'PASSED' AND speedup_factor > 0))
+           AS geomean_speedup,
+       bool_and(status = 'PASSED') AS op_correct,
+       exp(avg(ln(CASE WHEN status = 'PASSED' AND speedup_factor > 0 THEN speedup_factor
+                       ELSE 1.0 END))) AS op_speedup,
+       op_correct AND op_speedup > 1.0 AS perf_at_1,
+       passed AS passed_rows, traces - passed AS failed_rows, op_speedup AS bb_speedup_failures_as_1
+FROM {source}
+WHERE {RANKED} AND {_PUBLIC}
+GROUP BY definition, solution, solution_hash, hardware
+)
+SELECT *, row_number() OVER (
+    PARTITION BY definition, hardware
+    ORDER BY op_correct DESC, pass_rate DESC, geomean_speedup DESC NULLS LAST, solution ASC) AS rank
+FROM per_solution"""
+
 
 #: (name, body) of every view, in dependency order. Over evaluated traces only (workload-only
 #: records live in ``workloads``).
@@ -39,11 +80,32 @@ QUALIFY row_number() OVER (
     coalesce(settings_hash, ''), {IS_SECRET} {_NEWEST}) = 1""",
     ),
     (
+        # The one definition of a solution's current version: per definition and solution
+        # name, the identity (content hash, else name) of its newest trace, as every view
+        # ranks (_newest.py). ``versions`` counts the identities the name has had.
+        "current_versions",
+        f"""SELECT definition, solution,
+       first({_SOL_KEY} {_NEWEST}) AS solution_key,
+       first(solution_hash {_NEWEST}) AS solution_hash,
+       count(DISTINCT {_SOL_KEY}) AS versions
+FROM traces
+GROUP BY definition, solution""",
+    ),
+    (
+        # ``latest`` at each solution's current version only: what the rankings, scores and
+        # the report read, so an edited solution is one row, with its new figures.
+        CURRENT,
+        """SELECT l.* FROM latest l
+SEMI JOIN current_versions v
+  ON l.definition = v.definition AND l.solution = v.solution
+ AND coalesce(l.solution_hash, 'name:' || l.solution) = v.solution_key""",
+    ),
+    (
         "best",
         f"""SELECT definition, op_type, workload_uuid, axes, hardware, solution, solution_hash,
        author, language, latency_ms, reference_latency_ms, speedup_factor, settings_hash,
        timestamp, trace_key, tflops, gbps, peak_fraction, flags
-FROM latest
+FROM current_traces
 WHERE status = 'PASSED' AND {RANKED} AND {_PUBLIC}
 QUALIFY row_number() OVER (
     PARTITION BY definition, workload_uuid, hardware ORDER BY latency_ms ASC, solution ASC) = 1""",
@@ -76,7 +138,7 @@ FROM cross_hardware_pairs""",
           FROM solutions WHERE json_type(record, '$.params') = 'OBJECT')
     GROUP BY solution_hash
 ), points AS (
-    SELECT * FROM latest WHERE solution_params IS NOT NULL AND status = 'PASSED' AND {RANKED} AND {_PUBLIC}
+    SELECT * FROM current_traces WHERE solution_params IS NOT NULL AND status = 'PASSED' AND {RANKED} AND {_PUBLIC}
 ), fastest AS (
     SELECT *, count(*) OVER w AS points_passed FROM points
     WINDOW w AS (PARTITION BY definition, {_SOL_KEY}, workload_uuid, hardware, coalesce(settings_hash, ''))
@@ -102,25 +164,7 @@ LEFT JOIN points p
         # (all passed, pass rate, then speedup over PASSED). 'impossible' and 'reference_failed'
         # traces left out.
         "leaderboard",
-        f"""WITH per_solution AS (
-SELECT definition, any_value(op_type) AS op_type, solution, solution_hash,
-       any_value(author) AS author, any_value(language) AS language, hardware,
-       count(*) AS traces, count(*) FILTER (WHERE status = 'PASSED') AS passed, passed / traces AS pass_rate,
-       exp(avg(ln(speedup_factor)) FILTER (WHERE status = 'PASSED' AND speedup_factor > 0))
-           AS geomean_speedup,
-       bool_and(status = 'PASSED') AS op_correct,
-       exp(avg(ln(CASE WHEN status = 'PASSED' AND speedup_factor > 0 THEN speedup_factor
-                       ELSE 1.0 END))) AS op_speedup,
-       op_correct AND op_speedup > 1.0 AS perf_at_1,
-       passed AS passed_rows, traces - passed AS failed_rows, op_speedup AS bb_speedup_failures_as_1
-FROM latest
-WHERE {RANKED} AND {_PUBLIC}
-GROUP BY definition, solution, solution_hash, hardware
-)
-SELECT *, row_number() OVER (
-    PARTITION BY definition, hardware
-    ORDER BY op_correct DESC, pass_rate DESC, geomean_speedup DESC NULLS LAST, solution ASC) AS rank
-FROM per_solution""",
+        leaderboard_sql(CURRENT),
     ),
     (
         # Per (author, op, hardware): the author's best solution, as BackendBench scores a
@@ -163,10 +207,12 @@ VIEW_NAMES: list[str] = [name for name, _ in VIEWS]
 #: The views (or macros) each view reads, to create only what a query needs.
 VIEW_DEPENDS: dict[str, list[str]] = {
     "latest": [],
-    "best": ["latest"],
+    "current_versions": [],
+    CURRENT: ["latest", "current_versions"],
+    "best": [CURRENT],
     "cross_hardware": [],
-    "best_params": ["latest"],
-    "leaderboard": ["latest"],
+    "best_params": [CURRENT],
+    "leaderboard": [CURRENT],
     "op_scores": ["leaderboard"],
     "backend_scores": ["op_scores"],
     "perf_at": ["op_scores"],

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sweep.store.db import RANK_TIME, RANKED
+from sweep.store.db import CURRENT, RANK_TIME, RANKED
 from sweep.store.read import Session, run_sql
 
 if TYPE_CHECKING:
@@ -20,6 +20,7 @@ __all__ = [
     "SpeedupSample",
     "comparison_samples",
     "cross_points",
+    "failure_counts",
     "roofline_points",
     "speedup_samples",
 ]
@@ -37,6 +38,9 @@ class SpeedupBar:
     hardware: str
     speedup: float | None
     pass_rate: float
+    #: Ranked traces that passed and failed (the chart marks a solution failing some).
+    passed: int = 0
+    failed: int = 0
 
 
 @dataclass(frozen=True)
@@ -80,15 +84,18 @@ def _f(v: object) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def speedup_samples(session: Session, keys: set[tuple[str, str, str]]) -> list[SpeedupSample]:
+def speedup_samples(
+    session: Session, keys: set[tuple[str, str, str]], source: str = CURRENT
+) -> list[SpeedupSample]:
     """Per (definition, solution, hardware) of ``keys``: the speedups of its ranked PASSED
-    traces (newest per workload) and the count of the others."""
+    traces (newest per workload) in ``source`` (default: current versions) and the count of
+    the others."""
     res = run_sql(
         session,
         f"""SELECT definition, solution, hardware,
        list(speedup_factor ORDER BY speedup_factor) FILTER (WHERE status = 'PASSED' AND speedup_factor > 0),
        count(*) FILTER (WHERE status <> 'PASSED')
-FROM latest WHERE {RANKED}
+FROM {source} WHERE {RANKED}
 GROUP BY definition, solution, hardware ORDER BY definition, solution, hardware""",
     )
     out = []
@@ -99,13 +106,27 @@ GROUP BY definition, solution, hardware ORDER BY definition, solution, hardware"
     return out
 
 
-def roofline_points(session: Session) -> tuple[list[RooflinePoint], int]:
-    """Ranked PASSED traces that carry achieved rates, and how many more there were."""
+def failure_counts(session: Session, source: str = CURRENT) -> dict[tuple[str, str, str], tuple[int, int]]:
+    """Per (definition, solution, hardware) of ``source``: its failed and all ranked traces."""
+    res = run_sql(
+        session,
+        f"""SELECT definition, solution, hardware, count(*) FILTER (WHERE status <> 'PASSED'), count(*)
+FROM {source} WHERE {RANKED} GROUP BY ALL""",
+    )
+    return {
+        (str(d), str(s), str(h)): (int(f), int(n))  # type: ignore[call-overload]
+        for d, s, h, f, n in res.rows
+    }
+
+
+def roofline_points(session: Session, source: str = CURRENT) -> tuple[list[RooflinePoint], int]:
+    """Ranked PASSED traces of ``source`` (default: current versions) that carry achieved
+    rates, and how many more there were."""
     res = run_sql(
         session,
         f"""SELECT hardware, coalesce(device_name, hardware_raw, hardware), definition, solution,
        work_flops / nullif(work_bytes, 0), tflops, gbps, count(*) OVER () AS n
-FROM latest
+FROM {source}
 WHERE status = 'PASSED' AND coalesce(tflops, gbps) IS NOT NULL AND {RANKED}
 ORDER BY {RANK_TIME} DESC, trace_key LIMIT {MAX_POINTS}""",
     )
@@ -117,13 +138,14 @@ ORDER BY {RANK_TIME} DESC, trace_key LIMIT {MAX_POINTS}""",
     return pts, total - len(pts)
 
 
-def cross_points(session: Session) -> tuple[list[CrossPoint], int]:
-    """Pairs of the ``cross_hardware`` view PASSED on both hardware, and how many more there were."""
+def cross_points(session: Session, source: str = "cross_hardware") -> tuple[list[CrossPoint], int]:
+    """Pairs of ``source`` (rows of the ``cross_hardware`` view) PASSED on both hardware, and
+    how many more there were."""
     res = run_sql(
         session,
         f"""SELECT hardware_a, hardware_b, definition, solution, workload_uuid, latency_ms_a, latency_ms_b,
        count(*) OVER () AS n
-FROM cross_hardware
+FROM {source}
 WHERE status_a = 'PASSED' AND status_b = 'PASSED' AND latency_ms_a > 0 AND latency_ms_b > 0
 ORDER BY hardware_a, hardware_b, definition, solution, workload_uuid LIMIT {MAX_POINTS}""",
     )
@@ -137,13 +159,13 @@ ORDER BY hardware_a, hardware_b, definition, solution, workload_uuid LIMIT {MAX_
 
 def comparison_samples(tasks: Sequence[TaskComparison]) -> list[SpeedupSample]:
     """``sweep compare``'s tasks as the distribution chart's samples: per (definition,
-    solution), B's speedup over A (A's latency / B's) on each task both passed, and the
-    tasks that failed on a side."""
+    solution), the latency ratio B/A on each task both passed (as ``sweep compare``'s table
+    and summary say it: under 1, B is faster), and the tasks that failed on a side."""
     groups: dict[tuple[str, str], tuple[list[float], list[int]]] = {}
     for t in tasks:
         speedups, failed = groups.setdefault((t.definition, t.solution), ([], [0]))
         if t.ratio is not None and t.ratio > 0:
-            speedups.append(1.0 / t.ratio)
+            speedups.append(t.ratio)
         elif t.verdict == "failed":
             failed[0] += 1
     return [SpeedupSample(d, s, "B vs A", tuple(v), f[0]) for (d, s), (v, f) in groups.items()]

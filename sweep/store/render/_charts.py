@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 
 from sweep.store.render._chart_data import SpeedupBar, SpeedupSample
 from sweep.store.render._formats import format_speedup
-from sweep.store.render._svg import PALETTE, LogScale, esc, svg_open, text, tick_label
+from sweep.store.render._svg import HATCH, PALETTE, LogScale, esc, legend, svg_open, text, tick_label
 
 __all__ = ["CHAR_W", "MAX_ROWS", "distribution_chart", "speedup_chart"]
 
@@ -30,7 +30,7 @@ _VALUE_W = 190  # right of the plot: value texts
 
 
 def _layout(
-    keys: Sequence[tuple[str, str]], hardware: list[str]
+    keys: Sequence[tuple[str, str]], hardware: list[str], top: float = _TOP
 ) -> tuple[float, float, float, list[tuple[str, float]], dict[tuple[str, str], float], float]:
     """Width, plot start and end, the definition headings' (name, y), the rows' top y, height."""
     longest = max((len(s) for _, s in keys), default=0)
@@ -40,7 +40,7 @@ def _layout(
     width = max(1200.0, x0 + 480 + _VALUE_W)
     x1 = width - _VALUE_W
     row_h = max(len(hardware), 1) * _LINE + 10
-    y = float(_TOP)
+    y = float(top)
     heads: list[tuple[str, float]] = []
     tops: dict[tuple[str, str], float] = {}
     last = None
@@ -63,46 +63,57 @@ def _frame(
     axis_title: str,
     draw_row: Callable[[LogScale, tuple[str, str], str, float, str], list[str]],
     dropped: int,
+    *,
+    one_label: str = "reference (1x)",
+    partial: str = "",
 ) -> str:
-    width, x0, x1, heads, tops, height = _layout(keys, hardware)
+    """The frame of a per-solution chart; ``partial``: the legend's words for the mark of a
+    solution that failed some workloads (none: no such solution drawn)."""
+    entries = [("box", PALETTE[hi % len(PALETTE)], hw) for hi, hw in enumerate(hardware)]
+    entries.append(("dash", "#b3261e", one_label))
+    if partial:
+        entries.append(("hatch" if cls == "speedup-chart" else "shade", "#5b6475", partial))
+    width0, x00, _, _, _, _ = _layout(keys, hardware)
+    key_svg, key_h = legend(entries, x00, 12, width0 - x00 - 8)
+    top = 12 + key_h + 14
+    width, x0, x1, heads, tops, height = _layout(keys, hardware, top)
     xs = LogScale.covering(scale_values, x0, x1, include=[1.0])
     plot_bottom = height - _AXIS
-    parts = [svg_open(width, height, label, cls)]
+    parts = [svg_open(width, height, label, cls), HATCH]
     for t in xs.ticks():
         x = xs(t)
         major = math.isclose(math.log10(t), round(math.log10(t)))
         parts.append(
-            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{_TOP - 4}" y2="{plot_bottom:.1f}" '
+            f'<line x1="{x:.1f}" x2="{x:.1f}" y1="{top - 4}" y2="{plot_bottom:.1f}" '
             f'stroke="{"#dde1e8" if major else "#f0f2f5"}"/>'
         )
         parts.append(text(x, plot_bottom + 16, tick_label(t, "x"), size=11, anchor="middle", fill="#5b6475"))
     parts.append(text((x0 + x1) / 2, plot_bottom + 31, axis_title, size=12, anchor="middle"))
     for name, y in heads:
         parts.append(text(8, y, name, size=12.5, cls="definition", extra='font-weight="600"'))
-    for key, top in tops.items():
+    for key, row_top in tops.items():
         n = max(len(hardware), 1)
-        parts.append(text(x0 - 10, top + 5 + n * _LINE / 2 + 4, key[1], size=12, anchor="end", cls="label"))
+        parts.append(
+            text(x0 - 10, row_top + 5 + n * _LINE / 2 + 4, key[1], size=12, anchor="end", cls="label")
+        )
         for hi, hw in enumerate(hardware):
-            parts.extend(draw_row(xs, key, hw, top + 5 + hi * _LINE, PALETTE[hi % len(PALETTE)]))
+            parts.extend(draw_row(xs, key, hw, row_top + 5 + hi * _LINE, PALETTE[hi % len(PALETTE)]))
     one = xs(1.0)
     parts.append(
-        f'<line x1="{one:.1f}" x2="{one:.1f}" y1="{_TOP - 4}" y2="{plot_bottom:.1f}" stroke="#b3261e" '
+        f'<line x1="{one:.1f}" x2="{one:.1f}" y1="{top - 4}" y2="{plot_bottom:.1f}" stroke="#b3261e" '
         'stroke-dasharray="5 4" stroke-width="1.2"/>'
     )
-    lx = x0
-    for hi, hw in enumerate(hardware):
-        parts.append(
-            f'<rect x="{lx:.1f}" y="12" width="12" height="12" fill="{PALETTE[hi % len(PALETTE)]}"/>'
-        )
-        parts.append(text(lx + 17, 22, hw))
-        lx += 34 + CHAR_W * len(hw)
-    parts.append(
-        f'<line x1="{lx:.1f}" x2="{lx + 22:.1f}" y1="18" y2="18" stroke="#b3261e" stroke-dasharray="5 4"/>'
-    )
-    parts.append(text(lx + 27, 22, "reference (1x)"))
+    parts.append(key_svg)
     if dropped:
         parts.append(
-            text(width - 8, 22, f"{dropped} more solutions not shown", size=11, anchor="end", fill="#5b6475")
+            text(
+                width - 8,
+                top - 8,
+                f"{dropped} more solutions not shown",
+                size=11,
+                anchor="end",
+                fill="#5b6475",
+            )
         )
     parts.append("</svg>")
     return "\n".join(parts)
@@ -143,15 +154,33 @@ def speedup_chart(bars: Sequence[SpeedupBar]) -> str:
         lo, hi = min(one, x), max(one, x)
         if hi - lo < 2:
             lo, hi = (one, one + 2) if x >= one else (one - 2, one)
-        tip = f"{key[0]} / {key[1]} on {hw}: {format_speedup(bar.speedup)} speedup, {rate}"
-        return [
+        failed = _failed_words(bar)
+        tip = f"{key[0]} / {key[1]} on {hw}: {format_speedup(bar.speedup)} speedup, {rate}" + (
+            f", {failed}" if failed else ""
+        )
+        out = [
             (
                 f'<rect class="bar" x="{lo:.1f}" y="{y:.1f}" width="{hi - lo:.1f}" height="{_LINE - 3}" '
                 f'fill="{color}" data-speedup="{bar.speedup!r}"><title>{esc(tip)}</title></rect>'
             ),
-            text(vx, y + 10, f"{format_speedup(bar.speedup)}  {hw}", size=11, fill="#1d2330", cls="value"),
+            text(
+                vx,
+                y + 10,
+                f"{format_speedup(bar.speedup)}  {hw}" + (f"  ({failed})" if failed else ""),
+                size=11,
+                fill="#b3261e" if failed else "#1d2330",
+                cls="value partial" if failed else "value",
+            ),
         ]
+        if failed:  # hatched over the bar: it stands for the workloads that passed only
+            out.insert(
+                1,
+                f'<rect class="partial" x="{lo:.1f}" y="{y:.1f}" width="{hi - lo:.1f}" height="{_LINE - 3}" '
+                f'fill="url(#sweep-hatch)" pointer-events="none"/>',
+            )
+        return out
 
+    partial = any(b.failed and (b.definition, b.solution) in keys for b in bars)
     return _frame(
         "speedup per solution per hardware",
         "speedup-chart",
@@ -161,7 +190,14 @@ def speedup_chart(bars: Sequence[SpeedupBar]) -> str:
         "speedup over reference (geometric mean over PASSED workloads, log scale)",
         row,
         dropped,
+        partial="hatched: failed some workloads (k of n failed at the right)" if partial else "",
     )
+
+
+def _failed_words(bar: SpeedupBar) -> str:
+    """``"2 of 5 failed"`` for a solution that failed some of its workloads, else ``""``."""
+    total = bar.passed + bar.failed
+    return f"{bar.failed} of {total} failed" if bar.failed and total else ""
 
 
 def distribution_chart(
@@ -169,6 +205,8 @@ def distribution_chart(
     *,
     title: str = "speedup distribution per solution",
     axis: str = "speedup over reference of each PASSED workload (dots), median (bar), log scale",
+    one_label: str = "reference (1x)",
+    value_name: str = "speedup",
 ) -> str:
     """Each solution's speedup on every PASSED workload (one dot each) on each hardware, with
     the median as a tick, on a log axis; the count passed and failed at the right. ``title``
@@ -189,16 +227,21 @@ def distribution_chart(
                 y + 10,
                 count,
                 size=11,
-                cls="value",
+                cls="value partial" if sample.failed else "value",
                 fill="#b3261e" if sample.failed else "#1d2330",
             )
         ]
+        if sample.failed:  # the row's band hatched: these dots are not all its workloads
+            parts.append(
+                f'<rect class="partial" x="{xs.start:.1f}" y="{y - 1:.1f}" width="{xs.end - xs.start:.1f}" '
+                f'height="{_LINE:.0f}" fill="#b3261e" fill-opacity="0.06" pointer-events="none"/>'
+            )
         mid = y + (_LINE - 3) / 2
         for i, v in enumerate(sample.speedups):
             jitter = ((i * 7) % 5 - 2) * 1.0
             parts.append(
                 f'<circle class="dot" cx="{xs(v):.1f}" cy="{mid + jitter:.1f}" r="3" fill="{color}" '
-                f'fill-opacity="0.65"><title>{esc(f"{key[1]} on {hw}: {format_speedup(v)}")}</title></circle>'
+                f'fill-opacity="0.65"><title>{esc(f"{key[1]} on {hw}: {value_name} {format_speedup(v)}")}</title></circle>'
             )
         if sample.speedups:
             med = _median(sample.speedups)
@@ -211,7 +254,19 @@ def distribution_chart(
             parts.append(text(xs(1.0) + 6, y + 10, "no PASSED trace", size=11, fill="#8a93a3"))
         return parts
 
-    return _frame(title, "distribution-chart", keys, hardware, values, axis, row, dropped)
+    partial = any(s.failed and (s.definition, s.solution) in keys for s in samples)
+    return _frame(
+        title,
+        "distribution-chart",
+        keys,
+        hardware,
+        values,
+        axis,
+        row,
+        dropped,
+        one_label=one_label,
+        partial="shaded row, count in red: failed some workloads" if partial else "",
+    )
 
 
 def _median(values: Sequence[float]) -> float:

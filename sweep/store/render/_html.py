@@ -17,8 +17,9 @@ body { font: 14px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif;
        color: #1d2330; background: #fff; }
 h1 { font-size: 22px; margin: 0 0 4px; }
 h2 { font-size: 17px; margin: 28px 0 8px; border-bottom: 1px solid #dde1e8; padding-bottom: 4px; }
-.meta { color: #5b6475; margin: 0 0 4px; }
-.note { color: #5b6475; font-size: 12.5px; margin: 6px 0 0; max-width: 1100px; }
+.meta { color: #5b6475; margin: 0 0 4px; overflow-wrap: anywhere; }
+.note { color: #5b6475; font-size: 12.5px; margin: 6px 0 0; max-width: 1100px; overflow-wrap: anywhere; }
+.scroll { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; font-size: 13px; }
 th, td { padding: 4px 10px; border-bottom: 1px solid #eceff3; text-align: left; white-space: nowrap; }
 td.num.bad { color: #b3261e; }
@@ -53,7 +54,7 @@ def _table_html(t: ReportTable) -> str:
         out.append('<p class="empty">none</p>')
     else:
         out.append(
-            "<table><thead><tr>"
+            '<div class="scroll"><table><thead><tr>'
             + "".join(f"<th>{html.escape(c)}</th>" for c in t.columns)
             + "</tr></thead><tbody>"
         )
@@ -68,7 +69,7 @@ def _table_html(t: ReportTable) -> str:
                 tds.append(f"<td{attr}>{html.escape(text)}</td>")
             tr = f'<tr class="{mark}">' if mark else "<tr>"
             out.append(tr + "".join(tds) + "</tr>")
-        out.append("</tbody></table>")
+        out.append("</tbody></table></div>")
     if t.note:
         out.append(f'<p class="note">{html.escape(t.note)}</p>')
     return "\n".join(out)
@@ -85,7 +86,9 @@ def _pictures(report: Report) -> list[str]:
             "Speedup per solution per hardware",
             [speedup_chart(report.bars) if report.bars else empty("no evaluated traces yet")],
             "Bars: geometric-mean speedup over PASSED traces (newest per workload), log scale, drawn from "
-            "the 1x line: left of it slower than the reference, right of it faster. Hover for details.",
+            "the 1x line: left of it slower than the reference, right of it faster. Hatched: the solution "
+            "failed some workloads (k of n failed at the right); the bar stands for those that passed. "
+            "Hover for details.",
         ),
         _section(
             "Speedup distribution per solution",
@@ -101,16 +104,19 @@ def _pictures(report: Report) -> list[str]:
                 [
                     distribution_chart(
                         report.compare_samples,
-                        title="speedup of B over A per solution",
-                        axis="A's latency / B's latency on each task both passed (dots), median (bar), log scale",
+                        title="latency ratio B/A per solution",
+                        axis="B's latency / A's latency on each task both passed (dots), median (bar), log scale",
+                        one_label="B = A (1x); left: B faster",
+                        value_name="B/A",
                     )
                 ],
-                "One dot per task: right of the 1x line B is faster than A, left of it slower; the counts of "
-                "tasks compared and of tasks that failed on a side at the right. The table at the end has "
-                "each task's interval and verdict.",
+                "One dot per task: the latency ratio B/A, as in the comparison's table and sweep compare: left "
+                "of the 1x line (under 1) B is faster than A, right of it slower; the counts of tasks compared "
+                "and of tasks that failed on a side at the right. The table has each task's interval and "
+                "verdict.",
             )
         )
-    roofs, notes = roofline_charts(report.roofline)
+    roofs, notes = roofline_charts(report.roofline, report.failing)
     if report.roofline_left_out:
         notes.append(f"{report.roofline_left_out} older traces not drawn.")
     body = [f"<div><h3>{html.escape(t)}</h3>{svg}</div>" for t, svg in roofs]
@@ -130,7 +136,7 @@ def _pictures(report: Report) -> list[str]:
             + " ".join(notes),
         )
     )
-    pairs = cross_charts(report.cross_points)
+    pairs = cross_charts(report.cross_points, report.failing)
     body = [f"<div><h3>{html.escape(t)}</h3>{svg}</div>" for t, svg in pairs]
     if not pairs:
         body = [empty("no cross-hardware picture: no solution and workload PASSED on two hardware")]
@@ -156,9 +162,10 @@ def render_html(report: Report) -> str:
             f"{report.generated_at.strftime('%Y-%m-%d %H:%M:%S UTC')}</p>"
         ),
         notes,
+        *(_table_html(t) for t in report.first_tables),
         *_pictures(report),
+        *(_table_html(t) for t in report.later_tables),
     ]
-    body.extend(_table_html(t) for t in report.tables)
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'

@@ -4,12 +4,12 @@ hardware, the latency of each solution and workload on one against the other."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from sweep.schema.peaks import datasheet_ceilings
 from sweep.store.render._chart_data import CrossPoint, RooflinePoint
 from sweep.store.render._formats import format_number
-from sweep.store.render._svg import PALETTE, LogScale, esc, svg_open, text, tick_label
+from sweep.store.render._svg import PALETTE, LogScale, esc, legend, svg_open, text, tick_label
 
 __all__ = ["cross_charts", "roofline_charts"]
 
@@ -39,17 +39,54 @@ def _axes(xs: LogScale, ys: LogScale, x_title: str, y_title: str, x_unit: str, y
     return parts
 
 
-def _dot(x: float, y: float, color: str, tip: str) -> str:
+#: Legend entries naming a colour each, at most; the rest are counted in one more entry.
+_MAX_KEYS = 12
+
+#: (failed, total) ranked traces per (definition, solution, hardware): the report's ``failing``.
+Failing = Mapping[tuple[str, str, str], tuple[int, int]]
+
+
+def _dot(x: float, y: float, color: str, tip: str, *, partial: bool = False) -> str:
+    if partial:  # hollow: the solution failed some of its workloads
+        return (
+            f'<circle class="dot partial" cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="#fff" stroke="{color}" '
+            f'stroke-width="1.6"><title>{esc(tip)}</title></circle>'
+        )
     return (
         f'<circle class="dot" cx="{x:.1f}" cy="{y:.1f}" r="3.5" fill="{color}" fill-opacity="0.7">'
         f"<title>{esc(tip)}</title></circle>"
     )
 
 
-def roofline_charts(points: Sequence[RooflinePoint]) -> tuple[list[tuple[str, str]], list[str]]:
+def _failed(failing: Failing, definition: str, solution: str, hardware: str) -> str:
+    failed, total = failing.get((definition, solution, hardware), (0, 0))
+    return f"{failed} of {total} failed" if failed else ""
+
+
+def _with_legend(parts: list[str], entries: list[tuple[str, str, str]]) -> tuple[str, float]:
+    """Close the chart: its legend under the plot, and the height the chart takes with it."""
+    key, h = legend(entries, _L, _H, _W - _L - _R)
+    return "\n".join([*parts, key, "</svg>"]), _H + h + 4
+
+
+def _keys_of(
+    names: list[str], kind: str, label: Mapping[str, str] | None = None
+) -> list[tuple[str, str, str]]:
+    label = label or {}
+    out = [(kind, PALETTE[i % len(PALETTE)], label.get(n, n)) for i, n in enumerate(names[:_MAX_KEYS])]
+    if len(names) > _MAX_KEYS:
+        out.append(("dot", "#8a93a3", f"{len(names) - _MAX_KEYS} more (colours repeat)"))
+    return out
+
+
+def roofline_charts(
+    points: Sequence[RooflinePoint], failing: Failing | None = None
+) -> tuple[list[tuple[str, str]], list[str]]:
     """One roofline per hardware with points whose FLOPs are known and above 0: (title, SVG)
     pairs, and notes on what could not be drawn (points without FLOPs, hardware without
-    datasheet peaks)."""
+    datasheet peaks). A legend names each solution's colour and the roofs; a solution that
+    failed some workloads (``failing``) is drawn hollow, "k of n failed" in its legend entry."""
+    failing = failing or {}
     charts: list[tuple[str, str]] = []
     notes: list[str] = []
     for hw in sorted({p.hardware for p in points}):
@@ -71,7 +108,7 @@ def roofline_charts(points: Sequence[RooflinePoint]) -> tuple[list[tuple[str, st
         xs = LogScale.covering([p.intensity or 0 for p in drawable], _L, _W - _R)
         y_vals = [p.tflops or 0 for p in drawable] + [r for _, r in roofs]
         ys = LogScale.covering(y_vals, _H - _B, _T)
-        parts = [svg_open(_W, _H, f"roofline on {hw}", "roofline", max_width=_W * 1.25)]
+        parts = []
         parts += _axes(xs, ys, "arithmetic intensity (FLOP per byte, log)", "achieved TFLOP/s (log)", "", "")
         for i, (label, peak) in enumerate(roofs):
             knee = peak * 1000 / bw if bw else xs.lo
@@ -106,25 +143,36 @@ def roofline_charts(points: Sequence[RooflinePoint]) -> tuple[list[tuple[str, st
                 )
             )
         sols = sorted({p.solution for p in drawable})
+        failed_of = {p.solution: _failed(failing, p.definition, p.solution, hw) for p in drawable}
         for p in drawable:
             color = PALETTE[sols.index(p.solution) % len(PALETTE)]
+            failed = failed_of[p.solution]
             tip = f"{p.definition} / {p.solution}: {format_number(p.tflops or 0)} TFLOP/s at {format_number(p.intensity or 0)} FLOP/B"
-            parts.append(_dot(xs(p.intensity or 0), ys(p.tflops or 0), color, tip))
-        parts.append("</svg>")
-        charts.append((f"Roofline on {hw} ({len(drawable)} traces)", "\n".join(parts)))
+            tip += f" ({failed})" if failed else ""
+            parts.append(_dot(xs(p.intensity or 0), ys(p.tflops or 0), color, tip, partial=bool(failed)))
+        labels = {n: f"{n} ({failed_of[n]}: hollow)" if failed_of[n] else n for n in sols}
+        entries = _keys_of(sols, "dot", labels)
+        if roofs:
+            entries.append(("line", "#b3261e", "roof (datasheet peak)"))
+        body, height = _with_legend(parts, entries)
+        head = svg_open(_W, height, f"roofline on {hw}", "roofline", max_width=_W * 1.25)
+        charts.append((f"Roofline on {hw} ({len(drawable)} traces)", head + "\n" + body))
     return charts, notes
 
 
-def cross_charts(points: Sequence[CrossPoint]) -> list[tuple[str, str]]:
+def cross_charts(points: Sequence[CrossPoint], failing: Failing | None = None) -> list[tuple[str, str]]:
     """Per pair of hardware: latency on A (x) against latency on B (y), log-log, with the
-    diagonal (equal latency); points under it are faster on B."""
+    diagonal (equal latency); points under it are faster on B. A legend names each
+    definition's colour and the diagonal; points of a solution that failed some workloads on
+    either hardware (``failing``) are hollow."""
+    failing = failing or {}
     out: list[tuple[str, str]] = []
     for a, b in sorted({(p.hardware_a, p.hardware_b) for p in points}):
         mine = [p for p in points if (p.hardware_a, p.hardware_b) == (a, b)]
         vals = [p.latency_a for p in mine] + [p.latency_b for p in mine]
         xs = LogScale.covering(vals, _L, _W - _R)
         ys = LogScale(xs.lo, xs.hi, _H - _B, _T)
-        parts = [svg_open(_W, _H, f"latency on {b} against {a}", "cross-scatter", max_width=_W * 1.25)]
+        parts = []
         parts += _axes(xs, ys, f"latency on {a} (ms, log)", f"latency on {b} (ms, log)", "", "")
         parts.append(
             f'<line x1="{xs(xs.lo):.1f}" y1="{ys(xs.lo):.1f}" x2="{xs(xs.hi):.1f}" y2="{ys(xs.hi):.1f}" '
@@ -132,13 +180,23 @@ def cross_charts(points: Sequence[CrossPoint]) -> list[tuple[str, str]]:
         )
         parts.append(text(_L + 6, _T + 14, f"under the dashed line: faster on {b}", size=11, fill="#b3261e"))
         defs = sorted({p.definition for p in mine})
+        any_partial = False
         for p in mine:
             color = PALETTE[defs.index(p.definition) % len(PALETTE)]
+            failed = "; ".join(
+                f"{w} on {hw}" for hw in (a, b) if (w := _failed(failing, p.definition, p.solution, hw))
+            )
+            any_partial |= bool(failed)
             tip = (
                 f"{p.definition} / {p.solution} / {p.workload[:8]}: {format_number(p.latency_a)} ms on {a}, "
                 f"{format_number(p.latency_b)} ms on {b}"
-            )
-            parts.append(_dot(xs(p.latency_a), ys(p.latency_b), color, tip))
-        parts.append("</svg>")
-        out.append((f"Latency on {b} against {a} ({len(mine)} pairs PASSED on both)", "\n".join(parts)))
+            ) + (f" (solution: {failed})" if failed else "")
+            parts.append(_dot(xs(p.latency_a), ys(p.latency_b), color, tip, partial=bool(failed)))
+        entries = _keys_of(defs, "dot")
+        entries.append(("dash", "#b3261e", "equal latency"))
+        if any_partial:
+            entries.append(("ring", "#5b6475", "hollow: the solution failed some workloads"))
+        body, height = _with_legend(parts, entries)
+        head = svg_open(_W, height, f"latency on {b} against {a}", "cross-scatter", max_width=_W * 1.25)
+        out.append((f"Latency on {b} against {a} ({len(mine)} pairs PASSED on both)", head + "\n" + body))
     return out

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from sweep.errors import StoreError
-from sweep.store.db import RANK_TIME, RANKED
+from sweep.store.db import CURRENT, RANK_TIME, RANKED, SOLUTION_KEY, leaderboard_sql
 from sweep.store.read import Session, Store, run_sql
 from sweep.store.render._chart_data import (
     CrossPoint,
@@ -16,6 +16,7 @@ from sweep.store.render._chart_data import (
     SpeedupBar,
     SpeedupSample,
     cross_points,
+    failure_counts,
     roofline_points,
     speedup_samples,
 )
@@ -65,6 +66,12 @@ class Report:
         cross_points: Latency pairs PASSED on two hardware (the scatter pictures);
             ``cross_left_out`` more were not drawn.
         extra: Tables other commands computed (:meth:`add_table`), shown last.
+        failures: Per solution and hardware, its failed traces grouped by status and the first
+            line of their log, with counts and one task id each; ``None`` when none failed.
+        failing: Per (definition, solution, hardware): (failed, total) ranked traces, so every
+            picture can mark a solution that fails some of its workloads.
+        all_versions: Every version of an edited solution is shown, each labelled by its
+            content hash (``sweep report --all-versions``); else only the current version.
     """
 
     store: str
@@ -90,22 +97,29 @@ class Report:
     #: "What this does to my model": the projection per solution set and the definitions that
     #: take the most time (``_model_section.py``); shown first.
     model: list[ReportTable] = field(default_factory=list)
+    failures: ReportTable | None = None
+    failing: dict[tuple[str, str, str], tuple[int, int]] = field(default_factory=dict)
+    all_versions: bool = False
+
+    @property
+    def first_tables(self) -> list[ReportTable]:
+        """What a reader needs first, before any picture: the headline (what the solutions do
+        to the model, when the store describes one), the leaderboard, why tasks failed, and
+        the flagged results."""
+        failures = [self.failures] if self.failures is not None else []
+        flagged = [self.flagged] if self.flagged is not None else []
+        return [*self.model, self.leaderboard, *failures, *flagged]
+
+    @property
+    def later_tables(self) -> list[ReportTable]:
+        """The tables after the pictures."""
+        rates = [self.rates] if self.rates is not None else []
+        return [self.summary, *rates, self.backends, self.cross, *self.extra]
 
     @property
     def tables(self) -> list[ReportTable]:
         """The tables, in display order."""
-        flagged = [self.flagged] if self.flagged is not None else []
-        rates = [self.rates] if self.rates is not None else []
-        return [
-            *self.model,
-            self.summary,
-            *flagged,
-            self.leaderboard,
-            *rates,
-            self.backends,
-            self.cross,
-            *self.extra,
-        ]
+        return [*self.first_tables, *self.later_tables]
 
     def add_table(
         self, title: str, columns: list[str], rows: list[tuple[object, ...]], note: str = ""
@@ -122,8 +136,63 @@ def _table(session: Session, title: str, sql: str, note: str = "") -> ReportTabl
     return ReportTable(title, res.columns, res.rows, note)
 
 
+def traces_source(all_versions: bool) -> str:
+    """The relation the report's sections read: each solution at its current version (the
+    store's one definition, ``current_traces``), or with ``all_versions`` every version of
+    ``latest``, the solution name of an edited one labelled ``name @hash`` (its first 8
+    characters; ``(older)`` for versions before the current one)."""
+    if not all_versions:
+        return CURRENT
+    key = SOLUTION_KEY.replace("solution", "l.solution")
+    return f"""(SELECT l.* REPLACE (
+    CASE WHEN v.versions > 1
+         THEN l.solution || ' @' || coalesce(left(l.solution_hash, 8), 'no-hash')
+              || CASE WHEN {key} = v.solution_key THEN '' ELSE ' (older)' END
+         ELSE l.solution END AS solution)
+FROM latest l JOIN current_versions v ON l.definition = v.definition AND l.solution = v.solution)"""
+
+
+# The first line of a failed trace's log without its status prefix, clipped as the launch
+# summary clips it (sweep/launch/progress.py first_reason), so both group alike.
+_LINE = (
+    "trim(coalesce(list_filter(string_split(coalesce(log, ''), chr(10)), lambda x: trim(x) <> '')[1], ''))"
+)
+_REASON = f"""CASE WHEN starts_with({_LINE}, status || ':') THEN trim({_LINE}[length(status) + 2:])
+          ELSE {_LINE} END"""
+_CLIPPED = f"""CASE WHEN ({_REASON}) = '' THEN '(no log)'
+          WHEN length({_REASON}) > 160 THEN left({_REASON}, 157) || '...' ELSE {_REASON} END"""
+#: Groups of failures shown per solution and hardware.
+FAILURE_GROUPS = 5
+
+
+def _failures_sql(src: str) -> str:
+    return f"""
+WITH failed AS (
+    SELECT definition, solution, hardware, task_id,
+           CASE WHEN list_contains(coalesce(flags, []), 'reference_failed') THEN 'REFERENCE_FAILED'
+                WHEN list_contains(coalesce(flags, []), 'tampered') THEN 'TAMPERED' ELSE status END
+               AS shown_status,
+           {_CLIPPED} AS reason
+    FROM {src} t
+    WHERE status <> 'PASSED'
+), groups AS (
+    SELECT definition, solution, hardware, shown_status AS status, reason, count(*) AS traces,
+           min(task_id) AS task_id
+    FROM failed GROUP BY definition, solution, hardware, shown_status, reason
+)
+SELECT * FROM groups
+QUALIFY row_number() OVER (PARTITION BY definition, solution, hardware
+                           ORDER BY traces DESC, status, reason) <= {FAILURE_GROUPS}
+ORDER BY definition, solution, hardware, traces DESC, status, reason"""
+
+
 def build_report(
-    store_path: Path, *, results_dir: Path | None = None, top: int = 10, uncovered: float | None = None
+    store_path: Path,
+    *,
+    results_dir: Path | None = None,
+    top: int = 10,
+    uncovered: float | None = None,
+    all_versions: bool = False,
 ) -> Report:
     """Gather the report from a store.
 
@@ -133,8 +202,12 @@ def build_report(
         top: Solutions shown per definition and hardware in the leaderboard.
         uncovered: The fraction of end-to-end time outside the stored kernels, for the first
             section's end-to-end speedup and its bound (``None``: not shown).
+        all_versions: Show every version of an edited solution, labelled by its content
+            hash; by default each solution's current version only (its newest trace's hash).
+            Backend scores and the model projection always read current versions.
     """
     check_uncovered(uncovered)
+    src = traces_source(all_versions)
     store = Store(Path(store_path))
     with store.session(results_dir) as s:
         model = [ReportTable(*t) for t in model_rows(s, uncovered=uncovered, top=min(top, 5))]
@@ -148,7 +221,7 @@ SELECT hardware, count(*) AS traces, count(*) FILTER (WHERE status = 'PASSED') A
        count(DISTINCT definition) AS definitions,
        count(DISTINCT coalesce(solution_hash, solution)) AS solutions,
        count(DISTINCT workload_uuid) AS workloads, max({RANK_TIME}) AS newest
-FROM latest GROUP BY hardware ORDER BY hardware""",
+FROM {src} GROUP BY hardware ORDER BY hardware""",
         )
         leaderboard = _table(
             s,
@@ -156,7 +229,7 @@ FROM latest GROUP BY hardware ORDER BY hardware""",
             f"""
 SELECT rank, definition, solution, author, language, hardware, passed_rows, failed_rows, pass_rate,
        op_correct AS all_passed, geomean_speedup AS speedup_passed, bb_speedup_failures_as_1
-FROM leaderboard
+FROM ({leaderboard_sql(src)})
 WHERE rank <= {int(top)}
 ORDER BY definition, hardware, rank""",
             note="rank: per definition and hardware, solutions whose every workload passed first, then "
@@ -195,7 +268,7 @@ ORDER BY hardware, operators, correctness_rate DESC, perf_at_1 DESC,
         cross = _table(
             s,
             "Cross-hardware (same solution and workload)",
-            """
+            f"""
 SELECT hardware_a, hardware_b, count(*) AS pairs,
        count(*) FILTER (WHERE status_a = 'PASSED' AND status_b = 'PASSED') AS both_passed,
        exp(avg(ln(latency_ratio)) FILTER (WHERE status_a = 'PASSED' AND status_b = 'PASSED'
@@ -204,17 +277,17 @@ SELECT hardware_a, hardware_b, count(*) AS pairs,
            AS a_faster,
        count(*) FILTER (WHERE status_a = 'PASSED' AND status_b = 'PASSED' AND latency_ratio < 1)
            AS b_faster
-FROM cross_hardware GROUP BY hardware_a, hardware_b ORDER BY hardware_a, hardware_b""",
+FROM {cross_source(all_versions)} GROUP BY hardware_a, hardware_b ORDER BY hardware_a, hardware_b""",
             note="latency_ratio_b_over_a: geometric mean of latency on B / latency on A over "
             "pairs that passed on both; above 1 means A is faster.",
         )
         flagged = _table(
             s,
             "Flagged results",
-            """
+            f"""
 SELECT definition, solution, hardware, left(workload_uuid, 8) AS workload, status,
        array_to_string(flags, ', ') AS flags, latency_ms, floor_ms, speedup_factor
-FROM latest WHERE len(coalesce(flags, [])) > 0
+FROM {src} WHERE len(coalesce(flags, [])) > 0
 ORDER BY list_contains(flags, 'tampered') DESC, list_contains(flags, 'impossible') DESC,
          list_contains(flags, 'reference_failed') DESC, definition, solution, hardware, workload_uuid""",
             note="impossible: latency under the least time the work can take on the device (floor_ms, "
@@ -232,7 +305,7 @@ ORDER BY list_contains(flags, 'tampered') DESC, list_contains(flags, 'impossible
 SELECT definition, solution, hardware, count(*) AS workloads,
        median(tflops) AS median_tflops, median(gbps) AS median_gbps,
        median(peak_fraction) AS median_peak_fraction, max(peak_fraction) AS max_peak_fraction
-FROM latest
+FROM {src}
 WHERE status = 'PASSED' AND coalesce(tflops, gbps) IS NOT NULL
   AND {RANKED}
 GROUP BY definition, solution, hardware
@@ -262,6 +335,14 @@ ORDER BY definition, hardware, geomean_speedup_over_default DESC NULLS LAST, sol
             "'without default': workloads where the default point did not pass or was not run. "
             'Per workload: sweep query "SELECT * FROM best_params"; for solutions: sweep export-tuning.',
         )
+        failures = _table(
+            s,
+            "Failures per solution (status and first line of the log)",
+            _failures_sql(src),
+            note=f"Per solution and hardware, its failed traces grouped by status and the first line of "
+            f"their log (the top {FAILURE_GROUPS} groups), with one task id each: sweep show TASK_ID prints "
+            "that trace and its whole log. REFERENCE_FAILED: the reference failed, not the solution.",
+        )
         profiled = _profile_tables(s)
         optional = [t for t in (_table(s, *section) for section in ENERGY_SECTIONS) if t.rows]
         collective = _table(s, *COLLECTIVE_SECTION)
@@ -275,18 +356,21 @@ ORDER BY definition, hardware, geomean_speedup_over_default DESC NULLS LAST, sol
                 hardware=str(r[cols.index("hardware")]),
                 speedup=_float(r[cols.index("speedup_passed")]),
                 pass_rate=_float(r[cols.index("pass_rate")]) or 0.0,
+                passed=_int(r[cols.index("passed_rows")]),
+                failed=_int(r[cols.index("failed_rows")]),
             )
             for r in leaderboard.rows
         ]
         order = {(b.definition, b.solution): i for i, b in enumerate(reversed(bars))}
-        samples = speedup_samples(s, {(b.definition, b.solution, b.hardware) for b in bars})
+        samples = speedup_samples(s, {(b.definition, b.solution, b.hardware) for b in bars}, src)
         samples.sort(key=lambda x: -order.get((x.definition, x.solution), -1))
-        roof, roof_left = roofline_points(s)
-        pairs, pairs_left = cross_points(s)
+        roof, roof_left = roofline_points(s, src)
+        pairs, pairs_left = cross_points(s, cross_source(all_versions))
+        failing = failure_counts(s, src)
         return Report(
             store.where,
             s.source,
-            list(s.notes),
+            [*s.notes, *_version_notes(s, all_versions)],
             summary,
             leaderboard,
             backends,
@@ -301,6 +385,9 @@ ORDER BY definition, hardware, geomean_speedup_over_default DESC NULLS LAST, sol
             cross_left_out=pairs_left,
             extra=([tuning] if tuning.rows else []) + optional + profiled,
             model=model if model[0].rows else [],
+            failures=failures if failures.rows else None,
+            failing=failing,
+            all_versions=all_versions,
         )
 
 
@@ -340,6 +427,49 @@ ORDER BY t.definition, t.solution, f.tool, f.count DESC""",
     except StoreError:
         return []  # a store without the tables (read from the logs alone)
     return [t for t in (kernels, findings) if t.rows]
+
+
+def _version_notes(s: Session, all_versions: bool) -> list[str]:
+    """What the report says of edited solutions: the older versions it leaves out, or that it
+    shows them."""
+    res = run_sql(s, "SELECT count(*), sum(versions - 1) FROM current_versions WHERE versions > 1")
+    names, older = res.rows[0] if res.rows else (0, 0)
+    if not names:
+        return []
+    if all_versions:
+        return [
+            (
+                f"every version shown: {names} solutions were edited; each version is labelled 'name @hash' "
+                "(the first 8 characters of its content hash), '(older)' for versions before the current one; "
+                "backend scores and the model projection read current versions only."
+            )
+        ]
+    return [
+        (
+            f"each solution at its current version (its newest trace's content hash): {older} older versions "
+            f"of {names} edited solutions left out; sweep report --all-versions shows them."
+        )
+    ]
+
+
+def cross_source(all_versions: bool) -> str:
+    """The ``cross_hardware`` pairs the report reads: of current versions only, unless
+    ``all_versions`` (then each labelled as :func:`traces_source` labels them)."""
+    if not all_versions:
+        return """(SELECT c.* FROM cross_hardware c SEMI JOIN current_versions v
+  ON c.definition = v.definition AND c.solution = v.solution
+ AND coalesce(c.solution_hash, 'name:' || c.solution) = v.solution_key)"""
+    return """(SELECT c.* REPLACE (
+    CASE WHEN v.versions > 1
+         THEN c.solution || ' @' || coalesce(left(c.solution_hash, 8), 'no-hash')
+              || CASE WHEN coalesce(c.solution_hash, 'name:' || c.solution) = v.solution_key
+                      THEN '' ELSE ' (older)' END
+         ELSE c.solution END AS solution)
+FROM cross_hardware c JOIN current_versions v ON c.definition = v.definition AND c.solution = v.solution)"""
+
+
+def _int(value: object) -> int:
+    return int(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else 0
 
 
 def _float(value: object) -> float | None:

@@ -13,9 +13,23 @@ from dataclasses import dataclass
 
 from sweep.store.render._formats import format_number
 
-__all__ = ["PALETTE", "LogScale", "esc", "svg_open", "text", "tick_label"]
+__all__ = ["HATCH", "PALETTE", "LogScale", "esc", "legend", "svg_open", "text", "tick_label"]
 
 PALETTE = ["#4269d0", "#efb118", "#ff725c", "#6cc5b0", "#3ca951", "#ff8ab7", "#a463f2", "#97bbf5"]
+
+#: A diagonal hatch drawn over what belongs to a solution that failed some of its workloads;
+#: ``fill="url(#sweep-hatch)"`` once a chart holds :data:`HATCH`.
+HATCH = (
+    '<defs><pattern id="sweep-hatch" width="6" height="6" patternUnits="userSpaceOnUse" '
+    'patternTransform="rotate(45)"><rect width="6" height="6" fill="none"/>'
+    '<line x1="0" y1="0" x2="0" y2="6" stroke="#fff" stroke-width="2.5"/></pattern></defs>'
+)
+
+#: Legend rows and an entry's swatch, in viewBox units.
+_LEGEND_ROW = 18.0
+_SWATCH = 12.0
+#: An upper bound of one character's width in a legend's 12 px text.
+_LEGEND_CHAR = 7.0
 
 #: The widest range an axis spans, in decades (values outside are drawn at the edge).
 MAX_DECADES = 12
@@ -95,6 +109,48 @@ def text(
         f'<text x="{x:.1f}" y="{y:.1f}" font-size="{size:g}" text-anchor="{anchor}" fill="{fill}"{c}{e}>'
         f"{esc(body)}</text>"
     )
+
+
+def _swatch(kind: str, x: float, y: float, color: str) -> str:
+    """One legend swatch whose top left is (x, y): ``box``, ``hatch`` (a box hatched as a
+    partly failing solution is), ``shade`` (a row shaded as one), ``dot``, ``ring`` (a hollow dot), ``line`` or ``dash``."""
+    mid = y + _SWATCH / 2
+    if kind == "dot":
+        return f'<circle cx="{x + 6:.1f}" cy="{mid:.1f}" r="4" fill="{color}" fill-opacity="0.7"/>'
+    if kind == "ring":
+        return (
+            f'<circle cx="{x + 6:.1f}" cy="{mid:.1f}" r="4" fill="#fff" stroke="{color}" stroke-width="1.6"/>'
+        )
+    if kind in ("line", "dash"):
+        dash = ' stroke-dasharray="5 4"' if kind == "dash" else ""
+        return f'<line x1="{x:.1f}" x2="{x + 22:.1f}" y1="{mid:.1f}" y2="{mid:.1f}" stroke="{color}"{dash}/>'
+    if kind == "shade":
+        return f'<rect x="{x:.1f}" y="{y:.1f}" width="{_SWATCH}" height="{_SWATCH}" fill="#b3261e" fill-opacity="0.15"/>'
+    box = f'<rect x="{x:.1f}" y="{y:.1f}" width="{_SWATCH}" height="{_SWATCH}" fill="{color}"/>'
+    if kind == "hatch":
+        box += (
+            f'<rect x="{x:.1f}" y="{y:.1f}" width="{_SWATCH}" height="{_SWATCH}" fill="url(#sweep-hatch)"/>'
+        )
+    return box
+
+
+def legend(entries: list[tuple[str, str, str]], x: float, y: float, width: float) -> tuple[str, float]:
+    """A chart's legend: ``(kind, color, label)`` entries (kinds as :func:`_swatch`) laid out
+    left to right from (x, y), wrapped at ``width``; the ``<g class="legend">`` and its height."""
+    parts, cx, cy = ['<g class="legend">'], x, y
+    for kind, color, label in entries:
+        sw = 22.0 if kind in ("line", "dash") else _SWATCH
+        w = sw + 6 + _LEGEND_CHAR * len(label) + 18
+        if cx > x and cx + w > x + width:
+            cx, cy = x, cy + _LEGEND_ROW
+        parts.append(
+            f'<g class="entry">{_swatch(kind, cx, cy, color)}'
+            + text(cx + sw + 5, cy + 10, label, size=12)
+            + "</g>"
+        )
+        cx += w
+    parts.append("</g>")
+    return "".join(parts), cy - y + _LEGEND_ROW
 
 
 def svg_open(width: float, height: float, label: str, cls: str, *, max_width: float | None = None) -> str:

@@ -294,7 +294,7 @@ def scores_at(
     """
     checked = check_ps(ps)
     with Store(Path(store_path)).session(results_dir) as s:
-        s.require("SELECT * FROM latest")
+        s.require("SELECT * FROM current_traces")
         rows = _records(s, f"SELECT * FROM ({at_p_sql(checked)}) ORDER BY hardware, solution_set, p")
     return [
         ScoreAtP(

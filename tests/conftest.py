@@ -8,8 +8,14 @@ import json
 import os
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    import hypothesis
+
+    from sweep.config import EvalSettings
 
 REPO = Path(__file__).resolve().parent.parent
 #: Real third-party files (FlashInfer-Bench, BackendBench), copied into the repository with their
@@ -137,3 +143,32 @@ def dataset_with(tmp_path: Path, solution: dict[str, object]) -> Path:
     path = root / "solutions" / "tester" / "ew" / "vec_add" / f"{solution['name']}.json"
     path.write_text(json.dumps(solution))
     return root
+
+
+# ---- Evaluation settings for tests ----
+
+
+def quick_settings(**changes: object) -> EvalSettings:
+    """Settings of a quick evaluation (one trial of one input set, no warm-up, a few timed
+    calls) with ``changes``: each test says only where it differs."""
+    from sweep.config import EvalSettings
+
+    base: dict[str, object] = {
+        "trials": 1,
+        "warmup_ms": 0,
+        "rep_ms": 1,
+        "min_iterations": 2,
+        "max_iterations": 3,
+        "input_sets": 1,
+    }
+    return EvalSettings.model_validate({**base, **changes})
+
+
+def fuzz_settings(max_examples: int, *, slow_ok: bool = False) -> hypothesis.settings:
+    """Hypothesis settings of the hostile tests: the same examples every run (derandomized), no
+    deadline, and function-scoped fixtures allowed (each example rewrites its own files);
+    ``slow_ok`` also allows slow example generation."""
+    from hypothesis import HealthCheck, settings
+
+    checks = [HealthCheck.function_scoped_fixture, *([HealthCheck.too_slow] if slow_ok else [])]
+    return settings(max_examples=max_examples, deadline=None, derandomize=True, suppress_health_check=checks)

@@ -41,18 +41,16 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from sweep.sandbox._process_guard import ProcessState
 from sweep.sandbox.packing import load_task
 from sweep.schema.trace_log import sticky_cuda_error
 
-if TYPE_CHECKING:
-    from sweep.sandbox._zygote import ChildParams
-
 __all__ = [
     "LOST_CONNECTION",
     "Backend",
+    "ChildParams",
     "Evaluate",
     "Failed",
     "Finished",
@@ -63,6 +61,15 @@ __all__ = [
     "child_main",
     "load_backend",
 ]
+
+
+@dataclass(frozen=True)
+class ChildParams:
+    """What a forked sandbox needs to start: its backend module, device kind and working folder."""
+
+    backend: str
+    device_kind: str = "cpu"
+    folder: str | None = None
 
 
 @dataclass(frozen=True)

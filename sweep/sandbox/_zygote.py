@@ -34,9 +34,10 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TypeVar
 
+from sweep.sandbox._child import ChildParams
 from sweep.sandbox._process_guard import children_of, kill_descendants, kill_group
 
-__all__ = ["ChildParams", "ExitState", "ZygoteClient"]
+__all__ = ["ExitState", "ZygoteClient"]
 
 _MAX_MSG = 1 << 16
 _ENTRY = "import sys; from sweep.sandbox._zygote import zygote_main; sys.exit(zygote_main(sys.argv[1:]))"
@@ -64,15 +65,6 @@ class ExitState:
                 name = "unknown"
             return f"killed by signal {self.signal} ({name})"
         return f"exited with code {self.code}"
-
-
-@dataclass(frozen=True)
-class ChildParams:
-    """What a forked sandbox needs to start: its backend module, device kind and working folder."""
-
-    backend: str
-    device_kind: str = "cpu"
-    folder: str | None = None
 
 
 @dataclass(frozen=True)

@@ -35,11 +35,11 @@ from typing import Any
 
 from typing_extensions import Self
 
-from sweep.sandbox._child import Evaluate, Failed, Finished, Phase, Ready, SandboxInfo, Start
+from sweep.sandbox._child import ChildParams, Evaluate, Failed, Finished, Phase, Ready, SandboxInfo, Start
 from sweep.sandbox._log import crash_log, dump_stacks, orphan_log, output_tail, timeout_log
 from sweep.sandbox._process_guard import kill_group
 from sweep.sandbox._spec import SandboxSpec, SandboxStartError, SandboxStats
-from sweep.sandbox._zygote import ChildParams, ExitState, ZygoteClient, ZygoteError
+from sweep.sandbox._zygote import ExitState, ZygoteClient, ZygoteError
 from sweep.sandbox.failure_traces import failure_trace, now_iso
 from sweep.sandbox.packing import Done, Envelope
 from sweep.schema import Provenance, Status, Trace

@@ -8,9 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from sweep.sandbox._child import Evaluate, Failed, Finished, Phase, Ready, SandboxInfo, Start
+from sweep.sandbox._child import ChildParams, Evaluate, Failed, Finished, Phase, Ready, SandboxInfo, Start
 from sweep.sandbox._zygote import (
-    ChildParams,
     ExitState,
     Fork,
     Forked,

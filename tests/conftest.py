@@ -4,10 +4,18 @@ BackendBench tests and by the engine's tests of evaluating imported calls)."""
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
+
+if TYPE_CHECKING:
+    import hypothesis
+
+    from sweep.config import EvalSettings
 
 REPO = Path(__file__).resolve().parent.parent
 #: Real third-party files (FlashInfer-Bench, BackendBench), copied into the repository with their
@@ -96,3 +104,71 @@ def imported(
         root = tmp_path_factory.mktemp(f"bb-{path.stem.replace('.', '-')}")
         out[path.name] = (root, import_backendbench(path, root, include_synthetic=True))
     return out
+
+
+# ---- A dataset with a parameterized solution (the plan's and the search's tests) ----
+
+#: The small valid dataset the plan's tests copy and change.
+GOOD_DATASET = Path(__file__).resolve().parent / "data" / "dataset" / "good"
+
+
+def tuned_vec_add(
+    params: dict[str, list[object]], constraints: list[str], defaults: dict[str, object] | None = None
+) -> dict[str, object]:
+    """A Python solution ``vec_add_tuned`` of ``vec_add`` with tunable ``params`` (each a
+    keyword of ``run``, defaulting to ``defaults`` or else its first value) and constraints."""
+    keywords = ", ".join(f"{k}={(defaults or {}).get(k, v[0])!r}" for k, v in params.items())
+    return {
+        "name": "vec_add_tuned",
+        "definition": "vec_add",
+        "author": "tester",
+        "spec": {
+            "language": "python",
+            "target_hardware": ["cpu"],
+            "entry_point": "main.py::run",
+            "destination_passing_style": False,
+        },
+        "sources": [
+            {"path": "main.py", "content": f"def run(x, y, alpha, {keywords}):\n    return x + alpha * y\n"}
+        ],
+        "params": params,
+        "params_constraints": constraints,
+    }
+
+
+def dataset_with(tmp_path: Path, solution: dict[str, object]) -> Path:
+    """A copy of :data:`GOOD_DATASET` under ``tmp_path/ds`` with ``solution`` (one of ``vec_add``) added."""
+    root = tmp_path / "ds"
+    shutil.copytree(GOOD_DATASET, root)
+    path = root / "solutions" / "tester" / "ew" / "vec_add" / f"{solution['name']}.json"
+    path.write_text(json.dumps(solution))
+    return root
+
+
+# ---- Evaluation settings for tests ----
+
+
+def quick_settings(**changes: object) -> EvalSettings:
+    """Settings of a quick evaluation (one trial of one input set, no warm-up, a few timed
+    calls) with ``changes``: each test says only where it differs."""
+    from sweep.config import EvalSettings
+
+    base: dict[str, object] = {
+        "trials": 1,
+        "warmup_ms": 0,
+        "rep_ms": 1,
+        "min_iterations": 2,
+        "max_iterations": 3,
+        "input_sets": 1,
+    }
+    return EvalSettings.model_validate({**base, **changes})
+
+
+def fuzz_settings(max_examples: int, *, slow_ok: bool = False) -> hypothesis.settings:
+    """Hypothesis settings of the hostile tests: the same examples every run (derandomized), no
+    deadline, and function-scoped fixtures allowed (each example rewrites its own files);
+    ``slow_ok`` also allows slow example generation."""
+    from hypothesis import HealthCheck, settings
+
+    checks = [HealthCheck.function_scoped_fixture, *([HealthCheck.too_slow] if slow_ok else [])]
+    return settings(max_examples=max_examples, deadline=None, derandomize=True, suppress_health_check=checks)

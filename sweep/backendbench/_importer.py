@@ -39,6 +39,7 @@ __all__ = [
     "import_backendbench",
     "op_expression",
     "reference_source",
+    "write_ops",
 ]
 
 _UUID_NAMESPACE = uuid.UUID("6f1c2a56-1b7e-4d0e-9a51-3c8e0f5b7d21")
@@ -223,6 +224,21 @@ def build_records(
     return out
 
 
+def write_ops(root: Path, items: list[ImportedOp], report: ImportReport) -> ImportReport:
+    """Write each of ``items`` as a dataset under ``root``, counting them in ``report``.
+
+    Raises:
+        DatasetError: A file cannot be written.
+    """
+    try:
+        for item in items:
+            _write_op(root, item, report)
+            report.operators.append(item.op)
+    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
+        raise DatasetError(f"cannot write the dataset under {clip(str(root))}: {reason(e)}") from None
+    return report
+
+
 def _write_op(root: Path, item: ImportedOp, report: ImportReport) -> None:
     name = item.definition.name
     dpath = root / "definitions" / BACKENDBENCH_OP_TYPE / f"{name}.json"
@@ -294,10 +310,4 @@ def import_backendbench(
     items = build_records(
         rows, source_file=src.name, ops=ops, include_synthetic=include_synthetic, report=report
     )
-    try:
-        for item in items:
-            _write_op(root, item, report)
-            report.operators.append(item.op)
-    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
-        raise DatasetError(f"cannot write the dataset under {clip(str(root))}: {reason(e)}") from None
-    return report
+    return write_ops(root, items, report)

@@ -27,9 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from sweep.backendbench._importer import ImportReport, _write_op, build_records
+from sweep.backendbench._importer import ImportReport, build_records, write_ops
 from sweep.backendbench._parser import TraceRow
-from sweep.errors import DatasetError, TraceParseError, clip, reason, shown
+from sweep.errors import TraceParseError, clip, reason, shown
 from sweep.schema.call_args import ArgValue, TensorArg
 from sweep.schema.limits import INT64_MAX, load_json, read_bytes
 
@@ -312,10 +312,4 @@ def import_torch_profile(
     report.warnings.extend(warnings)
     report.warnings.extend(f"skipped {n} calls of {why}" for why, n in sorted(summary.skipped.items()))
     items = build_records(rows, source_file=src.name, ops=ops, report=report)
-    try:
-        for item in items:
-            _write_op(root, item, report)
-            report.operators.append(item.op)
-    except (OSError, ValueError) as e:  # ValueError: a NUL in the path
-        raise DatasetError(f"cannot write the dataset under {clip(str(root))}: {reason(e)}") from None
-    return report
+    return write_ops(root, items, report)

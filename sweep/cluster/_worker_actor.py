@@ -23,7 +23,7 @@ import socket
 import threading
 import time
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import Any, NamedTuple
 
 from sweep.cluster._lease import Claim, Wanted, WarmState
 from sweep.cluster._warm_keeper import Place, WarmKeeper
@@ -32,7 +32,7 @@ from sweep.sandbox.packing import Done, Envelope
 from sweep.sandbox.supervisor import Sandbox, SandboxSpec, SandboxStats
 from sweep.schema import Provenance
 
-__all__ = ["CONTROL_GROUP", "SweepWorker", "WorkerInfo", "actor_class", "resolve_device_kind"]
+__all__ = ["CONTROL_GROUP", "BatchDone", "SweepWorker", "WorkerInfo", "actor_class", "resolve_device_kind"]
 
 #: The concurrency group of a worker's control methods (one thread beside the evaluating one).
 CONTROL_GROUP = "control"
@@ -63,6 +63,14 @@ def resolve_device_kind(requested: str, gpu_ids: list[str]) -> str:
     if gpu_ids and (os.path.exists("/dev/nvidiactl") or os.path.exists("/dev/nvidia0")):
         return "cuda"
     return "cpu"
+
+
+class BatchDone(NamedTuple):
+    """What :meth:`SweepWorker.evaluate_batch` answers the driver: one result per task, in
+    order, and the seconds the batch took (the driver sizes its calls by it)."""
+
+    done: list[Done]
+    seconds: float
 
 
 class SweepWorker:
@@ -117,7 +125,7 @@ class SweepWorker:
 
     def evaluate_batch(
         self, envelopes: list[Envelope], lease: str | None = None, ahead: list[Envelope] | None = None
-    ) -> tuple[list[Done], float]:
+    ) -> BatchDone:
         """Evaluate tasks one after the other in the sandbox; one result each (a trace as
         JSON, and its stamp; see ``Sandbox.run_batch``), and the seconds that took (the
         driver sizes its calls by it).
@@ -133,7 +141,7 @@ class SweepWorker:
         if keeper is None:
             t0 = time.monotonic()
             out = run_with_pool(self._pool, self._sandbox, envelopes, ahead)
-            return out, time.monotonic() - t0
+            return BatchDone(out, time.monotonic() - t0)
         keeper.begin(lease)  # raises unless ``lease`` holds it: one launch at a time
         assert lease is not None
         try:
@@ -141,7 +149,7 @@ class SweepWorker:
                 self._sandbox.stamp = self._sandbox.stamp.model_copy(update={"run_id": lease})
             t0 = time.monotonic()
             out = run_with_pool(self._pool, self._sandbox, envelopes, ahead)
-            return out, time.monotonic() - t0
+            return BatchDone(out, time.monotonic() - t0)
         finally:
             keeper.end(len(envelopes))
 

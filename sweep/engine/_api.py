@@ -93,29 +93,46 @@ def evaluate_pair(
         cache: Shared by the workloads; a fresh one when ``None``.
         sweep: Sweep name recorded in provenance.
         on_trace: Called with each trace as soon as it is ready.
-        ceilings: Calibrated ceilings (``sweep calibrate``); the one of this device's
-            hardware, if any, is used for the fraction of peak.
+        ceilings: Calibrated ceilings (``sweep calibrate``); the newest of this device's
+            hardware, if any, goes with every task (for the fraction of peak).
         broken: Why the solution cannot be evaluated (``Task.broken``): every trace is a
             COMPILE_ERROR with this message, nothing of the solution built or run.
 
     Raises:
         EngineError: ``device`` is invalid or unavailable.
     """
-    from sweep.engine._evaluate import evaluate_pair as evaluate_workloads
+    import torch
 
-    return evaluate_workloads(
-        definition,
-        solution,
-        workloads,
-        settings,
-        dataset_root=dataset_root,
-        device=device,
-        cache=cache,
-        sweep=sweep,
-        on_trace=on_trace,
-        ceilings=ceilings,
-        broken=broken,
+    from sweep.engine.timing._envinfo import resolve_device
+    from sweep.schema import EvalSettings
+    from sweep.schema.hardware import short_name
+    from sweep.schema.task import Task
+
+    settings = settings or EvalSettings()
+    cache = cache if cache is not None else EngineCache()
+    dev = resolve_device(device)
+    hardware = short_name("cpu" if dev.type == "cpu" else str(torch.cuda.get_device_name(dev)))
+    mine = sorted(
+        (c for c in ceilings or [] if short_name(c.hardware) == hardware), key=lambda c: c.measured_at or ""
     )
+    traces = []
+    for wl in workloads:
+        task = Task.make(
+            definition,
+            solution,
+            wl,
+            settings,
+            hardware,
+            dataset_root=dataset_root,
+            sweep=sweep,
+            ceilings=mine[-1] if mine else None,
+            broken=broken,
+        )
+        trace = evaluate(task, device=str(dev), cache=cache)
+        if on_trace is not None:
+            on_trace(trace)
+        traces.append(trace)
+    return traces
 
 
 def profile_run(task: Task, device: str | None = None, calls: int = 5) -> ProfiledCalls:

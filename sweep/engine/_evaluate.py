@@ -1,4 +1,4 @@
-"""The engine's entry points: ``evaluate`` (one task, one Trace), ``build``, ``evaluate_pair``.
+"""The engine's entry points: ``evaluate`` (one task, one Trace) and ``build``.
 
 The phases of an evaluation live in ``_phases`` (what differs per kind of workload in its
 call paths, ``_named_inputs`` and ``_aten_call``); here: the device and Triton's mode, output
@@ -25,21 +25,15 @@ from sweep.engine.timing._nvml import Nvml
 from sweep.schema import (
     FLAG_REFERENCE_FAILED,
     FLAG_TAMPERED,
-    Ceilings,
-    Definition,
     Environment,
-    EvalSettings,
     Evaluation,
-    Solution,
     Status,
     Trace,
-    Workload,
 )
-from sweep.schema.hardware import short_name
 from sweep.schema.task import Task
 from sweep.schema.trace_log import clip_log
 
-__all__ = ["build", "default_cache", "evaluate", "evaluate_pair", "trace_of"]
+__all__ = ["build", "default_cache", "evaluate", "trace_of"]
 
 _default_cache: EngineCache | None = None
 
@@ -222,64 +216,3 @@ def build(task: Task, *, device: str | None = None, cache: EngineCache | None = 
             run.build()
         except Stop:
             pass
-
-
-def evaluate_pair(
-    definition: Definition,
-    solution: Solution,
-    workloads: list[Workload],
-    settings: EvalSettings | None = None,
-    *,
-    dataset_root: str | None = None,
-    device: str | None = None,
-    cache: EngineCache | None = None,
-    sweep: str = "",
-    on_trace: Callable[[Trace], None] | None = None,
-    ceilings: list[Ceilings] | None = None,
-    broken: str | None = None,
-) -> list[Trace]:
-    """Evaluate one solution on several workloads of its definition, in this process.
-
-    Args:
-        definition: The definition.
-        solution: A solution of it.
-        workloads: The workloads to run, in order.
-        settings: Evaluation settings (defaults when ``None``).
-        dataset_root: Folder that safetensors input paths are relative to.
-        device: As for :func:`evaluate`.
-        cache: Shared across the workloads (a fresh one when ``None``).
-        sweep: Sweep name for provenance.
-        on_trace: Called with each trace as soon as it is ready.
-        ceilings: Calibrated ceilings; the one of this device's hardware (the newest), if
-            any, goes with every task.
-        broken: Why the solution cannot be evaluated (``Task.broken``): every trace is a
-            COMPILE_ERROR with this message, nothing of the solution built or run.
-
-    Raises:
-        EngineError: The device is invalid or unavailable.
-    """
-    settings = settings or EvalSettings()
-    cache = cache if cache is not None else EngineCache()
-    dev = resolve_device(device)
-    hardware = short_name("cpu" if dev.type == "cpu" else str(torch.cuda.get_device_name(dev)))
-    mine = sorted(
-        (c for c in ceilings or [] if short_name(c.hardware) == hardware), key=lambda c: c.measured_at or ""
-    )
-    traces = []
-    for wl in workloads:
-        task = Task.make(
-            definition,
-            solution,
-            wl,
-            settings,
-            hardware,
-            dataset_root=dataset_root,
-            sweep=sweep,
-            ceilings=mine[-1] if mine else None,
-            broken=broken,
-        )
-        trace = evaluate(task, device=str(dev), cache=cache)
-        if on_trace is not None:
-            on_trace(trace)
-        traces.append(trace)
-    return traces

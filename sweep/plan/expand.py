@@ -24,6 +24,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from sweep.config import ConfigOverrides, SweepConfig, apply_overrides, load_config
 from sweep.errors import PlanError, shown
@@ -121,6 +122,7 @@ class Plan:
 #: which asks the installed torch whether it has an imported ATen operator, and a kernel of it
 #: for the target's device); without one, every definition is assumed runnable.
 Unavailable = Callable[[Definition, str], "str | None"]
+_P = TypeVar("_P")
 
 
 def plan_targets(config: SweepConfig) -> list[str]:
@@ -331,12 +333,7 @@ def plan_config(
         PlanError: The config selects something the dataset does not have, or names several
             targets or ``all`` (:func:`plan_config_targets` plans those).
     """
-    config = load_config(path, overrides)
-    dataset = load_runnable(config.dataset)
-    try:
-        return expand(config, dataset, unavailable=unavailable)
-    except PlanError as e:
-        raise with_lines(e, path) from None
+    return _planned(path, overrides, lambda config, dataset: expand(config, dataset, unavailable=unavailable))
 
 
 def plan_config_targets(
@@ -353,9 +350,19 @@ def plan_config_targets(
         PlanError: The config selects something the dataset does not have, or says
             ``hardware: all`` (which needs a cluster).
     """
+    return _planned(
+        path, overrides, lambda config, dataset: expand_targets(config, dataset, unavailable=unavailable)
+    )
+
+
+def _planned(
+    path: str | Path, overrides: ConfigOverrides | None, plan: Callable[[SweepConfig, Dataset], _P]
+) -> _P:
+    """``plan`` of the config at ``path`` and its runnable dataset; a plan error names the
+    config's lines."""
     config = load_config(path, overrides)
     dataset = load_runnable(config.dataset)
     try:
-        return expand_targets(config, dataset, unavailable=unavailable)
+        return plan(config, dataset)
     except PlanError as e:
         raise with_lines(e, path) from None

@@ -5,21 +5,21 @@ another task's solution or reference, so nothing a solution leaves behind (a rep
 function, a thread, a global, CUDA state, files in its working folder) reaches another task.
 The supervisor forks the next task's sandbox while this one runs, and lets it make CUDA ready
 once this one's timed calls are over, so its start is mostly off the GPU's critical path. Protocol over its socket (pickled
-tuples):
+typed messages, each a ``NamedTuple`` below):
 
-- supervisor -> sandbox ``("start",)``: make the device ready (CUDA's context, on a GPU), which
+- supervisor -> sandbox :class:`Start`: make the device ready (CUDA's context, on a GPU), which
   it does only then, so that no other task's timing shares the GPU with it; then
-  sandbox -> supervisor ``("ready", SandboxInfo)``;
-- supervisor -> sandbox ``("eval", task_blob, records)``: the task's fields pickled without its
-  definition, solution, settings and ceilings, which are the pickle ``records``;
-- sandbox -> supervisor ``("phase", name)`` as the evaluation reaches the solution's build
+  sandbox -> supervisor :class:`Ready` with its :class:`SandboxInfo`;
+- supervisor -> sandbox :class:`Evaluate`: the task's fields pickled without its definition,
+  solution, settings and ceilings, which are the pickle ``records``;
+- sandbox -> supervisor :class:`Phase` as the evaluation reaches the solution's build
   (``"build"``) and its run (``"run"``), and when nothing of it is timed any more
   (``"timed"``), when the backend says so (its ``evaluate`` takes ``on_phase``; the real
   engine's does): before the first, the reference's side runs;
-- sandbox -> supervisor ``("trace", trace_json, broken, started, finished)``, where ``broken``
-  is ``None`` or why this process could not be reused (a sticky CUDA error, a change it made
-  to the process: said in the log) and the times are ``time.time()`` around the evaluation;
-  or ``("error", text)`` when the backend raised. Then it exits.
+- sandbox -> supervisor :class:`Finished`, where ``broken`` is ``None`` or why this process
+  could not be reused (a sticky CUDA error, a change it made to the process: said in the log)
+  and the times are ``time.time()`` around the evaluation; or :class:`Failed` when the backend
+  raised. Then it exits.
 
 Its working folder and temporary folder are a folder of its own, which the supervisor removes
 once the task is done. Its stdout and stderr go to a log file the supervisor reads when it dies.
@@ -41,13 +41,35 @@ import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
-from typing import Any
+from typing import Any, NamedTuple, TypeVar
 
 from sweep.sandbox._process_guard import ProcessState
 from sweep.sandbox.packing import load_task
 from sweep.schema.trace_log import sticky_cuda_error
 
-__all__ = ["LOST_CONNECTION", "Backend", "SandboxInfo", "child_main", "load_backend"]
+__all__ = [
+    "LOST_CONNECTION",
+    "Backend",
+    "ChildParams",
+    "Evaluate",
+    "Failed",
+    "Finished",
+    "Phase",
+    "Ready",
+    "SandboxInfo",
+    "Start",
+    "child_main",
+    "load_backend",
+]
+
+
+@dataclass(frozen=True)
+class ChildParams:
+    """What a forked sandbox needs to start: its backend module, device kind and working folder."""
+
+    backend: str
+    device_kind: str = "cpu"
+    folder: str | None = None
 
 
 @dataclass(frozen=True)
@@ -60,6 +82,45 @@ class SandboxInfo:
     device_name: str | None = None
     libs: dict[str, str] = field(default_factory=dict)
     phases: bool = False
+
+
+class Start(NamedTuple):
+    """Supervisor -> sandbox: make the device ready, then say :class:`Ready`."""
+
+
+class Ready(NamedTuple):
+    """Sandbox -> supervisor: started, on this device."""
+
+    info: SandboxInfo
+
+
+class Evaluate(NamedTuple):
+    """Supervisor -> sandbox: the task to run (:class:`~sweep.sandbox.packing.Envelope`'s pickles)."""
+
+    blob: bytes
+    records: bytes
+
+
+class Phase(NamedTuple):
+    """Sandbox -> supervisor: the evaluation reached ``"build"``, ``"run"`` or ``"timed"``."""
+
+    name: str
+
+
+class Finished(NamedTuple):
+    """Sandbox -> supervisor: the trace (JSON), why this process is ``broken`` (or ``None``),
+    and ``time.time()`` when the evaluation started and finished."""
+
+    trace_json: bytes
+    broken: str | None
+    started: float
+    finished: float
+
+
+class Failed(NamedTuple):
+    """Sandbox -> supervisor: the backend raised; its traceback."""
+
+    text: str
 
 
 @dataclass(frozen=True)
@@ -104,6 +165,9 @@ def load_backend(module: str) -> Backend:
         phases=phases,
         start=getattr(mod, "start_process", None),
     )
+
+
+_M = TypeVar("_M", Start, Evaluate)
 
 
 def _describe(device: str, phases: bool) -> SandboxInfo:
@@ -194,15 +258,15 @@ def _device_for(kind: str) -> str:
     return "cuda:0" if kind == "cuda" else "cpu"
 
 
-def _wait_for(conn: Connection, kind: str) -> tuple[Any, ...] | None:
-    """The next message of ``kind`` from the supervisor (others are ignored); ``None`` when it
-    closed the socket."""
+def _wait_for(conn: Connection, kind: type[_M]) -> _M | None:
+    """The next message of type ``kind`` from the supervisor (others are ignored); ``None``
+    when it closed the socket."""
     while True:
         try:
             msg = conn.recv()
         except (EOFError, OSError):
             return None
-        if isinstance(msg, tuple) and msg and msg[0] == kind:
+        if isinstance(msg, kind):
             return msg
 
 
@@ -216,7 +280,7 @@ def _enter_folder(folder: str | None) -> None:
     tempfile.tempdir = folder
 
 
-def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
+def child_main(conn_fd: int, log_path: str, params: ChildParams) -> int:
     """Run one evaluation, once the supervisor sends it. Returns the exit code."""
     global _CRASH_LOG
     isolate()
@@ -233,36 +297,35 @@ def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
     # The supervisor sends SIGUSR1 before killing a hung sandbox: where it hung goes to the log.
     faulthandler.register(signal.SIGUSR1, file=_CRASH_LOG, all_threads=True)
     conn = Connection(conn_fd)
-    kind = str(params.get("device_kind", "cpu"))
+    kind = params.device_kind
     device = _device_for(kind)
     try:
-        _enter_folder(params.get("folder"))
-        backend = load_backend(str(params["backend"]))
+        _enter_folder(params.folder)
+        backend = load_backend(params.backend)
         if backend.prepare is not None:
             backend.prepare(kind)
         # The device is made ready only when the supervisor says so: on a GPU, a context made
         # (or a kernel run) while another task's process is timing would share the GPU with it.
-        if _wait_for(conn, "start") is None:
+        if _wait_for(conn, Start) is None:
             return 0
         if backend.start is not None:
             backend.start(kind)
         cache = backend.cache_factory() if backend.cache_factory is not None else None
-        conn.send(("ready", _describe(device, backend.phases)))
+        conn.send(Ready(_describe(device, backend.phases)))
     except BaseException:  # noqa: BLE001 - any start failure is reported through the log
         traceback.print_exc()
         sys.stderr.flush()
         return 3
-    msg = _wait_for(conn, "eval")
+    msg = _wait_for(conn, Evaluate)
     if msg is None:
         return 0
-    _, blob, records = msg
     state = ProcessState.capture((conn_fd, 1, 2, log_fd))
 
     def on_phase(name: str) -> None:
-        conn.send(("phase", name))
+        conn.send(Phase(name))
 
     try:
-        task = load_task(blob, pickle.loads(records))
+        task = load_task(msg.blob, pickle.loads(msg.records))
         started = time.time()
         kwargs: dict[str, Any] = {"device": device, "cache": cache}
         if backend.phases:
@@ -276,7 +339,7 @@ def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
         print(text, file=sys.stderr, flush=True)
         _restore(state)
         try:
-            conn.send(("error", text))
+            conn.send(Failed(text))
         except OSError as e:
             return _lost_connection(e, None)
         return 0
@@ -290,7 +353,9 @@ def child_main(conn_fd: int, log_path: str, params: dict[str, Any]) -> int:
         # send_bytes of a plain pickle reads the same as conn.send at the other end, without
         # multiprocessing's per-call pickler set-up (~9 us, on the GPU's idle time)
         conn.send_bytes(
-            pickle.dumps(("trace", payload, broken or problems, started, finished), pickle.HIGHEST_PROTOCOL)
+            pickle.dumps(
+                Finished(payload, broken or problems or None, started, finished), pickle.HIGHEST_PROTOCOL
+            )
         )
     except OSError as e:
         return _lost_connection(e, broken)

@@ -6,12 +6,14 @@ each GPU worker keeps one zygote, which never touches CUDA, and forks a new sand
 whenever the previous one crashed, hung or broke its CUDA context.
 
 Control channel: one ``SOCK_SEQPACKET`` socket pair (message boundaries kept, file
-descriptors passed with ``SCM_RIGHTS``). Requests and replies are JSON objects:
+descriptors passed with ``SCM_RIGHTS``). Requests and replies are typed messages (the dataclasses
+below), sent as JSON objects named by ``"op"``:
 
-- ``{"op": "fork", "log": PATH, "child": {...}}`` with one fd (the sandbox's end of its
-  socket) -> ``{"pid": N}``. The child runs :func:`sweep.sandbox._child.child_main`.
-- ``{"op": "wait", "pid": N, "timeout": S}`` -> the exit state (see :class:`ExitState`).
-- ``{"op": "kill", "pid": N}`` -> SIGKILL, reap, and the exit state.
+- :class:`Fork` with one fd (the sandbox's end of its socket) -> :class:`Forked`. The child runs
+  :func:`sweep.sandbox._child.child_main` with the request's :class:`ChildParams`.
+- :class:`Wait` -> the exit state (:class:`ExitState`).
+- :class:`Kill` -> SIGKILL, reap, and the exit state.
+- Once started, the zygote says :class:`ZygoteReady`; a request it cannot read gets :class:`Refused`.
 
 The zygote exits, killing its children, when the control socket closes (its owner died).
 """
@@ -28,10 +30,11 @@ import socket
 import subprocess
 import sys
 import time
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TypeVar
 
+from sweep.sandbox._child import ChildParams
 from sweep.sandbox._process_guard import children_of, kill_descendants, kill_group
 
 __all__ = ["ExitState", "ZygoteClient"]
@@ -64,12 +67,86 @@ class ExitState:
         return f"exited with code {self.code}"
 
 
-def _state_obj(status: int | None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Fork:
+    """Fork a sandbox (its socket passed as the message's fd) writing its output to ``log``."""
+
+    log: str
+    child: ChildParams
+
+
+@dataclass(frozen=True)
+class Wait:
+    """Wait up to ``timeout`` seconds for sandbox ``pid`` to end."""
+
+    pid: int
+    timeout: float
+
+
+@dataclass(frozen=True)
+class Kill:
+    """SIGKILL sandbox ``pid`` (if still running) and reap it."""
+
+    pid: int
+
+
+@dataclass(frozen=True)
+class Forked:
+    """The sandbox forked: its pid."""
+
+    pid: int
+
+
+@dataclass(frozen=True)
+class ZygoteReady:
+    """The zygote started and preloaded: its pid."""
+
+    pid: int
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A request the zygote could not read."""
+
+    error: str
+
+
+_Message = Fork | Wait | Kill | Forked | ZygoteReady | Refused | ExitState
+_OPS: dict[str, type[_Message]] = {
+    "fork": Fork,
+    "wait": Wait,
+    "kill": Kill,
+    "forked": Forked,
+    "ready": ZygoteReady,
+    "refused": Refused,
+    "exit": ExitState,
+}
+_OP_OF = {cls: op for op, cls in _OPS.items()}
+_R = TypeVar("_R", Forked, ZygoteReady, ExitState)
+
+
+def _encode(msg: _Message) -> bytes:
+    return json.dumps({"op": _OP_OF[type(msg)], **asdict(msg)}).encode()
+
+
+def _decode(data: bytes) -> _Message:
+    """The message in ``data``; ``ValueError`` if it is not one."""
+    try:
+        obj = json.loads(data)
+        cls = _OPS[obj.pop("op")]
+        if cls is Fork:
+            return Fork(log=obj["log"], child=ChildParams(**obj["child"]))
+        return cls(**obj)
+    except (ValueError, KeyError, TypeError, AttributeError) as e:
+        raise ValueError(f"not a zygote message: {data[:200]!r} ({e!r})") from None
+
+
+def _exit_state(status: int | None) -> ExitState:
     if status is None:
-        return {"running": True}
+        return ExitState(running=True)
     if os.WIFSIGNALED(status):
-        return {"running": False, "signal": os.WTERMSIG(status)}
-    return {"running": False, "code": os.WEXITSTATUS(status) if os.WIFEXITED(status) else status}
+        return ExitState(running=False, signal=os.WTERMSIG(status))
+    return ExitState(running=False, code=os.WEXITSTATUS(status) if os.WIFEXITED(status) else status)
 
 
 # ---------------------------------------------------------------------------------------
@@ -110,9 +187,12 @@ def _serve(ctl: socket.socket) -> None:
                     except ProcessLookupError:
                         pass
             return
-        req = json.loads(data)
-        op = req["op"]
-        if op == "fork":
+        try:
+            req = _decode(data)
+        except ValueError as e:
+            req = Refused(str(e))
+        reply: _Message
+        if isinstance(req, Fork):
             pid = os.fork()
             if pid == 0:  # the sandbox
                 code = 1
@@ -120,29 +200,29 @@ def _serve(ctl: socket.socket) -> None:
                     ctl.close()
                     from sweep.sandbox._child import child_main
 
-                    code = child_main(fds[0], req["log"], req["child"])
+                    code = child_main(fds[0], req.log, req.child)
                 finally:
                     os._exit(code)
             for fd in fds:
                 os.close(fd)
             children[pid] = None
-            reply: dict[str, Any] = {"pid": pid}
-        elif op == "wait":
-            pid, deadline = int(req["pid"]), time.monotonic() + float(req["timeout"])
+            reply = Forked(pid)
+        elif isinstance(req, Wait):
+            pid, deadline = req.pid, time.monotonic() + req.timeout
             status = reap(pid, block=False)
             while status is None and time.monotonic() < deadline:
                 time.sleep(0.005)
                 status = reap(pid, block=False)
-            reply = _state_obj(status)
-        elif op == "kill":
-            pid = int(req["pid"])
+            reply = _exit_state(status)
+        elif isinstance(req, Kill):
+            pid = req.pid
             if children.get(pid, 0) is None:
                 kill_group(pid)  # its process group too (it leads one: ``isolate``)
-            reply = _state_obj(reap(pid, block=True))
+            reply = _exit_state(reap(pid, block=True))
             cull()
         else:
-            reply = {"error": f"unknown op {op!r}"}
-        ctl.send(json.dumps(reply).encode())
+            reply = req if isinstance(req, Refused) else Refused(f"not a request: {req!r}")
+        ctl.send(_encode(reply))
 
 
 def _become_subreaper() -> None:
@@ -212,7 +292,7 @@ def zygote_main(argv: list[str]) -> int:
     # sandboxes neither walk nor copy (copy-on-write) those pages at each collection.
     gc.collect()
     gc.freeze()
-    ctl.send(json.dumps({"ready": os.getpid()}).encode())
+    ctl.send(_encode(ZygoteReady(os.getpid())))
     _serve(ctl)
     return 0
 
@@ -255,7 +335,7 @@ class ZygoteClient:
         theirs.close()
         self._ctl.settimeout(start_timeout_s)
         try:
-            self._recv()
+            self._recv(ZygoteReady)
         except (OSError, ZygoteError) as e:
             self.close()
             raise ZygoteError(f"the sandbox zygote did not start: {e}") from None
@@ -284,31 +364,36 @@ class ZygoteClient:
             return ExitState(running=False, signal=-code)
         return ExitState(running=False, code=code)
 
-    def _recv(self) -> dict[str, Any]:
+    def _recv(self, kind: type[_R]) -> _R:
         data = self._ctl.recv(_MAX_MSG)
         if not data:
             raise ZygoteError(f"the sandbox zygote exited (code {self._proc.poll()})")
-        obj: dict[str, Any] = json.loads(data)
-        return obj
-
-    def _call(self, req: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
         try:
-            socket.send_fds(self._ctl, [json.dumps(req).encode()], fds or [])
-            return self._recv()
+            msg = _decode(data)
+        except ValueError as e:
+            raise ZygoteError(f"the sandbox zygote answered {e}") from None
+        if not isinstance(msg, kind):
+            raise ZygoteError(f"the sandbox zygote answered {msg!r}, not a {kind.__name__}")
+        return msg
+
+    def _call(self, req: Fork | Wait | Kill, kind: type[_R], fds: list[int] | None = None) -> _R:
+        try:
+            socket.send_fds(self._ctl, [_encode(req)], fds or [])
+            return self._recv(kind)
         except OSError as e:
             raise ZygoteError(f"the sandbox zygote stopped answering: {e}") from None
 
-    def fork(self, conn_fd: int, log_path: str, child: dict[str, Any]) -> int:
+    def fork(self, conn_fd: int, log_path: str, child: ChildParams) -> int:
         """Fork a sandbox that talks over ``conn_fd`` and writes its output to ``log_path``."""
-        return int(self._call({"op": "fork", "log": log_path, "child": child}, [conn_fd])["pid"])
+        return self._call(Fork(log_path, child), Forked, [conn_fd]).pid
 
     def wait(self, pid: int, timeout: float) -> ExitState:
         """Wait up to ``timeout`` seconds for sandbox ``pid`` to end."""
-        return ExitState(**self._call({"op": "wait", "pid": pid, "timeout": timeout}))
+        return self._call(Wait(pid, timeout), ExitState)
 
     def kill(self, pid: int) -> ExitState:
         """SIGKILL sandbox ``pid`` (if still running) and reap it."""
-        return ExitState(**self._call({"op": "kill", "pid": pid}))
+        return self._call(Kill(pid), ExitState)
 
     def close(self) -> None:
         """Stop the zygote; it kills any sandbox still running."""

@@ -28,12 +28,12 @@ import threading
 import time
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Self
+from typing import Self
 
 from sweep.sandbox._gang_merge import merge_ranks
 from sweep.sandbox._process_guard import kill_group
 from sweep.sandbox._spec import SandboxStartError
-from sweep.sandbox._zygote import ZygoteClient, ZygoteError
+from sweep.sandbox._zygote import _R, Fork, Kill, Wait, ZygoteClient, ZygoteError
 from sweep.sandbox.failure_traces import failure_trace, now_iso
 from sweep.sandbox.packing import Envelope
 from sweep.sandbox.supervisor import Sandbox, SandboxSpec
@@ -124,9 +124,9 @@ class _LockedZygote(ZygoteClient):
             env_over=gang_env(spec),
         )
 
-    def _call(self, req: dict[str, Any], fds: list[int] | None = None) -> dict[str, Any]:
+    def _call(self, req: Fork | Wait | Kill, kind: type[_R], fds: list[int] | None = None) -> _R:
         with self._lock:
-            return super()._call(req, fds)
+            return super()._call(req, kind, fds)
 
 
 class GangZygote:

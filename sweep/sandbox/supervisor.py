@@ -37,7 +37,17 @@ from typing import Any
 
 from typing_extensions import Self
 
-from sweep.sandbox._child import LOST_CONNECTION, SandboxInfo
+from sweep.sandbox._child import (
+    LOST_CONNECTION,
+    ChildParams,
+    Evaluate,
+    Failed,
+    Finished,
+    Phase,
+    Ready,
+    SandboxInfo,
+    Start,
+)
 from sweep.sandbox._process_guard import kill_group
 from sweep.sandbox._spec import SandboxSpec, SandboxStartError, SandboxStats
 from sweep.sandbox._zygote import ExitState, ZygoteClient, ZygoteError
@@ -141,7 +151,7 @@ class Sandbox:
         n = self.stats.started
         log = self._workdir / f"sandbox-{n}.log"
         folder = self._workdir / f"task-{n}"
-        params = {"backend": self.spec.backend, "device_kind": self.spec.device_kind, "folder": str(folder)}
+        params = ChildParams(self.spec.backend, self.spec.device_kind, str(folder))
         try:
             pid = zygote.fork(theirs.fileno(), str(log), params)
         except ZygoteError as e:
@@ -157,7 +167,7 @@ class Sandbox:
             return
         child.started = True
         with contextlib.suppress(OSError):  # it died: _ready reports it
-            child.conn.send(("start",))
+            child.conn.send(Start())
 
     def _ready(self, child: _Child) -> _Child:
         """``child`` once it said it is ready (started, and waited for here);
@@ -172,7 +182,7 @@ class Sandbox:
                 msg = child.conn.recv()
             except (EOFError, OSError):
                 msg = None
-        if not (isinstance(msg, tuple) and msg and msg[0] == "ready"):
+        if not isinstance(msg, Ready):
             zygote = self._ensure_zygote()
             state = zygote.wait(child.pid, 2.0 if msg is None else 0.0)  # it may be exiting still
             if state.running:
@@ -185,7 +195,7 @@ class Sandbox:
                 f"the sandbox process (backend {self.spec.backend!r}, device {self.spec.device_kind}) "
                 f"failed to start: {why}\n{tail}"
             )
-        child.info = msg[1]
+        child.info = msg.info
         self._info = child.info
         self.stats.start_seconds.append(time.monotonic() - t0)
         return child
@@ -272,7 +282,7 @@ class Sandbox:
         for env in envs:
             child = self._take()
             try:
-                child.conn.send(("eval", env.blob, env.records))
+                child.conn.send(Evaluate(env.blob, env.records))
             except OSError:
                 pass  # it died before its task: the receive below sees the end and reports it
             self._prefork()
@@ -302,7 +312,7 @@ class Sandbox:
             # Whatever the sandbox did or said, a dead parent means the task broke out of it.
             if state is not None:
                 gone = self._parent_gone()
-            elif msg and msg[0] == "trace":
+            elif isinstance(msg, Finished):
                 gone = self._parent_gone(child)
             else:
                 gone = None
@@ -312,26 +322,24 @@ class Sandbox:
                 return self._died(env.task(), stamp, child, state, phase)
             if msg is None:
                 return self._timed_out(env.task(), stamp, child, phase, budget)
-            kind = msg[0]
-            if kind == "phase" and msg[1] == "timed":
+            if isinstance(msg, Phase) and msg.name == "timed":
                 if self._spare is not None:  # nothing of this task is timed any more
                     self._start(self._spare)
                 continue
-            if kind == "phase" and msg[1] in ("build", "run"):
-                phase = msg[1]
+            if isinstance(msg, Phase) and msg.name in ("build", "run"):
+                phase = msg.name
                 budget = env.compile_s if phase == "build" else env.run_s
                 deadline = time.monotonic() + budget
                 continue
-            if kind == "trace":
-                payload, broken, started, finished = msg[1], msg[2], msg[3], msg[4]
-                if broken:
+            if isinstance(msg, Finished):
+                if msg.broken:
                     self.stats.replaced_broken += 1
                 done = stamp.model_copy(
-                    update={"started_at": now_iso(started), "finished_at": now_iso(finished)}
+                    update={"started_at": now_iso(msg.started), "finished_at": now_iso(msg.finished)}
                 )
-                return Done(bytes(payload), done)
-            if kind == "error":
-                log = f"the engine raised instead of returning a trace:\n{msg[1]}"
+                return Done(bytes(msg.trace_json), done)
+            if isinstance(msg, Failed):
+                log = f"the engine raised instead of returning a trace:\n{msg.text}"
                 return self._failure(env.task(), Status.RUNTIME_ERROR, log, stamp, phase)
 
     def _receive(self, child: _Child, deadline: float) -> tuple[Any, ExitState | None]:

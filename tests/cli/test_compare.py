@@ -11,22 +11,13 @@ from typer.testing import CliRunner
 
 from sweep.cli import app
 
-from ..store.test_compare import timed, write_store
+from ..store.test_compare import faster_and_slower, write_store
 
 runner = CliRunner()
 
 
 def _store(tmp_path: Path) -> Path:
-    old, new = "2026-01-01T00:00:00+00:00", "2026-01-02T00:00:00+00:00"
-    return write_store(
-        tmp_path,
-        [
-            timed("s1", "wl-1", 1.0, run="r1", ts=old),
-            timed("s1", "wl-1", 0.8, run="r2", ts=new),
-            timed("s1", "wl-2", 1.0, run="r1", ts=old),
-            timed("s1", "wl-2", 1.2, run="r2", ts=new),
-        ],
-    )
+    return write_store(tmp_path, faster_and_slower())
 
 
 def test_table_and_summary(tmp_path: Path) -> None:

@@ -19,7 +19,8 @@ pytestmark = pytest.mark.hostile
 
 runner = CliRunner()
 FIX = Path(__file__).resolve().parents[1] / "data" / "dataset"
-GOOD = (FIX / "good").resolve()
+from .conftest import GOOD
+
 HYPOTHESIS = settings(
     max_examples=40,
     deadline=None,
@@ -45,16 +46,6 @@ def _clean(result: Result) -> None:
     for line in result.output.splitlines():
         if line.startswith("error: "):
             assert len(line) <= MAX_LINE, "an error line is clipped"
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    """A good config over the good fixture root, with its results folder in ``tmp_path``."""
-    p = tmp_path / "sweep.yaml"
-    p.write_text(
-        f"name: fixture\ndataset: [{GOOD}]\nhardware: cpu\noutput: {{results_dir: {tmp_path / 'out'}}}\n"
-    )
-    return p
 
 
 # ---- the examples of the issue, end to end ----

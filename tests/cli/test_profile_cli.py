@@ -18,17 +18,9 @@ from sweep.plan import build_plan, select
 from sweep.plan.dataset import load_dataset
 
 runner = CliRunner()
-GOOD = (Path(__file__).resolve().parents[1] / "data" / "dataset" / "good").resolve()
+from .conftest import GOOD
+
 SAMPLES = (Path(__file__).resolve().parents[1] / "data" / "profile").resolve()
-
-
-@pytest.fixture
-def config(tmp_path: Path) -> Path:
-    p = tmp_path / "sweep.yaml"
-    p.write_text(
-        f"name: fixture\ndataset: [{GOOD}]\nhardware: cpu\noutput: {{results_dir: {tmp_path / 'out'}}}\n"
-    )
-    return p
 
 
 @pytest.fixture

@@ -22,6 +22,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from launch_thread import LaunchThread  # of this script's folder (sys.path[0])
+
 
 def _raylet_pid(node: Any) -> int:
     from ray._private import ray_constants
@@ -42,7 +44,7 @@ def main() -> None:
     import ray
     from ray.cluster_utils import Cluster
 
-    from sweep.launch.driver import LaunchOptions, LaunchResult, launch
+    from sweep.launch.driver import LaunchOptions
 
     config, gate = sys.argv[1], Path(sys.argv[2])
     node = {"num_cpus": 1, "num_gpus": 1, "resources": {"accelerator_type:H100": 1}}
@@ -52,16 +54,8 @@ def main() -> None:
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
     cluster.wait_for_nodes()
     out: dict[str, Any] = {"a": cluster.head_node.node_id, "b": b.node_id, "c": c.node_id}
-    box: list[LaunchResult | BaseException] = []
     opts = LaunchOptions(quiet=True, backend="tests.cluster.fake_backend", preload=())
-
-    def run() -> None:
-        try:
-            box.append(launch(config, opts))
-        except BaseException as e:  # noqa: BLE001 - reported to the test
-            box.append(e)
-
-    thread = threading.Thread(target=run)
+    thread = LaunchThread(config, opts)
     thread.start()
     out["b_ran"] = _wait_for(gate / str(_raylet_pid(b)), thread, 240)
     if out["b_ran"]:
@@ -71,18 +65,7 @@ def main() -> None:
         out["d_ran"] = _wait_for(gate / str(_raylet_pid(d)), thread, 300)
     (gate / "open").touch()
     thread.join(300)
-    result = box[0] if box else RuntimeError("launch did not return")
-    if isinstance(result, BaseException):
-        out["error"] = repr(result)
-    else:
-        out.update(
-            statuses=dict(result.statuses),
-            ran=result.ran,
-            retried=result.stats.retried,
-            requeued=result.stats.requeued,
-            workers_died=result.stats.workers_died,
-            workers_started=result.stats.workers_started,
-        )
+    out.update(thread.outcome())
     print(json.dumps(out))
     ray.shutdown()
     cluster.shutdown()

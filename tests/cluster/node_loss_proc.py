@@ -12,16 +12,17 @@ from __future__ import annotations
 
 import json
 import sys
-import threading
 import time
 from pathlib import Path
+
+from launch_thread import LaunchThread  # of this script's folder (sys.path[0])
 
 
 def main() -> None:
     import ray
     from ray.cluster_utils import Cluster
 
-    from sweep.launch.driver import LaunchOptions, LaunchResult, launch
+    from sweep.launch.driver import LaunchOptions
     from sweep.plan import load_config
 
     config = load_config(sys.argv[1])
@@ -32,15 +33,7 @@ def main() -> None:
     ray.init(address=cluster.address, include_dashboard=False, log_to_driver=False)
     cluster.wait_for_nodes()
     out: dict[str, object] = {"head": cluster.head_node.node_id, "doomed": doomed.node_id}
-    box: list[LaunchResult | BaseException] = []
-
-    def run() -> None:
-        try:
-            box.append(launch(sys.argv[1], LaunchOptions(quiet=True)))
-        except BaseException as e:  # noqa: BLE001 - reported to the test
-            box.append(e)
-
-    thread = threading.Thread(target=run)
+    thread = LaunchThread(sys.argv[1], LaunchOptions(quiet=True))
     thread.start()
     t0 = time.monotonic()
     deadline = t0 + 120
@@ -58,17 +51,7 @@ def main() -> None:
                 break
         time.sleep(0.05)
     thread.join(300)
-    result = box[0] if box else RuntimeError("launch did not return")
-    if isinstance(result, BaseException):
-        out["error"] = repr(result)
-    else:
-        out.update(
-            statuses=dict(result.statuses),
-            ran=result.ran,
-            retried=result.stats.retried,
-            requeued=result.stats.requeued,
-            workers_died=result.stats.workers_died,
-        )
+    out.update(thread.outcome())
     out["removed"] = removed
     print(json.dumps(out))
     ray.shutdown()

@@ -42,53 +42,60 @@ def test_relative_path_of_the_config_itself(monkeypatch: pytest.MonkeyPatch) -> 
     assert cfg.dataset[0] == str(CONFIGS.parent / "good")
 
 
-def test_unknown_nested_key_has_line_and_suggestion() -> None:
-    path = CONFIGS / "unknown_key.yaml"
-    assert _error(path) == f"{path}:6: unknown key 'tolerence' in evaluation (did you mean 'tolerance'?)"
+@pytest.mark.parametrize(
+    ("name", "expected"),
+    [
+        pytest.param(
+            "unknown_key.yaml",
+            "{p}:6: unknown key 'tolerence' in evaluation (did you mean 'tolerance'?)",
+            id="unknown-nested-key-has-line-and-suggestion",
+        ),
+        pytest.param(
+            "top_unknown_key.yaml",
+            "2 problems in config {p}:\n"
+            "  {p}:1: dataset: required key is missing\n"
+            "  {p}:2: unknown key 'datasets' (did you mean 'dataset'?)",
+            id="unknown-top-level-key",
+        ),
+        pytest.param(
+            "bad_yaml.yaml",
+            "{p}:3: YAML syntax error: expected ',' or ']', but got ':'",
+            id="yaml-syntax-error",
+        ),
+        pytest.param(
+            "bad_value.yaml",
+            "2 problems in config {p}:\n"
+            "  {p}:4: evaluation.trials: Input should be greater than or equal to 1 (got 0)\n"
+            # Strict: a string is never read as a number, so pydantic does not try to parse it.
+            "  {p}:6: workloads.limit_per_definition: Input should be a valid integer (got 'many')",
+            id="bad-values-have-lines-and-paths",
+        ),
+    ],
+)
+def test_a_bad_config_file_is_named_with_its_line(name: str, expected: str) -> None:
+    path = CONFIGS / name
+    assert _error(path) == expected.format(p=path)
 
 
-def test_unknown_top_level_key() -> None:
-    path = CONFIGS / "top_unknown_key.yaml"
-    assert _error(path) == (
-        f"2 problems in config {path}:\n"
-        f"  {path}:1: dataset: required key is missing\n"
-        f"  {path}:2: unknown key 'datasets' (did you mean 'dataset'?)"
-    )
-
-
-def test_unknown_key_with_nothing_close_lists_allowed_keys(tmp_path: Path) -> None:
-    p = _write(tmp_path, "name: x\ndataset: .\noutput:\n  zzz: 1\n")
-    assert _error(p) == f"{p}:4: unknown key 'zzz' in output; allowed: results_dir, store"
-
-
-def test_unknown_key_inside_a_dict_of_models(tmp_path: Path) -> None:
-    p = _write(
-        tmp_path,
-        "name: x\ndataset: .\nevaluation:\n  op_type_tolerance:\n    gemm:\n      atoll: 0.1\n",
-    )
-    assert _error(p) == (
-        f"{p}:6: unknown key 'atoll' in evaluation.op_type_tolerance.gemm (did you mean 'atol'?)"
-    )
-
-
-def test_yaml_syntax_error_has_line() -> None:
-    path = CONFIGS / "bad_yaml.yaml"
-    assert _error(path) == f"{path}:3: YAML syntax error: expected ',' or ']', but got ':'"
-
-
-def test_bad_values_have_lines_and_paths() -> None:
-    path = CONFIGS / "bad_value.yaml"
-    assert _error(path) == (
-        f"2 problems in config {path}:\n"
-        f"  {path}:4: evaluation.trials: Input should be greater than or equal to 1 (got 0)\n"
-        # Strict: a string is never read as a number, so pydantic does not try to parse it.
-        f"  {path}:6: workloads.limit_per_definition: Input should be a valid integer (got 'many')"
-    )
-
-
-def test_duplicate_key(tmp_path: Path) -> None:
-    p = _write(tmp_path, "name: x\ndataset: .\nname: y\n")
-    assert _error(p) == f"{p}:3: duplicate key 'name'"
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        pytest.param(
+            "name: x\ndataset: .\noutput:\n  zzz: 1\n",
+            "{p}:4: unknown key 'zzz' in output; allowed: results_dir, store",
+            id="unknown-key-with-nothing-close-lists-allowed-keys",
+        ),
+        pytest.param(
+            "name: x\ndataset: .\nevaluation:\n  op_type_tolerance:\n    gemm:\n      atoll: 0.1\n",
+            "{p}:6: unknown key 'atoll' in evaluation.op_type_tolerance.gemm (did you mean 'atol'?)",
+            id="unknown-key-inside-a-dict-of-models",
+        ),
+        pytest.param("name: x\ndataset: .\nname: y\n", "{p}:3: duplicate key 'name'", id="duplicate-key"),
+    ],
+)
+def test_a_bad_config_text_is_named_with_its_line(tmp_path: Path, text: str, expected: str) -> None:
+    p = _write(tmp_path, text)
+    assert _error(p) == expected.format(p=p)
 
 
 def test_language_must_be_known(tmp_path: Path) -> None:

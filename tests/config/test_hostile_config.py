@@ -10,21 +10,18 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from sweep.config import ConfigOverrides, SweepConfig, load_config, read_config_file
 from sweep.config._yaml_tree import MAX_DEPTH, MAX_NODES
 from sweep.errors import MAX_LINE, ConfigError
 
+from ..conftest import fuzz_settings
+
 pytestmark = pytest.mark.hostile
 
-HYPOTHESIS = settings(
-    max_examples=60,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+HYPOTHESIS = fuzz_settings(60)
 
 
 def _write(tmp_path: Path, text: str, name: str = "sweep.yaml") -> Path:

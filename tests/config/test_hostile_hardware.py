@@ -7,20 +7,17 @@ from pathlib import Path
 
 import pytest
 import yaml
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from sweep.config import ConfigOverrides, load_config
 from sweep.errors import MAX_LINE, ConfigError
 
+from ..conftest import fuzz_settings
+
 pytestmark = pytest.mark.hostile
 
-HYPOTHESIS = settings(
-    max_examples=80,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture],
-)
+HYPOTHESIS = fuzz_settings(80)
 
 
 def _write(tmp_path: Path, hardware: str) -> Path:

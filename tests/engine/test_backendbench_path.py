@@ -27,6 +27,8 @@ from sweep.plan.dataset import Dataset, load_dataset
 from sweep.schema import Definition, Trace, Workload
 from sweep.schema.task import Task
 
+from .conftest import FAST
+
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "backendbench"
 CONFIG = REPO / "configs" / "backendbench.yaml"
@@ -73,12 +75,6 @@ def test_example_dataset_is_what_the_import_commands_write(tmp_path: Path) -> No
         tmp_path, EXAMPLE / "dataset", [str(p) for p in fresh], shallow=False
     )
     assert (mismatch, errors) == ([], [])
-
-
-#: Quick timing (like the engine tests' ``kit.fast``), with the example's own tolerance override.
-FAST = EvalSettings(
-    trials=2, warmup_ms=0, rep_ms=1, min_iterations=2, max_iterations=6, input_sets=2, log_limit_bytes=65536
-)
 
 
 @pytest.fixture(scope="module")

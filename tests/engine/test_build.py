@@ -187,25 +187,7 @@ print(t.evaluation.log.splitlines()[0])
 
 
 def test_triton_imported_in_the_wrong_mode_is_reported_clearly(kit, vadd, vadd_wl, tmp_path) -> None:
-    import os
-    import subprocess
-
     sol = kit.solution("vadd_f32", "import triton\n\ndef run(x, y):\n    return x + y\n", language="triton")
-    files = []
-    for name, rec in (("d", vadd), ("s", sol), ("w", vadd_wl)):
-        path = tmp_path / f"{name}.json"
-        path.write_text(rec.model_dump_json(exclude_unset=True))
-        files.append(str(path))
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run(
-        [sys.executable, "-c", MODE, *files],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr[-2000:]
-    status, first = out.stdout.strip().splitlines()[-2:]
+    status, first = kit.fresh_python(MODE, *kit.record_files(tmp_path, vadd, sol, vadd_wl))[-2:]
     assert status == "RUNTIME_ERROR"
     assert "before TRITON_INTERPRET=1 was set" in first and "prepare_process('cpu')" in first

@@ -6,17 +6,12 @@ compiler error and a missing apache-tvm-ffi are COMPILE_ERRORs that say why."""
 from __future__ import annotations
 
 import builtins
-import json
-import os
-import subprocess
-import sys
-import textwrap
 
 import pytest
 
 from sweep.engine import EngineCache
 from sweep.engine.builds._build import build_solution, solution_folder
-from sweep.schema import Solution, Trace
+from sweep.schema import Solution
 
 tvm_ffi = pytest.importorskip("tvm_ffi", reason="apache-tvm-ffi (kernel-sweep[tvm-ffi]) is not installed")
 
@@ -248,44 +243,10 @@ def test_cuda_sources_need_a_cuda_device(kit, vadd, vadd_wl) -> None:
     assert "CUDA sources (.cu)" in kit.log(trace)
 
 
-EVAL_ONE = textwrap.dedent(
-    """
-    import sys
-    from sweep.config import EvalSettings
-    from sweep.engine import evaluate
-    from sweep.schema import Definition, Solution, Workload
-    from sweep.schema.task import Task
-    d = Definition.model_validate_json(open(sys.argv[1]).read())
-    s = Solution.model_validate_json(open(sys.argv[2]).read())
-    w = Workload.model_validate_json(open(sys.argv[3]).read())
-    settings = EvalSettings(trials=2, warmup_ms=0, rep_ms=1, min_iterations=2, max_iterations=4, input_sets=2)
-    print(evaluate(Task.make(d, s, w, settings, "CPU"), device="cpu").to_json())
-    """
-)
-
-
 @pytest.mark.slow
 def test_two_processes_build_one_library(kit, vadd, vadd_wl, tmp_path) -> None:
     sol = cpp_solution(kit, {"vadd.cpp": GOOD.replace("float32 only", "f32 only")}, name="ffi_two")
-    files = []
-    for name, rec in (("d", vadd), ("s", sol), ("w", vadd_wl)):
-        path = tmp_path / f"{name}.json"
-        path.write_text(rec.model_dump_json(exclude_unset=True))
-        files.append(str(path))
-    env = {**os.environ, "SWEEP_CACHE_DIR": str(tmp_path / "cache")}
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", EVAL_ONE, *files],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for _ in range(2)
-    ]
-    outs = [p.communicate(timeout=600) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
-    traces = [Trace.model_validate(json.loads(o[0].strip().splitlines()[-1])) for o in outs]
+    traces = kit.evaluate_in_two_processes(vadd, sol, vadd_wl, tmp_path)
     assert [t.evaluation.status.value for t in traces] == ["PASSED", "PASSED"], [
         t.evaluation.log for t in traces
     ]

@@ -34,14 +34,7 @@ def test_shipped_pointer_cache_cheat_fails_after_timing(kit) -> None:
 
 
 def test_pointer_cache_fails_with_a_single_trial_too(kit, vadd, vadd_wl) -> None:
-    src = (
-        "_memo = {}\n\n"
-        "def run(x, y):\n"
-        "    key = (x.data_ptr(), y.data_ptr())\n"
-        "    if key not in _memo:\n"
-        "        _memo[key] = x + y\n"
-        "    return _memo[key]\n"
-    )
+    src = kit.pointer_cache
     settings = kit.fast.model_copy(update={"trials": 1, "input_sets": 3})
     trace = kit.run(vadd, kit.solution("vadd_f32", src), vadd_wl, settings)
     assert kit.status(trace) == "INCORRECT_NUMERICAL"

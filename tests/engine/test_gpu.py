@@ -4,7 +4,6 @@ the shipped solutions, a .cu extension, and a sticky CUDA error."""
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -77,19 +76,7 @@ SHIPPED = textwrap.dedent(
 
 
 def test_shipped_solutions_pass_on_the_gpu(kit) -> None:
-    # A fresh process: Triton's compile/interpret mode is fixed per process, and this pytest
-    # process may have run Triton under the interpreter for the CPU tests.
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    out = subprocess.run(
-        [sys.executable, "-c", SHIPPED, str(kit.repo)],
-        check=False,
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
-    rows = json.loads(out.stdout.strip().splitlines()[-1])
+    rows = json.loads(kit.fresh_python(SHIPPED, str(kit.repo), timeout=600)[-1])
     for name, _, status, log in rows:
         assert status == "PASSED", f"{name}: {log}"
     assert {"python", "triton", "cuda"} <= {lang for _, lang, _, _ in rows}
@@ -110,50 +97,11 @@ def test_triton_solution_after_cpu_triton_in_the_same_process_is_refused_clearly
     assert "under TRITON_INTERPRET=1" in kit.log(trace)
 
 
-KERNEL = r"""
-#include <torch/extension.h>
-#include <cuda_runtime.h>
-
-__global__ void vadd_kernel(const float* x, const float* y, float* z, int64_t n) {
-    int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-    if (i < n) z[i] = x[i] + y[i];
-}
-
-void run(torch::Tensor x, torch::Tensor y, torch::Tensor z) {
-    const int64_t n = x.numel();
-    const int threads = 256;
-    vadd_kernel<<<(n + threads - 1) / threads, threads>>>(x.data_ptr<float>(), y.data_ptr<float>(),
-                                                          z.data_ptr<float>(), n);
-}
-"""
-BINDING = r"""
-#include <torch/extension.h>
-void run(torch::Tensor x, torch::Tensor y, torch::Tensor z);
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("run", &run, "z = x + y"); }
-"""
-
-
 def test_cuda_entry_point_is_built_as_a_torch_extension(kit, vadd, vadd_wl) -> None:
-    sol = kit.solution(
-        "vadd_f32",
-        {"kernel.cu": KERNEL, "binding.cpp": BINDING},
-        language="cuda",
-        binding="torch",
-        entry="kernel.cu::run",
-        dps=True,
-        name="vadd_cu",
-    )
-    trace = kit.run(vadd, sol, vadd_wl, device="cuda")
+    trace = kit.run(vadd, kit.cuda_vadd(), vadd_wl, device="cuda")
     assert kit.status(trace) == "PASSED", kit.log(trace)
-    broken = kit.solution(
-        "vadd_f32",
-        {"kernel.cu": KERNEL.replace("z[i] =", "z[i] = undefined_name +"), "binding.cpp": BINDING},
-        language="cuda",
-        binding="torch",
-        entry="kernel.cu::run",
-        dps=True,
-        name="vadd_cu_broken",
-    )
+    kernel = kit.cuda_vadd_sources["kernel.cu"].replace("z[i] =", "z[i] = undefined_name +")
+    broken = kit.cuda_vadd("vadd_cu_broken", kernel)
     trace = kit.run(vadd, broken, vadd_wl, device="cuda")
     assert kit.status(trace) == "COMPILE_ERROR"
     assert "undefined_name" in kit.log(trace)

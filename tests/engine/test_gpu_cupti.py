@@ -14,7 +14,6 @@ import sys
 import pytest
 import torch
 
-from sweep.config import EvalSettings
 from sweep.engine.timing._cupti_timer import cupti_problem
 from sweep.schema import Workload
 
@@ -38,12 +37,6 @@ def needs_cupti() -> None:
         pytest.skip(problem)
 
 
-def _settings(timer: str) -> EvalSettings:
-    return EvalSettings(
-        trials=1, warmup_ms=5, rep_ms=10, max_ms=300, min_iterations=10, input_sets=2, timer=timer
-    )
-
-
 def _big_vadd() -> Workload:
     """16 Mi floats a tensor: the add takes tens of microseconds, and so do the fresh values
     drawn into x and y before each call (and the flush): counting them would show."""
@@ -57,7 +50,7 @@ def _big_vadd() -> Workload:
 
 
 def _passed(kit, vadd, wl, src: str, timer: str, **kw):  # type: ignore[no-untyped-def]
-    trace = kit.run(vadd, kit.solution("vadd_f32", src, **kw), wl, _settings(timer), device="cuda")
+    trace = kit.run(vadd, kit.solution("vadd_f32", src, **kw), wl, kit.timed(timer), device="cuda")
     ev = trace.evaluation
     assert ev.status.value == "PASSED", ev.log
     assert ev.timing.timer == ev.reference_timing.timer, ev.log  # one timer for both
@@ -125,15 +118,8 @@ def test_cupti_times_a_destination_passing_solution(kit, vadd, vadd_wl, needs_cu
 
 
 def test_a_pointer_cache_cheat_fails_under_cupti_too(kit, vadd, vadd_wl, needs_cupti) -> None:
-    src = (
-        "_memo = {}\n\n"
-        "def run(x, y):\n"
-        "    key = (x.data_ptr(), y.data_ptr())\n"
-        "    if key not in _memo:\n"
-        "        _memo[key] = x + y\n"
-        "    return _memo[key]\n"
-    )
-    trace = kit.run(vadd, kit.solution("vadd_f32", src), vadd_wl, _settings("cupti"), device="cuda")
+    src = kit.pointer_cache
+    trace = kit.run(vadd, kit.solution("vadd_f32", src), vadd_wl, kit.timed("cupti"), device="cuda")
     assert kit.status(trace) == "INCORRECT_NUMERICAL", kit.log(trace)
 
 
@@ -141,7 +127,7 @@ def test_without_cupti_a_gpu_evaluation_is_timed_with_events_and_says_why(
     kit, vadd, vadd_wl, monkeypatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "cupti", None)  # as where cupti-python is not installed
-    trace = kit.run(vadd, kit.solution("vadd_f32", GOOD), vadd_wl, _settings("cupti"), device="cuda")
+    trace = kit.run(vadd, kit.solution("vadd_f32", GOOD), vadd_wl, kit.timed("cupti"), device="cuda")
     ev = trace.evaluation
     assert ev.status.value == "PASSED", ev.log
     assert ev.timing.timer == ev.reference_timing.timer == "events"

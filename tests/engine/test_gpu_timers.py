@@ -5,22 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from sweep.config import EvalSettings
-
 pytestmark = pytest.mark.gpu
 
 GOOD = "def run(x, y):\n    return x + y\n"
 GOOD_DPS = "import torch\n\ndef run(x, y, z):\n    torch.add(x, y, out=z)\n"
 
 
-def _settings(timer: str) -> EvalSettings:
-    return EvalSettings(
-        trials=1, warmup_ms=5, rep_ms=10, max_ms=300, min_iterations=10, input_sets=2, timer=timer
-    )
-
-
 def _passed(kit, vadd, vadd_wl, src: str, timer: str, **kw):  # type: ignore[no-untyped-def]
-    trace = kit.run(vadd, kit.solution("vadd_f32", src, **kw), vadd_wl, _settings(timer), device="cuda")
+    trace = kit.run(vadd, kit.solution("vadd_f32", src, **kw), vadd_wl, kit.timed(timer), device="cuda")
     ev = trace.evaluation
     assert ev.status.value == "PASSED", ev.log
     assert ev.timing.timer == ev.reference_timing.timer  # one timer for both: a fair speedup
@@ -80,29 +72,11 @@ def test_a_call_that_cannot_be_captured_falls_back_to_events_with_a_note(
     assert "timed with CUDA events instead" in ev.log
 
 
-KERNEL = r"""
-#include <torch/extension.h>
-__global__ void vadd_kernel(const float* x, const float* y, float* z, int64_t n) {
-    int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
-    if (i < n) z[i] = x[i] + y[i];
-}
-void run(torch::Tensor x, torch::Tensor y, torch::Tensor z) {
-    const int64_t n = x.numel();
-    vadd_kernel<<<(n + 255) / 256, 256>>>(x.data_ptr<float>(), y.data_ptr<float>(), z.data_ptr<float>(), n);
-}
-"""
-BINDING = r"""
-#include <torch/extension.h>
-void run(torch::Tensor x, torch::Tensor y, torch::Tensor z);
-PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("run", &run, "z = x + y"); }
-"""
-
-
 def test_a_kernel_on_the_legacy_default_stream_is_not_timed_as_nothing(kit, vadd, vadd_wl) -> None:
     # `kernel<<<g, b>>>` without a stream runs on the legacy default stream, outside a
     # capture on a torch stream: the graph would time nothing. The capture stream
     # synchronizes with the legacy stream, so the capture fails instead, and events time it.
-    sources = {"kernel.cu": KERNEL, "binding.cpp": BINDING}
+    sources = kit.cuda_vadd_sources
     ev = _passed(
         kit,
         vadd,
@@ -119,14 +93,7 @@ def test_a_kernel_on_the_legacy_default_stream_is_not_timed_as_nothing(kit, vadd
 
 
 def test_a_pointer_cache_cheat_fails_under_graphs_too(kit, vadd, vadd_wl) -> None:
-    src = (
-        "_memo = {}\n\n"
-        "def run(x, y):\n"
-        "    key = (x.data_ptr(), y.data_ptr())\n"
-        "    if key not in _memo:\n"
-        "        _memo[key] = x + y\n"
-        "    return _memo[key]\n"
-    )
-    trace = kit.run(vadd, kit.solution("vadd_f32", src), vadd_wl, _settings("cudagraph"), device="cuda")
+    src = kit.pointer_cache
+    trace = kit.run(vadd, kit.solution("vadd_f32", src), vadd_wl, kit.timed("cudagraph"), device="cuda")
     assert kit.status(trace) == "INCORRECT_NUMERICAL", kit.log(trace)
     assert "may reuse results across calls" in kit.log(trace)

@@ -10,7 +10,6 @@ import json
 
 import pytest
 
-from sweep.config import EvalSettings
 from sweep.engine.builds._build import solution_folder
 from sweep.schema import Definition, Solution, Workload
 
@@ -45,17 +44,11 @@ TVM_FFI_DLL_EXPORT_TYPED_FUNC(vadd, vadd);
 """
 
 
-def _settings(timer: str) -> EvalSettings:
-    return EvalSettings(
-        trials=2, warmup_ms=5, rep_ms=10, max_ms=300, min_iterations=10, input_sets=2, timer=timer
-    )
-
-
 def test_cuda_kernel_without_binding_runs_on_the_torch_stream_under_graphs(kit, vadd, vadd_wl) -> None:
     sol = kit.solution("vadd_f32", {"vadd.cu": VADD}, language="cuda", entry="vadd.cu::vadd", dps=True)
     assert sol.spec.binding is None
     for timer in ("cudagraph", "events"):
-        trace = kit.run(vadd, sol, vadd_wl, _settings(timer), device="cuda")
+        trace = kit.run(vadd, sol, vadd_wl, kit.timed(timer, trials=2), device="cuda")
         ev = trace.evaluation
         assert ev.status.value == "PASSED", ev.log
         # a launch on another stream than the capture's would fail the capture (and fall back)
@@ -146,5 +139,5 @@ def test_solution_shaped_as_upstreams_tvm_ffi_example_passes_on_the_real_gemm(ki
     }
     sol = Solution.model_validate(record)
     assert sol.to_json_obj() == record  # read as written, written back unchanged
-    trace = kit.run(defn, sol, wl, _settings("auto"), device="cuda")
+    trace = kit.run(defn, sol, wl, kit.timed("auto", trials=2), device="cuda")
     assert kit.status(trace) == "PASSED", kit.log(trace)

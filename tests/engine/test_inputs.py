@@ -119,8 +119,9 @@ def test_safetensors_inputs_are_loaded_from_the_dataset_root(kit) -> None:
     assert kit.status(trace) == "PASSED", kit.log(trace)
 
 
-def _csr_wl(path: str, key: str = "indptr") -> Workload:
-    wl = Workload.model_validate(
+def _csr_record(values_key: str = "values") -> Workload:
+    """A workload of ``csr/csr_rowsum`` reading its tensors from ``csr_small.safetensors``."""
+    return Workload.model_validate(
         {
             "uuid": "csr-x",
             "axes": {"B": 4, "B1": 5, "NNZ": 12},
@@ -128,17 +129,21 @@ def _csr_wl(path: str, key: str = "indptr") -> Workload:
                 "indptr": {
                     "type": "safetensors",
                     "path": "blob/csr/csr_small.safetensors",
-                    "tensor_key": key,
+                    "tensor_key": "indptr",
                 },
                 "values": {
                     "type": "safetensors",
                     "path": "blob/csr/csr_small.safetensors",
-                    "tensor_key": "values",
+                    "tensor_key": values_key,
                 },
                 "scale": {"type": "scalar", "value": 1.0},
             },
         }
     )
+
+
+def _csr_wl(path: str, key: str = "indptr") -> Workload:
+    wl = _csr_record()
     # A workload record refuses a path that leaves the root (absolute, '..'); the engine
     # checks again when it opens the file, which is what these cases test, so the path is set
     # without validation.
@@ -181,25 +186,7 @@ def test_bad_safetensors_inputs_are_refused_with_a_reason(kit, path, key, root, 
 
 def test_safetensors_dtype_mismatch_is_refused(kit) -> None:
     defn = kit.definition("csr/csr_rowsum.json")
-    wl = Workload.model_validate(
-        {
-            "uuid": "csr-f64",
-            "axes": {"B": 4, "B1": 5, "NNZ": 12},
-            "inputs": {
-                "indptr": {
-                    "type": "safetensors",
-                    "path": "blob/csr/csr_small.safetensors",
-                    "tensor_key": "indptr",
-                },
-                "values": {
-                    "type": "safetensors",
-                    "path": "blob/csr/csr_small.safetensors",
-                    "tensor_key": "values_f64",
-                },
-                "scale": {"type": "scalar", "value": 1.0},
-            },
-        }
-    )
+    wl = _csr_record("values_f64")
     with pytest.raises(InputError, match="has dtype float64, the definition says float32"):
         make_inputs(defn, wl, 1, 0, CPU, str(kit.data))
 

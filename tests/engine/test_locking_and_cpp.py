@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import os
 import subprocess
 import sys
 import textwrap
 
 import pytest
-
-from sweep.schema import Trace
 
 #: Holds the lock named by argv[1] until a line arrives on stdin; says when it holds it (and how
 #: long it waited for it) and when it lets it go. No sleeps: the tests wait for what it says.
@@ -100,21 +96,6 @@ void run(torch::Tensor x, torch::Tensor y, torch::Tensor z) {
 PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def("run", &run, "z = x + y"); }
 """
 
-EVAL_ONE = textwrap.dedent(
-    """
-    import json, sys
-    from sweep.config import EvalSettings
-    from sweep.engine import evaluate
-    from sweep.schema import Definition, Solution, Workload
-    from sweep.schema.task import Task
-    d = Definition.model_validate_json(open(sys.argv[1]).read())
-    s = Solution.model_validate_json(open(sys.argv[2]).read())
-    w = Workload.model_validate_json(open(sys.argv[3]).read())
-    settings = EvalSettings(trials=2, warmup_ms=0, rep_ms=1, min_iterations=2, max_iterations=4, input_sets=2)
-    print(evaluate(Task.make(d, s, w, settings, "CPU"), device="cpu").to_json())
-    """
-)
-
 
 @pytest.mark.slow
 def test_cpp_extension_built_once_by_two_processes_at_the_same_time(kit, vadd, vadd_wl, tmp_path) -> None:
@@ -127,29 +108,9 @@ def test_cpp_extension_built_once_by_two_processes_at_the_same_time(kit, vadd, v
         dps=True,
         name="vadd_cpp",
     )
-    files = []
-    for name, rec in (("d", vadd), ("s", sol), ("w", vadd_wl)):
-        path = tmp_path / f"{name}.json"
-        path.write_text(rec.model_dump_json(exclude_unset=True))
-        files.append(str(path))
-    env = {
-        **os.environ,
-        "SWEEP_CACHE_DIR": str(tmp_path / "cache"),
-        "TORCH_EXTENSIONS_DIR": str(tmp_path / "ext"),
-    }
-    procs = [
-        subprocess.Popen(
-            [sys.executable, "-c", EVAL_ONE, *files],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            env=env,
-        )
-        for _ in range(2)
-    ]
-    outs = [p.communicate(timeout=600) for p in procs]
-    assert all(p.returncode == 0 for p in procs), [o[1][-2000:] for o in outs]
-    traces = [Trace.model_validate(json.loads(o[0].strip().splitlines()[-1])) for o in outs]
+    traces = kit.evaluate_in_two_processes(
+        vadd, sol, vadd_wl, tmp_path, {"TORCH_EXTENSIONS_DIR": str(tmp_path / "ext")}
+    )
     statuses = [t.evaluation.status.value for t in traces]
     assert statuses == ["PASSED", "PASSED"], [t.evaluation.log for t in traces]
     logs = [t.evaluation.log for t in traces]

@@ -97,14 +97,12 @@ def test_global_state_is_restored_after_a_meddling_solution(kit, vadd, vadd_wl, 
 
 def test_reference_runs_with_the_process_settings_not_the_solutions(kit, vadd, vadd_wl) -> None:
     # The solution switches the default dtype at import; the reference must not see it.
-    data = vadd.model_dump(mode="json", exclude_unset=True)
-    data["reference"] = (
+    reference = (
         "import torch\n\ndef run(x, y):\n"
         "    assert torch.get_default_dtype() == torch.float32, 'reference saw the solution\\'s dtype'\n"
         "    return x + y\n"
     )
-    from sweep.schema import Definition
 
     src = "import torch\ntorch.set_default_dtype(torch.float64)\n\ndef run(x, y):\n    return x + y\n"
-    trace = kit.run(Definition.model_validate(data), kit.solution("vadd_f32", src), vadd_wl)
+    trace = kit.run(kit.with_reference(vadd, reference), kit.solution("vadd_f32", src), vadd_wl)
     assert kit.status(trace) == "PASSED", kit.log(trace)

@@ -8,18 +8,19 @@ from pathlib import Path
 
 from sweep.schema import Definition
 
+from .conftest import Kit
+
 
 def _recording_definition(vadd: Definition, log: Path) -> Definition:
     """``vadd`` whose reference writes, at every call, whether the solution was imported yet."""
-    data = vadd.model_dump(mode="json", exclude_unset=True)
-    data["reference"] = (
+    reference = (
         "import os\n\n"
         "def run(x, y):\n"
         f"    with open({str(log)!r}, 'a') as f:\n"
         "        f.write(('after' if os.environ.get('SWEEP_TEST_SOLUTION_IMPORTED') else 'before') + '\\n')\n"
         "    return x + y\n"
     )
-    return Definition.model_validate(data)
+    return Kit.with_reference(vadd, reference)
 
 
 def test_the_references_results_and_timing_come_before_the_solutions_import(
@@ -47,10 +48,8 @@ def test_the_references_results_and_timing_come_before_the_solutions_import(
 
 
 def test_a_reference_that_raises_is_not_the_solutions_failure(kit, vadd, vadd_wl) -> None:
-    data = vadd.model_dump(mode="json", exclude_unset=True)
-    data["reference"] = "def run(x, y):\n    raise ValueError('the reference is broken')\n"
-    defn = Definition.model_validate(data)
-    trace = kit.run(defn, kit.solution(defn.name, "def run(x, y):\n    return x + y\n"), vadd_wl)
+    reference = "def run(x, y):\n    raise ValueError('the reference is broken')\n"
+    trace = kit.run_with_reference(vadd, reference, vadd_wl)
     ev = trace.evaluation
     assert ev is not None and ev.status.value == "RUNTIME_ERROR"
     assert ev.flags == ["reference_failed"]
@@ -58,10 +57,8 @@ def test_a_reference_that_raises_is_not_the_solutions_failure(kit, vadd, vadd_wl
 
 
 def test_a_reference_that_cannot_be_loaded_is_not_the_solutions_failure(kit, vadd, vadd_wl) -> None:
-    data = vadd.model_dump(mode="json", exclude_unset=True)
-    data["reference"] = "import no_such_module_anywhere\n\ndef run(x, y):\n    return x + y\n"
-    defn = Definition.model_validate(data)
-    trace = kit.run(defn, kit.solution(defn.name, "def run(x, y):\n    return x + y\n"), vadd_wl)
+    reference = "import no_such_module_anywhere\n\ndef run(x, y):\n    return x + y\n"
+    trace = kit.run_with_reference(vadd, reference, vadd_wl)
     ev = trace.evaluation
     assert ev is not None and ev.status.value == "RUNTIME_ERROR" and ev.flags == ["reference_failed"]
 

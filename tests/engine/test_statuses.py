@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sweep.config import EvalSettings, Tolerance
-from sweep.schema import Definition, Workload
+from sweep.schema import Workload
 
 
 def test_correct_solution_passes_with_correctness_and_performance(kit, vadd, vadd_wl) -> None:
@@ -88,11 +88,8 @@ def test_unwritten_destination_output_fails(kit, vadd, vadd_wl) -> None:
 
 
 def test_nan_in_reference_is_a_runtime_error_not_a_pass(kit, vadd, vadd_wl) -> None:
-    data = vadd.model_dump(mode="json", exclude_unset=True)
-    data["reference"] = (
-        "import torch\n\ndef run(x, y):\n    z = x + y\n    z[0] = float('nan')\n    return z\n"
-    )
-    nan_def = Definition.model_validate(data)
+    reference = "import torch\n\ndef run(x, y):\n    z = x + y\n    z[0] = float('nan')\n    return z\n"
+    nan_def = kit.with_reference(vadd, reference)
     same = "import torch\n\ndef run(x, y):\n    z = x + y\n    z[0] = float('nan')\n    return z\n"
     trace = kit.run(nan_def, kit.solution("vadd_f32", same), vadd_wl)
     assert kit.status(trace) == "RUNTIME_ERROR"
@@ -100,13 +97,8 @@ def test_nan_in_reference_is_a_runtime_error_not_a_pass(kit, vadd, vadd_wl) -> N
 
 
 def test_reference_with_wrong_dtype_blames_the_definition(kit, vadd, vadd_wl) -> None:
-    data = vadd.model_dump(mode="json", exclude_unset=True)
-    data["reference"] = "def run(x, y):\n    return (x + y).double()\n"
-    trace = kit.run(
-        Definition.model_validate(data),
-        kit.solution("vadd_f32", "def run(x, y):\n    return x + y\n"),
-        vadd_wl,
-    )
+    reference = "def run(x, y):\n    return (x + y).double()\n"
+    trace = kit.run_with_reference(vadd, reference, vadd_wl)
     assert kit.status(trace) == "RUNTIME_ERROR"
     assert "the definition's reference is wrong" in kit.log(trace)
 
@@ -120,13 +112,8 @@ def test_solution_writing_into_its_inputs_is_compared_against_untouched_referenc
 
 def test_solution_reading_inputs_after_reference_mutation_is_unaffected(kit, vadd, vadd_wl) -> None:
     # A reference that writes into its inputs must not change what the solution gets.
-    data = vadd.model_dump(mode="json", exclude_unset=True)
-    data["reference"] = "def run(x, y):\n    z = x + y\n    x.zero_()\n    return z\n"
-    trace = kit.run(
-        Definition.model_validate(data),
-        kit.solution("vadd_f32", "def run(x, y):\n    return x + y\n"),
-        vadd_wl,
-    )
+    reference = "def run(x, y):\n    z = x + y\n    x.zero_()\n    return z\n"
+    trace = kit.run_with_reference(vadd, reference, vadd_wl)
     assert kit.status(trace) == "PASSED", kit.log(trace)
 
 

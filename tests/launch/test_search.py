@@ -3,9 +3,7 @@ patience, resume, warm start, re-measurement, buckets and held-back shapes (issu
 
 from __future__ import annotations
 
-import json
 import math
-import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -19,30 +17,16 @@ from sweep.plan import Plan, expand
 from sweep.plan.dataset import load_dataset
 from sweep.schema.task import Task
 
-REPO = Path(__file__).resolve().parents[2]
-GOOD = REPO / "tests" / "data" / "dataset" / "good"
-SOLUTION: dict[str, Any] = {
-    "name": "vec_add_tuned",
-    "definition": "vec_add",
-    "author": "tester",
-    "spec": {
-        "language": "python",
-        "target_hardware": ["cpu"],
-        "entry_point": "main.py::run",
-        "destination_passing_style": False,
-    },
-    "sources": [
-        {"path": "main.py", "content": "def run(x, y, alpha, A=1, B=1, C='u'):\n    return x + alpha * y\n"}
-    ],
-    "params": {"A": [1, 2, 4, 8, 16, 32], "B": [1, 2, 4, 8, 16, 32], "C": ["u", "v", "w"]},
-    "params_constraints": ["A * B <= 512 or C != 'w'"],
-}
+from ..conftest import dataset_with, tuned_vec_add
+
+SOLUTION = tuned_vec_add(
+    {"A": [1, 2, 4, 8, 16, 32], "B": [1, 2, 4, 8, 16, 32], "C": ["u", "v", "w"]},
+    ["A * B <= 512 or C != 'w'"],
+)
 
 
 def _plan(tmp_path: Path) -> Plan:
-    root = tmp_path / "ds"
-    shutil.copytree(GOOD, root)
-    (root / "solutions" / "tester" / "ew" / "vec_add" / "vec_add_tuned.json").write_text(json.dumps(SOLUTION))
+    root = dataset_with(tmp_path, SOLUTION)
     cfg = SweepConfig.model_validate(
         {"name": "t", "dataset": [str(root)], "hardware": "cpu", "solutions": {"names": ["vec_add_tuned"]}}
     )

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import pytest
 
+from sweep.plan.dataset import Dataset, load_dataset
+
 REPO = Path(__file__).resolve().parents[2]
 FIXTURES = REPO / "tests" / "data" / "dataset"
 
@@ -20,3 +22,9 @@ def fixtures() -> Path:
 def repo_root() -> Path:
     """The repository root, itself a dataset root (shipped definitions, solutions, workloads)."""
     return REPO
+
+
+@pytest.fixture(scope="module")
+def dataset() -> Dataset:
+    """The good dataset root together with a second root (``other_root``), loaded once a module."""
+    return load_dataset([FIXTURES / "good", FIXTURES / "other_root"])

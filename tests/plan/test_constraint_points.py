@@ -3,8 +3,6 @@ validate``, naming the constraint, the file and the point (issue 33, point 0).""
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -17,37 +15,15 @@ from sweep.errors import PlanError
 from sweep.plan import expand
 from sweep.plan.dataset import load_dataset
 
-REPO = Path(__file__).resolve().parents[2]
-GOOD = REPO / "tests" / "data" / "dataset" / "good"
+from ..conftest import dataset_with, tuned_vec_add
+
 runner = CliRunner()
 
-SOLUTION: dict[str, Any] = {
-    "name": "vec_add_tuned",
-    "definition": "vec_add",
-    "author": "tester",
-    "spec": {
-        "language": "python",
-        "target_hardware": ["cpu"],
-        "entry_point": "main.py::run",
-        "destination_passing_style": False,
-    },
-    "sources": [
-        {
-            "path": "main.py",
-            "content": "def run(x, y, alpha, CHUNK=1, MODE='lin'):\n    return x + alpha * y\n",
-        }
-    ],
-    "params": {"CHUNK": [1, 2, 4, 8], "MODE": ["lin", "exp"]},
-    "params_constraints": ["CHUNK <= 2 or MODE == 'exp'"],
-}
+SOLUTION = tuned_vec_add({"CHUNK": [1, 2, 4, 8], "MODE": ["lin", "exp"]}, ["CHUNK <= 2 or MODE == 'exp'"])
 
 
 def _root(tmp_path: Path, **changes: Any) -> Path:
-    root = tmp_path / "ds"
-    shutil.copytree(GOOD, root)
-    path = root / "solutions" / "tester" / "ew" / "vec_add" / "vec_add_tuned.json"
-    path.write_text(json.dumps({**SOLUTION, **changes}))
-    return root
+    return dataset_with(tmp_path, {**SOLUTION, **changes})
 
 
 def _config(tmp_path: Path, root: Path, extra: str = "") -> Path:

@@ -24,14 +24,10 @@ from sweep.plan import (
 )
 from sweep.plan.dataset import Dataset, load_dataset
 
-REPO = Path(__file__).resolve().parents[2]
-FIX = REPO / "tests" / "data" / "dataset"
+from .conftest import FIXTURES as FIX
+from .conftest import REPO
+
 GOOD_CFG = FIX / "configs" / "good.yaml"
-
-
-@pytest.fixture(scope="module")
-def dataset() -> Dataset:
-    return load_dataset([FIX / "good", FIX / "other_root"])
 
 
 def _cfg(**fields: Any) -> SweepConfig:

@@ -11,13 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from sweep.config import SweepConfig
 from sweep.errors import MAX_LINE, DatasetError, PlanError
 from sweep.plan import expand, load_dataset, validate_roots
 from sweep.plan.dataset import load_runnable
+
+from ..conftest import fuzz_settings
 
 pytestmark = pytest.mark.hostile
 
@@ -267,12 +269,7 @@ def _spoil(data: st.DataObject) -> str:
     return json.dumps(base)
 
 
-@settings(
-    max_examples=60,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@fuzz_settings(60, slow_ok=True)
 @given(data=st.data())
 def test_any_workload_line_is_loaded_or_reported(root: Path, data: st.DataObject) -> None:
     how = data.draw(st.sampled_from(["spoiled", "json", "text"]))
@@ -324,12 +321,7 @@ def _spoil_solution(data: st.DataObject) -> str:
     return json.dumps(base)
 
 
-@settings(
-    max_examples=80,
-    deadline=None,
-    derandomize=True,
-    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
-)
+@fuzz_settings(80, slow_ok=True)
 @given(data=st.data())
 def test_any_solution_file_is_a_solution_or_broken_and_the_rest_runs(root: Path, data: st.DataObject) -> None:
     """Property: whatever a solution file holds, validate reports it or loads it, a launch's

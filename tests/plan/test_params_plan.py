@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -14,34 +12,15 @@ from sweep.errors import DatasetError, PlanError
 from sweep.plan import expand, group_excluded
 from sweep.plan.dataset import Dataset, load_dataset
 
-REPO = Path(__file__).resolve().parents[2]
-GOOD = REPO / "tests" / "data" / "dataset" / "good"
+from ..conftest import GOOD_DATASET, dataset_with, tuned_vec_add
 
-SOLUTION: dict[str, Any] = {
-    "name": "vec_add_tuned",
-    "definition": "vec_add",
-    "author": "tester",
-    "spec": {
-        "language": "python",
-        "target_hardware": ["cpu"],
-        "entry_point": "main.py::run",
-        "destination_passing_style": False,
-    },
-    "sources": [
-        {"path": "main.py", "content": "def run(x, y, alpha, BLOCK=1, MODE='a'):\n    return x + alpha * y\n"}
-    ],
-    "params": {"BLOCK": [2, 4, 8, 16], "MODE": ["a", "b"]},
-    "params_constraints": ["BLOCK <= n"],
-}
+GOOD = GOOD_DATASET
+
+SOLUTION = tuned_vec_add({"BLOCK": [2, 4, 8, 16], "MODE": ["a", "b"]}, ["BLOCK <= n"], defaults={"BLOCK": 1})
 
 
 def _root(tmp_path: Path, **changes: Any) -> Path:
-    root = tmp_path / "ds"
-    shutil.copytree(GOOD, root)
-    (root / "solutions" / "tester" / "ew" / "vec_add" / "vec_add_tuned.json").write_text(
-        json.dumps({**SOLUTION, **changes})
-    )
-    return root
+    return dataset_with(tmp_path, {**SOLUTION, **changes})
 
 
 def _cfg(root: Path, **solutions: Any) -> SweepConfig:

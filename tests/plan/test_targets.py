@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,16 +21,11 @@ from sweep.plan import (
     select,
     target_hardware,
 )
-from sweep.plan.dataset import Dataset, load_dataset
+from sweep.plan.dataset import Dataset
 
-REPO = Path(__file__).resolve().parents[2]
-FIX = REPO / "tests" / "data" / "dataset"
+from .conftest import FIXTURES as FIX
+
 GOOD_CFG = FIX / "configs" / "good.yaml"
-
-
-@pytest.fixture(scope="module")
-def dataset() -> Dataset:
-    return load_dataset([FIX / "good", FIX / "other_root"])
 
 
 def _cfg(hardware: object) -> SweepConfig:

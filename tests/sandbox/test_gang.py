@@ -20,17 +20,11 @@ from sweep.schema import EvalSettings, Status, Timeouts, Trace
 from sweep.schema.task import Task
 from tests.data.distributed.allreduce import definition, solution, workload
 
+from ..conftest import quick_settings
+
 
 def _settings(run_s: float = 30) -> EvalSettings:
-    return EvalSettings(
-        trials=1,
-        warmup_ms=0,
-        rep_ms=1,
-        min_iterations=2,
-        max_iterations=3,
-        input_sets=1,
-        timeouts=Timeouts(compile_s=30, run_s=run_s),
-    )
+    return quick_settings(timeouts=Timeouts(compile_s=30, run_s=run_s))
 
 
 _SPEC = SandboxSpec(device_kind="cpu")

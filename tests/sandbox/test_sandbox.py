@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep.config import EvalSettings, Timeouts
+from sweep.config import Timeouts
 from sweep.plan.dataset import load_dataset
 from sweep.sandbox import Sandbox, SandboxSpec, SandboxStartError
 from sweep.sandbox.packing import Envelope
@@ -20,6 +20,7 @@ from sweep.schema import Provenance, Status
 from sweep.schema.task import Task
 
 from ..cluster.conftest import DATA, FAKE_BACKEND, toy_tasks
+from ..conftest import quick_settings
 
 
 @pytest.fixture(scope="module")
@@ -37,13 +38,9 @@ def engine() -> Iterator[Sandbox]:
 
 def _fault_task(solution: str, *, log_limit: int = 16384) -> Task:
     ds = load_dataset([str(DATA / "faults")])
-    settings = EvalSettings(
-        trials=1,
-        warmup_ms=0,
-        rep_ms=1,
+    settings = quick_settings(
         min_iterations=1,
         max_iterations=2,
-        input_sets=1,
         timeouts=Timeouts(compile_s=10, run_s=10),
         log_limit_bytes=log_limit,
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+import pydantic
 import pytest
 
 DEFINITION: dict[str, Any] = {
@@ -62,3 +63,10 @@ def workload_data() -> dict[str, Any]:
 def evaluation_data() -> dict[str, Any]:
     """A valid PASSED evaluation."""
     return copy.deepcopy(EVALUATION)
+
+
+def validation_error(model: type[pydantic.BaseModel], data: object) -> str:
+    """The message of the ``ValidationError`` that ``model`` raises for ``data``."""
+    with pytest.raises(pydantic.ValidationError) as info:
+        model.model_validate(data)
+    return str(info.value)

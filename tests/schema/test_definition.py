@@ -9,11 +9,11 @@ import pytest
 
 from sweep.schema import Definition
 
+from .conftest import validation_error
+
 
 def _error(data: dict[str, Any]) -> str:
-    with pytest.raises(pydantic.ValidationError) as info:
-        Definition.model_validate(data)
-    return str(info.value)
+    return validation_error(Definition, data)
 
 
 def test_valid_definition_loads(definition_data: dict[str, Any]) -> None:

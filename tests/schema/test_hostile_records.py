@@ -120,8 +120,12 @@ def test_destination_passing_style_is_a_strict_bool(solution_data: dict[str, Any
     [
         ("ma\0in.py", "must not contain control characters"),
         ("../../etc/passwd", "must not contain '..'"),
-        ("/etc/passwd", "must be a relative path"),
         ("a/../../b", "must not contain '..'"),
+        ("../evil.py", "must not contain '..', got '../evil.py'"),
+        ("pkg/../../evil.py", "must not contain '..', got 'pkg/../../evil.py'"),
+        ("pkg\\..\\evil.py", "must not contain '..'"),
+        ("/etc/passwd", "must be a relative path, got '/etc/passwd'"),
+        ("C:/x.py", "must be a relative path, got 'C:/x.py'"),
     ],
 )
 def test_source_paths(solution_data: dict[str, Any], path: str, fragment: str) -> None:

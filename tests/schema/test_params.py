@@ -24,12 +24,12 @@ from sweep.schema.params import (
 from sweep.schema.task import task_id
 from sweep.schema.trace import Trace
 
+from .conftest import SOLUTION
+
+#: The suite's valid solution, its ``run`` taking a parameter.
 BASE: dict[str, Any] = {
-    "name": "s",
-    "definition": "d",
-    "author": "a",
-    "spec": {"language": "python", "target_hardware": ["cpu"], "entry_point": "m.py::run"},
-    "sources": [{"path": "m.py", "content": "def run(x, BLOCK=1):\n    return x\n"}],
+    **SOLUTION,
+    "sources": [{"path": "main.py", "content": "def run(x, BLOCK=1):\n    return x\n"}],
 }
 
 

@@ -1,20 +1,19 @@
-"""Solution rules: relative source paths, entry file among sources, stable content hash."""
+"""Solution rules: entry file among sources, stable content hash (paths: ``test_hostile_records.py``)."""
 
 from __future__ import annotations
 
 import copy
 from typing import Any
 
-import pydantic
 import pytest
 
 from sweep.schema import Solution
 
+from .conftest import validation_error
+
 
 def _error(data: dict[str, Any]) -> str:
-    with pytest.raises(pydantic.ValidationError) as info:
-        Solution.model_validate(data)
-    return str(info.value)
+    return validation_error(Solution, data)
 
 
 def test_valid_solution_loads(solution_data: dict[str, Any]) -> None:
@@ -22,21 +21,6 @@ def test_valid_solution_loads(solution_data: dict[str, Any]) -> None:
     assert s.spec.entry_file == "main.py"
     assert s.spec.entry_symbol == "run"
     assert s.spec.destination_passing_style is True  # FlashInfer-Bench's default
-
-
-@pytest.mark.parametrize(
-    ("path", "expected"),
-    [
-        ("../evil.py", "must not contain '..', got '../evil.py'"),
-        ("pkg/../../evil.py", "must not contain '..', got 'pkg/../../evil.py'"),
-        ("pkg\\..\\evil.py", "must not contain '..'"),
-        ("/etc/passwd", "must be a relative path, got '/etc/passwd'"),
-        ("C:/x.py", "must be a relative path, got 'C:/x.py'"),
-    ],
-)
-def test_source_paths_must_stay_inside(solution_data: dict[str, Any], path: str, expected: str) -> None:
-    solution_data["sources"].append({"path": path, "content": ""})
-    assert expected in _error(solution_data)
 
 
 def test_entry_file_must_be_among_sources(solution_data: dict[str, Any]) -> None:

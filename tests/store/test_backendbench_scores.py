@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from sweep.store import RowBatch, Store, StoreContext
+from sweep.store import Store, StoreContext
 from sweep.store.render import build_report, render_text
 
-from .conftest import make_definition, make_solution, make_trace, rows
+from .conftest import make_definition, make_solution, make_trace, rows, store_with
 
 BB = "backendbench"
 
@@ -30,9 +30,7 @@ def bb_store(tmp_path: Path) -> Path:
             make_solution("vec_aten", "vec", author="aten", body="out.copy_(5 * x)"),
         ],
     )
-    b = RowBatch()
-    b.add_context(ctx)
-    for t in [
+    traces = [
         # aten, op_a: 3 of 3 pass, speedups 2, 2, 0.5 -> op speedup 2 ** (1/3), correct.
         make_trace("a_aten", "a1", definition="op_a", latency=1.0, reference=2.0),
         make_trace("a_aten", "a2", definition="op_a", latency=1.0, reference=2.0),
@@ -49,11 +47,8 @@ def bb_store(tmp_path: Path) -> Path:
         make_trace("b_wrong", "b2", definition="op_b", status="INCORRECT_DTYPE"),
         # Not an imported operator: 10x, must not count in the BackendBench section.
         make_trace("vec_aten", "v1", definition="vec", latency=1.0, reference=10.0),
-    ]:
-        b.add_trace(t, context=ctx)
-    path = tmp_path / "sweep.duckdb"
-    Store(path).add(b)
-    return path
+    ]
+    return store_with(tmp_path, ctx, traces)
 
 
 def test_views_give_backendbench_scores(bb_store: Path) -> None:
@@ -120,12 +115,7 @@ def test_report_scores_imported_ops_apart_in_one_table(bb_store: Path) -> None:
 
 def test_report_without_imported_ops(tmp_path: Path) -> None:
     ctx = StoreContext.of([make_definition("vec")], [make_solution("s1", "vec")])
-    b = RowBatch()
-    b.add_context(ctx)
-    b.add_trace(make_trace("s1", "v1", definition="vec"), context=ctx)
-    path = tmp_path / "sweep.duckdb"
-    Store(path).add(b)
-    rep = build_report(path)
+    rep = build_report(store_with(tmp_path, ctx, [make_trace("s1", "v1", definition="vec")]))
     assert {r[2] for r in rep.backends.rows} == {"other definitions"}
     # The model section (projection, top definitions) first, then summary, leaderboard,
     # backends, cross-hardware.

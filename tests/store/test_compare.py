@@ -86,18 +86,30 @@ def write_store(tmp_path: Path, traces: list[Trace], name: str = "sweep.duckdb")
     return path
 
 
+#: When run r1 and run r2 of :func:`faster_and_slower` ran.
+OLD, NEW = "2026-01-01T00:00:00+00:00", "2026-01-02T00:00:00+00:00"
+
+
+def faster_and_slower() -> list[Trace]:
+    """Run r1 then r2 of sweep 'nightly' (at :data:`OLD`, :data:`NEW`): wl-1 gets 20% faster,
+    wl-2 20% slower."""
+    return [
+        timed("s1", "wl-1", 1.0, run="r1", ts=OLD),
+        timed("s1", "wl-1", 0.8, run="r2", ts=NEW),
+        timed("s1", "wl-2", 1.0, run="r1", ts=OLD),
+        timed("s1", "wl-2", 1.2, run="r2", ts=NEW),
+    ]
+
+
 @pytest.fixture
 def two_runs(tmp_path: Path) -> Path:
-    """Run r1 then r2 of sweep 'nightly': wl-1 gets 20% faster, wl-2 20% slower, wl-3 stays,
-    wl-4 changes by 8% inside a 30% noise, wl-5 only in r2."""
-    old, new = "2026-01-01T00:00:00+00:00", "2026-01-02T00:00:00+00:00"
+    """:func:`faster_and_slower`, and wl-3 stays, wl-4 changes by 8% inside a 30% noise, wl-5
+    only in r2."""
+    old, new = OLD, NEW
     return write_store(
         tmp_path,
         [
-            timed("s1", "wl-1", 1.0, run="r1", ts=old),
-            timed("s1", "wl-1", 0.8, run="r2", ts=new),
-            timed("s1", "wl-2", 1.0, run="r1", ts=old),
-            timed("s1", "wl-2", 1.2, run="r2", ts=new),
+            *faster_and_slower(),
             timed("s1", "wl-3", 1.0, run="r1", ts=old),
             timed("s1", "wl-3", 1.01, run="r2", ts=new),
             timed("s1", "wl-4", 1.0, run="r1", ts=old, spread=0.3),

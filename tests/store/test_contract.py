@@ -323,27 +323,31 @@ def test_backend_scores_and_perf_at(store: Store) -> None:
     ]
 
 
-def test_unknown_table_lists_what_exists(store: Store) -> None:
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        pytest.param(
+            "SELECT * FROM trace",
+            "unknown table 'trace' (did you mean 'traces'?); tables: definitions, log_progress, solutions, "
+            "store_meta, traces, workloads; views: backend_scores, best, best_params, compare, cross_hardware, "
+            "definition_gain, latest, leaderboard, op_scores, projection, scores_at_p, secret_leaderboard, "
+            "set_projection, time_share, workload_times; table macros: perf_at(p)",
+            id="unknown-table-lists-what-exists",
+        ),
+        pytest.param(
+            "SELECT solutoin FROM leaderboard",
+            "unknown column 'solutoin' (did you mean 'solution'?); columns of leaderboard: definition, op_type, "
+            "solution, solution_hash, author, language, hardware, traces, passed, pass_rate, geomean_speedup, "
+            "op_correct, op_speedup, perf_at_1, passed_rows, failed_rows, bb_speedup_failures_as_1, rank",
+            id="unknown-column-lists-the-columns",
+        ),
+    ],
+)
+def test_an_unknown_name_lists_what_there_is(store: Store, sql: str, expected: str) -> None:
     store.add(batch_of(make_trace()))
     with store.session() as s, pytest.raises(StoreError) as e:
-        run_sql(s, "SELECT * FROM trace")
-    assert str(e.value) == (
-        "unknown table 'trace' (did you mean 'traces'?); tables: definitions, log_progress, solutions, "
-        "store_meta, traces, workloads; views: backend_scores, best, best_params, compare, cross_hardware, "
-        "definition_gain, energy, energy_pareto, latest, leaderboard, op_scores, projection, scores_at_p, secret_leaderboard, "
-        "set_projection, time_share, workload_times; table macros: perf_at(p)"
-    )
-
-
-def test_unknown_column_lists_the_columns(store: Store) -> None:
-    store.add(batch_of(make_trace()))
-    with store.session() as s, pytest.raises(StoreError) as e:
-        run_sql(s, "SELECT solutoin FROM leaderboard")
-    assert str(e.value) == (
-        "unknown column 'solutoin' (did you mean 'solution'?); columns of leaderboard: definition, op_type, "
-        "solution, solution_hash, author, language, hardware, traces, passed, pass_rate, geomean_speedup, "
-        "op_correct, op_speedup, perf_at_1, passed_rows, failed_rows, bb_speedup_failures_as_1, rank"
-    )
+        run_sql(s, sql)
+    assert str(e.value) == expected
 
 
 def test_syntax_error_is_a_store_error(store: Store) -> None:

@@ -19,7 +19,7 @@ from sweep.schema import Trace
 from sweep.store import SCHEMA_VERSION, RowBatch, Store, StoreContext, ingest, query
 from sweep.store.db._schema import column_names
 
-from .conftest import make_definition, make_solution, make_trace
+from .conftest import CROSS_HARDWARE_SELECT, make_definition, make_solution, make_trace
 
 # Newest as every view ranks since schema 8: the claimed time, never later than the stored one.
 _NEWEST = (
@@ -32,17 +32,7 @@ _REFERENCE = f"""WITH per_hw AS (
     SELECT * FROM traces
     {_NEWEST}
 )
-SELECT a.definition, a.op_type, a.solution, coalesce(a.solution_hash, b.solution_hash) AS solution_hash,
-       a.workload_uuid, a.axes,
-       a.hardware AS hardware_a, b.hardware AS hardware_b,
-       a.status AS status_a, b.status AS status_b,
-       a.latency_ms AS latency_ms_a, b.latency_ms AS latency_ms_b,
-       b.latency_ms / nullif(a.latency_ms, 0) AS latency_ratio,
-       a.speedup_factor AS speedup_a, b.speedup_factor AS speedup_b,
-       b.speedup_factor / nullif(a.speedup_factor, 0) AS speedup_ratio,
-       a.settings_hash AS settings_hash_a, b.settings_hash AS settings_hash_b,
-       a.trace_key AS trace_key_a, b.trace_key AS trace_key_b
-FROM per_hw a
+{CROSS_HARDWARE_SELECT}
 JOIN per_hw b ON a.definition = b.definition AND a.pair_key = b.pair_key AND a.hardware < b.hardware
 WHERE a.solution_hash IS NOT NULL OR a.solution IS NOT NULL"""
 

@@ -13,30 +13,20 @@ import pytest
 from typer.testing import CliRunner
 
 from sweep.cli import app
-from sweep.schema import Solution, Trace
 from sweep.store import Store, query
 
-from .conftest import batch_of, make_definition, make_solution, make_trace
+from .conftest import batch_of, make_definition, make_trace, tuned_point, tuned_solution
 
 pytestmark = pytest.mark.hostile
 runner = CliRunner()
 
 
-def _point(params: dict[str, object], latency: float) -> Trace:
-    t = make_trace("tuned", "wl-1", latency=latency, batch=16)
-    return Trace.model_validate({**t.to_json_obj(), "solution_params": params})
-
-
 @pytest.fixture
 def store(tmp_path: Path) -> Path:
     path = tmp_path / "results" / "sweep.duckdb"
-    sol = Solution.model_validate({**make_solution("tuned").to_json_obj(), "params": {"B": [64, 32]}})
     st = Store(path)
-    st.add(
-        batch_of(
-            _point({"B": 64}, 1.0), _point({"B": 32}, 0.5), definitions=(make_definition(),), solutions=(sol,)
-        )
-    )
+    points = (tuned_point({"B": 64}, 1.0), tuned_point({"B": 32}, 0.5))
+    st.add(batch_of(*points, definitions=(make_definition(),), solutions=(tuned_solution(),)))
     st.close()
     log = tmp_path / "results" / "traces" / "elementwise" / "vec_add.jsonl"
     log.parent.mkdir(parents=True)

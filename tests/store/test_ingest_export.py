@@ -16,9 +16,9 @@ from typer.testing import CliRunner
 
 from sweep.cli import app
 from sweep.errors import StoreError
-from sweep.store import SCHEMA_VERSION, RowBatch, Store, StoreContext, export_parquet, ingest
+from sweep.store import SCHEMA_VERSION, export_parquet, ingest
 
-from .conftest import make_definition, make_solution, make_trace
+from .conftest import counts, export_of, make_trace
 
 runner = CliRunner()
 
@@ -30,16 +30,12 @@ _FIX = (
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """A valid export: one definition, one solution, two workloads, three traces on two hardware."""
-    tmp = tmp_path_factory.mktemp("export")
-    ctx = StoreContext.of([make_definition()], [make_solution("s1")])
-    b = RowBatch()
-    b.add_context(ctx)
-    b.add_trace(make_trace("s1", "wl-1", "NVIDIA_H100", latency=1.0), context=ctx, source="a.jsonl")
-    b.add_trace(make_trace("s1", "wl-2", "NVIDIA_H100", latency=1.0), context=ctx, source="a.jsonl")
-    b.add_trace(make_trace("s1", "wl-1", "NVIDIA_H200", latency=0.5), context=ctx, source="b.jsonl")
-    Store(tmp / "src.duckdb").add(b)
-    export_parquet(tmp / "src.duckdb", tmp / "exp")
-    return tmp / "exp"
+    traces = [
+        (make_trace("s1", "wl-1", "NVIDIA_H100", latency=1.0), "a.jsonl"),
+        (make_trace("s1", "wl-2", "NVIDIA_H100", latency=1.0), "a.jsonl"),
+        (make_trace("s1", "wl-1", "NVIDIA_H200", latency=0.5), "b.jsonl"),
+    ]
+    return export_of(tmp_path_factory.mktemp("export"), traces)
 
 
 @pytest.fixture
@@ -77,35 +73,20 @@ def _record(table: pa.Table, row: int, **changes: object) -> pa.Table:
     return _set(table, "record", records, pa.string())
 
 
-def _counts(db: Path) -> tuple[int, ...]:
-    if not db.exists():
-        return (0, 0, 0, 0)
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        row = con.execute(
-            "SELECT (SELECT count(*) FROM traces), (SELECT count(*) FROM definitions), "
-            "(SELECT count(*) FROM solutions), (SELECT count(*) FROM workloads)"
-        ).fetchone()
-        assert row is not None
-        return tuple(int(v) for v in row)
-    finally:
-        con.close()
-
-
 def _refused(exp: Path, db: Path, message: str) -> None:
     """Ingest through the CLI: exit 1, ``error: <message>``, and the store unchanged."""
-    before = _counts(db)
+    before = counts(db)
     res = runner.invoke(app, ["ingest", str(exp), "--store", str(db)])
     assert res.exit_code == 1, res.output
     assert res.stderr == f"error: {message}\n"
     assert res.stdout == ""
-    assert _counts(db) == before
+    assert counts(db) == before
 
 
 def test_the_valid_export_ingests_whole(exp: Path, tmp_path: Path) -> None:
     r = ingest([exp], tmp_path / "s.duckdb")
     assert (r.traces_added, r.definitions_added, r.solutions_added, r.workloads_added) == (3, 1, 1, 2)
-    assert _counts(tmp_path / "s.duckdb") == (3, 1, 1, 2)
+    assert counts(tmp_path / "s.duckdb") == (3, 1, 1, 2)
 
 
 @pytest.mark.parametrize(
@@ -149,11 +130,11 @@ def test_a_damaged_manifest_beside_parquet_files_is_refused_not_read_as_loose_fi
     exp: Path, tmp_path: Path
 ) -> None:
     (exp / "manifest.json").write_text('{"format": "kernel-sweep-ex')
-    before = _counts(tmp_path / "s.duckdb")
+    before = counts(tmp_path / "s.duckdb")
     res = runner.invoke(app, ["ingest", str(exp), "--store", str(tmp_path / "s.duckdb")])
     assert res.exit_code == 1
     assert res.stderr.startswith(f"error: {exp / 'manifest.json'}: cannot read the export manifest (")
-    assert _counts(tmp_path / "s.duckdb") == before
+    assert counts(tmp_path / "s.duckdb") == before
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "empty", "flipped"])
@@ -172,7 +153,7 @@ def test_a_damaged_parquet_file_is_refused(exp: Path, tmp_path: Path, damage: st
     assert res.exit_code == 1, res.output
     assert res.stderr.startswith(f"error: {path}: not a readable Parquet file (")
     assert res.stderr.endswith(_FIX.format(folder=exp) + "\n")
-    assert _counts(tmp_path / "s.duckdb") == (0, 0, 0, 0)
+    assert counts(tmp_path / "s.duckdb") == (0, 0, 0, 0)
 
 
 @pytest.mark.parametrize(
@@ -296,7 +277,7 @@ def test_bad_rows_of_the_other_tables_are_refused(exp: Path, tmp_path: Path) -> 
     )
 
 
-def test_a_missing_file_is_caught_by_the_manifest_counts(exp: Path, tmp_path: Path) -> None:
+def test_a_missing_file_is_caught_by_the_manifestcounts(exp: Path, tmp_path: Path) -> None:
     _h100(exp).unlink()
     _refused(
         exp,
@@ -311,13 +292,13 @@ def test_a_refusal_late_in_the_export_leaves_the_store_as_it_was(exp: Path, tmp_
     log = tmp_path / "t.jsonl"
     log.write_text(make_trace("s9", "wl-9").to_json() + "\n")
     ingest([log], db)
-    assert _counts(db) == (1, 0, 0, 1)
+    assert counts(db) == (1, 0, 0, 1)
     # Definitions, solutions, workloads and the H100 traces are fine; the last H200 row is not.
     h200 = next((exp / "traces" / "hardware=NVIDIA_H200").glob("*.parquet"))
     _rewrite(h200, lambda t: _record(t, t.num_rows - 1, evaluation__performance__latency_ms=-5))
     with pytest.raises(StoreError, match=f"^{h200}: row 1: not a valid trace"):
         ingest([exp], db, lock_timeout_s=1)
-    assert _counts(db) == (1, 0, 0, 1)
+    assert counts(db) == (1, 0, 0, 1)
     # With small batches too (several inserts inside the one transaction).
     from sweep.store.ingestion._ingest import ingest_into
     from sweep.store.rows._writable_store import WritableStore
@@ -325,7 +306,7 @@ def test_a_refusal_late_in_the_export_leaves_the_store_as_it_was(exp: Path, tmp_
     store = WritableStore(db)
     with pytest.raises(StoreError):
         ingest_into(store, [exp], batch_rows=1)
-    assert _counts(db) == (1, 0, 0, 1)
+    assert counts(db) == (1, 0, 0, 1)
 
 
 def test_an_export_of_schema_version_2_still_ingests(exp: Path, tmp_path: Path) -> None:

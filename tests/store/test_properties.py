@@ -15,7 +15,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -27,13 +26,13 @@ from sweep.cli import app
 from sweep.errors import ValidationError
 from sweep.schema import Status, Trace
 from sweep.schema.trace import EARLIEST_TIME, LATEST_TIME
-from sweep.store import RowBatch, Store, StoreContext, export_parquet
+from sweep.store import Store
 from sweep.store.db._checks import check_trace
 from sweep.store.read._query import run_sql
 from sweep.store.render import build_report
 from sweep.store.rows._row_batch import trace_key
 
-from .conftest import make_definition, make_solution, make_trace
+from .conftest import counts, export_of, make_trace
 
 runner = CliRunner()
 
@@ -170,21 +169,6 @@ def _accepted(text: bytes | str) -> Trace | None:
     return t if t.evaluation is not None else None
 
 
-def _counts(db: Path) -> tuple[int, ...]:
-    if not db.exists():
-        return (0, 0, 0, 0)
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        row = con.execute(
-            "SELECT (SELECT count(*) FROM traces), (SELECT count(*) FROM definitions), "
-            "(SELECT count(*) FROM solutions), (SELECT count(*) FROM workloads)"
-        ).fetchone()
-        assert row is not None
-        return tuple(int(v) for v in row)
-    finally:
-        con.close()
-
-
 def _readable(db: Path) -> list[str]:
     """Read every view and the report (nothing may fail); return the stored records."""
     if not db.exists():  # nothing was valid: ingest made no store
@@ -242,15 +226,9 @@ def test_any_trace_file_ingests_what_is_valid_and_reports_the_rest(
 
 @pytest.fixture(scope="module")
 def pristine(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    tmp = tmp_path_factory.mktemp("prop-export")
-    ctx = StoreContext.of([make_definition()], [make_solution("s1")])
-    b = RowBatch()
-    b.add_context(ctx)
-    for i, hw in enumerate(["NVIDIA_H100", "NVIDIA_H100", "NVIDIA_H200"]):
-        b.add_trace(make_trace("s1", f"wl-{i}", hw), context=ctx, source="a.jsonl")
-    Store(tmp / "src.duckdb").add(b)
-    export_parquet(tmp / "src.duckdb", tmp / "exp")
-    return tmp / "exp"
+    hardware = ["NVIDIA_H100", "NVIDIA_H100", "NVIDIA_H200"]
+    traces = [(make_trace("s1", f"wl-{i}", hw), "a.jsonl") for i, hw in enumerate(hardware)]
+    return export_of(tmp_path_factory.mktemp("prop-export"), traces)
 
 
 _PRISTINE = (3, 1, 1, 3)
@@ -258,14 +236,14 @@ _PRISTINE = (3, 1, 1, 3)
 
 def _ingest_export(exp: Path, db: Path) -> tuple[int, str]:
     """Ingest through the CLI; a refusal is one ``error:`` line and changes nothing."""
-    before = _counts(db)
+    before = counts(db)
     res = runner.invoke(app, ["ingest", str(exp), "--store", str(db)])
     assert res.exception is None or isinstance(res.exception, SystemExit), repr(res.exception)
     if res.exit_code != 0:
         assert res.exit_code == 1
         assert res.stderr.startswith("error: ") and res.stderr.count("\n") == 1, res.stderr
         assert "Traceback" not in res.output
-        assert _counts(db) == before
+        assert counts(db) == before
     return res.exit_code, res.stderr
 
 
@@ -288,7 +266,7 @@ def test_any_damage_to_an_export_file_is_refused_cleanly_or_changes_nothing(
         code, err = _ingest_export(exp, Path(tmp) / "s.duckdb")
         if code == 0:
             # The damage missed what is read (padding, statistics): the result is the export's.
-            assert _counts(Path(tmp) / "s.duckdb") == _PRISTINE
+            assert counts(Path(tmp) / "s.duckdb") == _PRISTINE
             _readable(Path(tmp) / "s.duckdb")
         else:
             assert f"{path}" in err or "manifest.json" in err
@@ -325,13 +303,13 @@ def test_any_rows_of_an_export_are_all_stored_or_none(
         manifest = json.loads((exp / "manifest.json").read_text())
         manifest["rows"]["traces"] = len(records) + 1
         (exp / "manifest.json").write_text(json.dumps(manifest))
-        before = _counts(db)
+        before = counts(db)
         code, err = _ingest_export(exp, db)
         accepted = [_accepted(r) if r is not None else None for r in records]
         if all(t is not None for t in accepted):
             assert code == 0, err
             keys = {trace_key(r) for r in records if r is not None}
-            assert _counts(db)[0] == before[0] + len(keys) + 1  # + the untouched H200 trace
+            assert counts(db)[0] == before[0] + len(keys) + 1  # + the untouched H200 trace
             _readable(db)
         else:
             assert code == 1
@@ -358,4 +336,4 @@ def test_any_manifest_value_is_read_or_refused_cleanly(pristine: Path, value: ob
         }[key]
         assert code == (0 if ok else 1), err
         if ok:
-            assert _counts(Path(tmp) / "s.duckdb") == _PRISTINE
+            assert counts(Path(tmp) / "s.duckdb") == _PRISTINE

@@ -13,7 +13,7 @@ from sweep.cli import app
 from sweep.errors import StoreError
 from sweep.store import NODE_TABLES, TABLES, VIEW_NAMES, Store, export_parquet, ingest, query
 
-from .conftest import make_definition, make_solution, make_trace
+from .conftest import counts, make_definition, make_solution, make_trace
 
 runner = CliRunner()
 
@@ -55,17 +55,8 @@ def db(shared_db: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path
     return shared_db
 
 
-def _counts(db: Path) -> tuple[int, int, int]:
-    con = duckdb.connect(str(db), read_only=True)
-    try:
-        row = con.execute(
-            "SELECT (SELECT count(*) FROM traces), (SELECT count(*) FROM definitions), "
-            "(SELECT count(*) FROM duckdb_views() WHERE NOT internal)"
-        ).fetchone()
-        assert row is not None
-        return int(row[0]), int(row[1]), int(row[2])
-    finally:
-        con.close()
+def _counts(db: Path) -> tuple[int, ...]:
+    return counts(db, "traces", "definitions", "duckdb_views() WHERE NOT internal")
 
 
 @pytest.mark.parametrize(

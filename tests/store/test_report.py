@@ -10,7 +10,7 @@ import pytest
 from sweep.store import RowBatch, Store, StoreContext
 from sweep.store.render import build_report, render_html, render_text
 
-from .conftest import make_definition, make_solution, make_trace, rows
+from .conftest import make_definition, make_solution, make_trace, rows, store_with
 
 
 @pytest.fixture
@@ -19,20 +19,15 @@ def two_hw_store(tmp_path: Path) -> Path:
     ctx = StoreContext.of(
         [make_definition()], [make_solution("s1"), make_solution("bad<x>", author="bob", body="out.copy_(x)")]
     )
-    b = RowBatch()
-    b.add_context(ctx)
-    for t in [
+    traces = [
         make_trace("s1", "wl-1", "NVIDIA_H100", latency=2.0, reference=4.0),
         make_trace("s1", "wl-2", "NVIDIA_H100", latency=1.0, reference=8.0),
         make_trace("s1", "wl-1", "NVIDIA_H200", latency=1.0, reference=4.0),
         make_trace("s1", "wl-2", "NVIDIA_H200", latency=0.5, reference=8.0),
         make_trace("bad<x>", "wl-1", "NVIDIA_H100", latency=4.0, reference=2.0),
         make_trace("bad<x>", "wl-1", "NVIDIA_H200", status="COMPILE_ERROR"),
-    ]:
-        b.add_trace(t, context=ctx)
-    path = tmp_path / "sweep.duckdb"
-    Store(path).add(b)
-    return path
+    ]
+    return store_with(tmp_path, ctx, traces)
 
 
 def test_report_numbers(two_hw_store: Path) -> None:

@@ -10,31 +10,24 @@ from typer.testing import CliRunner
 
 from sweep.cli import app
 from sweep.errors import StoreError
-from sweep.schema import Solution, Trace
 from sweep.store import Store, tuning_table
 from sweep.tuning import lookup
 
-from .conftest import batch_of, make_definition, make_solution, make_trace
-
-
-def _point(params: dict[str, object], latency: float, uuid: str, batch: int) -> Trace:
-    t = make_trace("tuned", uuid, latency=latency, batch=batch)
-    return Trace.model_validate({**t.to_json_obj(), "solution_params": params})
+from .conftest import batch_of, make_definition, make_trace, tuned_point, tuned_solution
 
 
 @pytest.fixture
 def tuned_store(tmp_path: Path) -> Path:
     path = tmp_path / "results" / "sweep.duckdb"
-    sol = Solution.model_validate({**make_solution("tuned").to_json_obj(), "params": {"B": [64, 32]}})
     st = Store(path)
     st.add(
         batch_of(
-            _point({"B": 64}, 1.0, "wl-1", 16),
-            _point({"B": 32}, 0.5, "wl-1", 16),
-            _point({"B": 64}, 0.4, "wl-2", 4096),
-            _point({"B": 32}, 0.9, "wl-2", 4096),
+            tuned_point({"B": 64}, 1.0),
+            tuned_point({"B": 32}, 0.5),
+            tuned_point({"B": 64}, 0.4, "wl-2", 4096),
+            tuned_point({"B": 32}, 0.9, "wl-2", 4096),
             definitions=(make_definition(),),
-            solutions=(sol,),
+            solutions=(tuned_solution(),),
         )
     )
     st.close()

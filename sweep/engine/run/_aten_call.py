@@ -193,10 +193,8 @@ class AtenCall:
         """Input set ``index``, made once per process and shared read-only (callees get clones,
         slots get copies, kept timing sets are copies)."""
         run = self.run
-        key = (run.def_key, run.wl_key, run.seed, index, str(run.device))
-        hit = run.cache.input_sets.get(key)
-        if isinstance(hit, tuple):
-            run.cache.hits["input_set"] += 1
+        hit = run.cached_input_set(index, tuple)
+        if hit is not None:
             return hit
         # A host generator: the same values on every machine, as on the normal path.
         gen = torch.Generator().manual_seed(set_seed(run.seed, index, CALL_INPUT))
@@ -205,7 +203,9 @@ class AtenCall:
         except (SweepError, RuntimeError) as e:
             raise Stop(Status.RUNTIME_ERROR, f"cannot make input set {index}: {e}") from None
         leaves = [t for _, t in tensor_leaves(*args)]
-        run.cache.input_sets.put(key, args, sum(t.numel() * t.element_size() for t in leaves))
+        run.cache.input_sets.put(
+            run.input_set_key(index), args, sum(t.numel() * t.element_size() for t in leaves)
+        )
         return args
 
     def _fill(self, slot: int, args: Args) -> Args:

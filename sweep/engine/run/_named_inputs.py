@@ -125,10 +125,8 @@ class NamedInputs:
 
     def _inputs(self, index: int) -> InputSet:
         run = self.run
-        key = (run.def_key, run.wl_key, run.seed, index, str(run.device))
-        hit = run.cache.input_sets.get(key)
-        if isinstance(hit, InputSet):
-            run.cache.hits["input_set"] += 1
+        hit = run.cached_input_set(index, InputSet)
+        if hit is not None:
             return hit
         try:
             inputs = make_inputs(run.defn, run.wl, run.seed, index, run.device, run.task.dataset_root)
@@ -136,7 +134,7 @@ class NamedInputs:
             raise Stop(Status.RUNTIME_ERROR, f"cannot make inputs: {e}") from None
         self._check_constraints(inputs)
         tensors = [v for v in inputs.values.values() if isinstance(v, torch.Tensor)]
-        run.cache.input_sets.put(key, inputs, nbytes(tensors))
+        run.cache.input_sets.put(run.input_set_key(index), inputs, nbytes(tensors))
         return inputs
 
     def _check_constraints(self, inputs: InputSet) -> None:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable
+from typing import TypeVar
 
 import torch
 
@@ -45,6 +46,9 @@ _BUILD_FAILED_AT_CALL = "Error building extension"
 
 def _key(text: str) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+_T = TypeVar("_T")
 
 
 class RunState:
@@ -156,6 +160,18 @@ class RunState:
                 traceback_text(e),
             ) from None
         return value
+
+    def input_set_key(self, index: int) -> tuple[str, str, int, int, str]:
+        """Where input set ``index`` of this task is kept in the process's cache."""
+        return (self.def_key, self.wl_key, self.seed, index, str(self.device))
+
+    def cached_input_set(self, index: int, kind: type[_T]) -> _T | None:
+        """Input set ``index`` if this process made it already (as a ``kind``), counted as a hit."""
+        hit = self.cache.input_sets.get(self.input_set_key(index))
+        if not isinstance(hit, kind):
+            return None
+        self.cache.hits["input_set"] += 1
+        return hit
 
     def reference_wrote(self, name: str) -> None:
         """Record that the reference writes into input ``name`` (kept per definition in the cache)."""

@@ -118,6 +118,9 @@ if TYPE_CHECKING:
         arrow_schema as arrow_schema,
     )
     from sweep.store.db._schema import (
+        built_columns as built_columns,
+    )
+    from sweep.store.db._schema import (
         column_names as column_names,
     )
     from sweep.store.db._schema import (
@@ -146,6 +149,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "add_new_traces": "_cross_hardware",
     "arrow_schema": "_schema",
+    "built_columns": "_schema",
     "at_p_sql": "_score_views",
     "Basis": "_compare_stats",
     "check_definition": "_checks",
@@ -216,6 +220,7 @@ __all__ = [
     "add_new_traces",
     "arrow_schema",
     "at_p_sql",
+    "built_columns",
     "check_definition",
     "check_trace",
     "check_workload_axes",

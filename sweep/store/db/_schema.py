@@ -33,6 +33,7 @@ __all__ = [
     "VIEW_DEPENDS",
     "VIEW_NAMES",
     "arrow_schema",
+    "built_columns",
     "column_names",
     "create_tables_sql",
     "pair_key_sql",
@@ -334,6 +335,13 @@ def column_names(table: str) -> list[str]:
     return [c for c, _ in _ALL_TABLES[table]]
 
 
+def built_columns(table: str) -> list[str]:
+    """The columns of ``table`` that rows are built with in Python (all but :data:`DERIVED_COLUMNS`),
+    in order: the one order :class:`~sweep.store.rows.RowBatch` and :func:`arrow_schema` follow."""
+    derived = DERIVED_COLUMNS.get(table, {})
+    return [c for c, _ in _ALL_TABLES[table] if c not in derived]
+
+
 def table_columns() -> dict[str, list[str]]:
     """Column names of every table (for messages)."""
     return {t: column_names(t) for t in TABLES}
@@ -425,5 +433,5 @@ def arrow_schema(table: str) -> pa.Schema:
     """The Arrow schema that batches for ``table`` are built with (no derived column)."""
     import pyarrow as pa
 
-    derived = DERIVED_COLUMNS.get(table, {})
-    return pa.schema([(c, _arrow_type(t)) for c, t in _ALL_TABLES[table] if c not in derived])
+    types = dict(_ALL_TABLES[table])
+    return pa.schema([(c, _arrow_type(types[c])) for c in built_columns(table)])

@@ -25,12 +25,20 @@ import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import IO, TypeVar
+from typing import IO, NamedTuple, TypeVar
 
 from sweep.errors import StoreError
 from sweep.store.ingestion._jsonl_chunks import Chunk, ParsedChunk, parse_chunk
 
-__all__ = ["PARALLEL_MIN_BYTES", "auto_workers", "parse_in_order", "read_frame", "usable_cpus", "write_frame"]
+__all__ = [
+    "PARALLEL_MIN_BYTES",
+    "ChunkFailed",
+    "auto_workers",
+    "parse_in_order",
+    "read_frame",
+    "usable_cpus",
+    "write_frame",
+]
 
 #: Logs smaller than this (about 40,000 traces) are parsed in this process.
 PARALLEL_MIN_BYTES = 32 << 20
@@ -60,6 +68,14 @@ def auto_workers(log_bytes: int, chunk_bytes: int) -> int:
         return 1
     cpus = usable_cpus()
     return max(1, min(cpus - 1 if cpus > 2 else cpus, -(-log_bytes // chunk_bytes)))
+
+
+class ChunkFailed(NamedTuple):
+    """A worker's answer when parsing its chunk raised (the other answer is a
+    :class:`~sweep.store.ingestion._jsonl_chunks.ParsedChunk`)."""
+
+    error: BaseException
+    traceback: str
 
 
 def write_frame(out: IO[bytes], payload: bytes) -> None:
@@ -107,14 +123,12 @@ class _Worker:
                 f"an ingest worker process (pid {self.proc.pid}) stopped with exit code {code} "
                 "(its message, if any, is above); ingest again, or with workers=1 to parse here"
             )
-        answer = pickle.loads(frame)  # our own child's answer
+        answer: ParsedChunk | ChunkFailed = pickle.loads(frame)  # our own child's answer
         if isinstance(answer, ParsedChunk):
             return answer
-        # A failure: (exception, traceback text).
-        err, text = answer
-        if isinstance(err, StoreError):
-            raise err
-        raise RuntimeError(f"an ingest worker failed:\n{text}") from err
+        if isinstance(answer.error, StoreError):
+            raise answer.error
+        raise RuntimeError(f"an ingest worker failed:\n{answer.traceback}") from answer.error
 
     def close(self, *, kill: bool) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.closed:

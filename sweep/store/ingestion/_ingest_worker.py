@@ -2,7 +2,7 @@
 
 Reads requests (a pickled :class:`~sweep.store.ingestion._jsonl_chunks.Chunk`, where its lines lie in
 their file) from stdin and answers each on stdout with the parsed chunk, or with the exception
-it raised and its traceback; exits at the end of stdin. See :mod:`sweep.store.ingestion._ingest_pool`.
+it raised and its traceback (a ``ChunkFailed``); exits at the end of stdin. See :mod:`sweep.store.ingestion._ingest_pool`.
 Nothing imports this module; it only runs as a program.
 """
 
@@ -13,7 +13,7 @@ import signal
 import sys
 import traceback
 
-from sweep.store.ingestion._ingest_pool import read_frame, write_frame
+from sweep.store.ingestion._ingest_pool import ChunkFailed, read_frame, write_frame
 from sweep.store.ingestion._jsonl_chunks import parse_chunk
 
 __all__ = ["main"]
@@ -30,11 +30,11 @@ def main() -> None:
         try:
             answer: object = parse_chunk(chunk)
         except Exception as e:  # noqa: BLE001 - handed to the parent, which raises it
-            answer = (e, traceback.format_exc())
+            answer = ChunkFailed(e, traceback.format_exc())
         try:
             payload = pickle.dumps(answer, protocol=pickle.HIGHEST_PROTOCOL)
         except Exception:  # noqa: BLE001 - an exception that cannot be pickled: its text then
-            payload = pickle.dumps((RuntimeError(str(answer)), traceback.format_exc()))
+            payload = pickle.dumps(ChunkFailed(RuntimeError(str(answer)), traceback.format_exc()))
         write_frame(answers, payload)
 
 

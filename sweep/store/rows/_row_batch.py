@@ -11,6 +11,8 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import operator
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
@@ -19,7 +21,15 @@ from sweep.schema import Definition, Solution, TimingStats, Trace, Workload
 from sweep.schema.distributed import DistributedResult
 from sweep.schema.hardware import record_name
 from sweep.schema.params import params_json
-from sweep.store.db import StoreContext, arrow_schema, check_definition, check_trace, check_workload_axes
+from sweep.store.db import (
+    V9_TRACE_COLUMNS,
+    StoreContext,
+    arrow_schema,
+    built_columns,
+    check_definition,
+    check_trace,
+    check_workload_axes,
+)
 from sweep.store.rows._arrow_rows import rows_to_arrow
 
 if TYPE_CHECKING:
@@ -81,22 +91,53 @@ class Known:
 _NO_KNOWN = Known()
 
 
-_NO_TIMING = (None,) * 7
+_TIMING_FIELDS = ("clock", "iterations", "p10_ms", "p50_ms", "p90_ms", "mean_ms", "cv")
 
 
-def _timing(t: TimingStats | None) -> tuple[object, ...]:
-    """clock, iterations, p10, p50, p90, mean, cv (the order of the ``*_timing_*`` columns)."""
+@functools.cache
+def _timing_columns(prefix: str) -> tuple[str, ...]:
+    return tuple(f"{prefix}_{f}" for f in _TIMING_FIELDS)
+
+
+def _timing(prefix: str, t: TimingStats | None) -> dict[str, object]:
+    """The ``<prefix>_clock`` ... ``<prefix>_cv`` columns of one timing (all NULL for none)."""
+    names = _timing_columns(prefix)
     if t is None:
-        return _NO_TIMING
-    return (t.clock, t.iterations, t.p10_ms, t.p50_ms, t.p90_ms, t.mean_ms, t.cv)
+        return dict.fromkeys(names)
+    return dict(zip(names, (t.clock, t.iterations, t.p10_ms, t.p50_ms, t.p90_ms, t.mean_ms, t.cv)))
 
 
-def _distributed(d: DistributedResult | None) -> tuple[object, ...]:
+@functools.cache
+def _column_order(table: str) -> tuple[int, operator.itemgetter[object]]:
+    cols = built_columns(table)
+    return len(cols), operator.itemgetter(*cols)
+
+
+def _ordered(table: str, row: Mapping[str, object]) -> tuple[object, ...]:
+    """A row keyed by column name as a tuple in the schema's column order.
+
+    Raises:
+        AssertionError: The row misses a column of the schema or has one it lacks (a builder
+            out of step with :func:`~sweep.store.db.built_columns`).
+    """
+    n, get = _column_order(table)
+    try:
+        values: tuple[object, ...] = get(row)
+    except KeyError as e:
+        raise AssertionError(f"{table}: the row builder has no value for column {e}") from None
+    if len(row) != n:
+        extra = sorted(set(row) - set(built_columns(table)))
+        raise AssertionError(f"{table}: the row builder has columns the schema lacks: {extra}")
+    return values
+
+
+def _distributed(d: DistributedResult | None) -> dict[str, object]:
     """The columns of a call made by several ranks (world size 1 and NULLs for one rank)."""
+    names = [name for name, _ in V9_TRACE_COLUMNS]
     if d is None:
-        return (1, None, None, None, None, None, None, None, None, None)
+        return dict(zip(names, (1, None, None, None, None, None, None, None, None, None), strict=True))
     ranks = sorted(d.ranks, key=lambda r: r.rank)
-    return (
+    values = (
         d.world_size,
         d.collective,
         d.message_bytes,
@@ -108,6 +149,7 @@ def _distributed(d: DistributedResult | None) -> tuple[object, ...]:
         [r.status for r in ranks],
         [r.latency_ms for r in ranks],
     )
+    return dict(zip(names, values, strict=True))
 
 
 @functools.lru_cache(maxsize=256)
@@ -123,7 +165,8 @@ class RowBatch:
     """
 
     def __init__(self, now: datetime | None = None) -> None:
-        # One tuple per row, in the table's column order; transposed once in :meth:`arrow`.
+        # One tuple per row, in the table's column order (:func:`_ordered`); transposed once in
+        # :meth:`arrow`.
         self._rows: dict[str, list[tuple[object, ...]]] = {t: [] for t in _TABLES}
         # Rows already in Arrow form (:meth:`add_arrow`, and rows frozen before them), in order.
         self._parts: dict[str, list[pa.Table]] = {t: [] for t in _TABLES}
@@ -196,75 +239,77 @@ class RowBatch:
         corr, perf, env, clocks = ev.correctness, ev.performance, ev.environment, ev.clocks
         timing, ref_timing = ev.timing, ev.reference_timing
         extra = corr.extra if corr is not None else None
-        # Keep in the order of _schema._TRACES (arrow() checks the count).
-        self._rows["traces"].append(
-            (
-                key,
-                trace.definition,
-                trace.solution,
-                trace.workload.uuid,
-                list(trace.workload.axes.items()),
-                ev.status._value_,  # the enum's value, without Enum.value's descriptor
-                corr.max_absolute_error if corr else None,
-                corr.max_relative_error if corr else None,
-                json.dumps(extra) if extra is not None else None,
-                perf.latency_ms if perf else None,
-                perf.reference_latency_ms if perf else None,
-                perf.speedup_factor if perf else None,
-                _hardware(env.hardware),
-                env.hardware,
-                env.device_name,
-                list(env.libs.items()),
-                parse_timestamp(ev.timestamp),
-                ev.log,
-                ev.seed,
-                *_timing(timing),
-                *_timing(ref_timing),
-                clocks.sm_clock_mhz_before if clocks else None,
-                clocks.sm_clock_mhz_after if clocks else None,
-                clocks.sm_clock_mhz_max if clocks else None,
-                list(clocks.throttle_reasons_before) if clocks else None,
-                list(clocks.throttle_reasons_after) if clocks else None,
-                defn.op_type if defn else known.op_type,
-                list(defn.tags) if defn else known.tags,
-                sol.author if sol else known.author,
-                sol.spec.language.value if sol else known.language,
-                (prov.solution_hash if prov and prov.solution_hash else None)
-                or (sol.content_hash if sol else known.solution_hash),
-                (prov.sweep if prov else None) or known.sweep,
-                (prov.run_id if prov else None) or known.run_id,
-                prov.task_id if prov else None,
-                (prov.config_hash if prov else None) or known.config_hash,
-                (prov.settings_hash if prov else None) or known.settings_hash,
-                prov.node_id if prov else None,
-                prov.gpu_id if prov else None,
-                prov.worker_pid if prov else None,
-                prov.attempt if prov else None,
-                parse_timestamp(prov.started_at) if prov else None,
-                parse_timestamp(prov.finished_at) if prov else None,
-                data,
-                known.source or source,
-                now or self._now,
-                # Schema version 3 (_schema.V3_TRACE_COLUMNS).
-                perf.work_flops if perf else None,
-                perf.work_bytes if perf else None,
-                perf.work_source if perf else None,
-                perf.tflops if perf else None,
-                perf.gbps if perf else None,
-                perf.peak_fraction if perf else None,
-                perf.floor_ms if perf else None,
-                list(ev.flags or ()),
-                timing.timer if timing else None,
-                timing.rel_error if timing else None,
-                timing.target_met if timing else None,
-                ref_timing.timer if ref_timing else None,
-                clocks.throttled if clocks else None,
-                # Schema version 5 (_schema.V5_TRACE_COLUMNS).
-                params_json(trace.solution_params) if trace.solution_params is not None else None,
-                # Schema version 9 (_schema.V9_TRACE_COLUMNS).
-                *_distributed(ev.distributed if ev else None),
-            )
-        )
+        # Keyed by column name and put in the schema's order (_schema.built_columns, the one
+        # declaration of the table's columns), so the builder cannot drift from the schema.
+        row: dict[str, object] = {
+            "trace_key": key,
+            "definition": trace.definition,
+            "solution": trace.solution,
+            "workload_uuid": trace.workload.uuid,
+            "axes": list(trace.workload.axes.items()),
+            "status": ev.status._value_,  # the enum's value, without Enum.value's descriptor
+            "max_absolute_error": corr.max_absolute_error if corr else None,
+            "max_relative_error": corr.max_relative_error if corr else None,
+            "correctness_extra": json.dumps(extra) if extra is not None else None,
+            "latency_ms": perf.latency_ms if perf else None,
+            "reference_latency_ms": perf.reference_latency_ms if perf else None,
+            "speedup_factor": perf.speedup_factor if perf else None,
+            "hardware": _hardware(env.hardware),
+            "hardware_raw": env.hardware,
+            "device_name": env.device_name,
+            "libs": list(env.libs.items()),
+            "timestamp": parse_timestamp(ev.timestamp),
+            "log": ev.log,
+            "seed": ev.seed,
+            **_timing("timing", timing),
+            **_timing("ref_timing", ref_timing),
+            "sm_clock_mhz_before": clocks.sm_clock_mhz_before if clocks else None,
+            "sm_clock_mhz_after": clocks.sm_clock_mhz_after if clocks else None,
+            "sm_clock_mhz_max": clocks.sm_clock_mhz_max if clocks else None,
+            "throttle_reasons_before": list(clocks.throttle_reasons_before) if clocks else None,
+            "throttle_reasons_after": list(clocks.throttle_reasons_after) if clocks else None,
+            "op_type": defn.op_type if defn else known.op_type,
+            "tags": list(defn.tags) if defn else known.tags,
+            "author": sol.author if sol else known.author,
+            "language": sol.spec.language.value if sol else known.language,
+            "solution_hash": (prov.solution_hash if prov and prov.solution_hash else None)
+            or (sol.content_hash if sol else known.solution_hash),
+            "sweep": (prov.sweep if prov else None) or known.sweep,
+            "run_id": (prov.run_id if prov else None) or known.run_id,
+            "task_id": prov.task_id if prov else None,
+            "config_hash": (prov.config_hash if prov else None) or known.config_hash,
+            "settings_hash": (prov.settings_hash if prov else None) or known.settings_hash,
+            "node_id": prov.node_id if prov else None,
+            "gpu_id": prov.gpu_id if prov else None,
+            "worker_pid": prov.worker_pid if prov else None,
+            "attempt": prov.attempt if prov else None,
+            "started_at": parse_timestamp(prov.started_at) if prov else None,
+            "finished_at": parse_timestamp(prov.finished_at) if prov else None,
+            "record": data,
+            "source": known.source or source,
+            "ingested_at": now or self._now,
+            # Schema version 3 (_schema.V3_TRACE_COLUMNS).
+            "work_flops": perf.work_flops if perf else None,
+            "work_bytes": perf.work_bytes if perf else None,
+            "work_source": perf.work_source if perf else None,
+            "tflops": perf.tflops if perf else None,
+            "gbps": perf.gbps if perf else None,
+            "peak_fraction": perf.peak_fraction if perf else None,
+            "floor_ms": perf.floor_ms if perf else None,
+            "flags": list(ev.flags or ()),
+            "timing_timer": timing.timer if timing else None,
+            "timing_rel_error": timing.rel_error if timing else None,
+            "timing_target_met": timing.target_met if timing else None,
+            "ref_timing_timer": ref_timing.timer if ref_timing else None,
+            "throttled": clocks.throttled if clocks else None,
+            # Schema version 5 (_schema.V5_TRACE_COLUMNS).
+            "solution_params": params_json(trace.solution_params)
+            if trace.solution_params is not None
+            else None,
+            # Schema version 9 (_schema.V9_TRACE_COLUMNS).
+            **_distributed(ev.distributed if ev else None),
+        }
+        self._rows["traces"].append(_ordered("traces", row))
         return key
 
     def add_workload(self, definition: str, workload: Workload) -> None:
@@ -278,9 +323,13 @@ class RowBatch:
             return
         check_workload_axes(workload.axes)
         self._workload_keys.add(key)
-        self._rows["workloads"].append(
-            (definition, workload.uuid, list(workload.axes.items()), workload.to_json())
-        )
+        row = {
+            "definition": definition,
+            "uuid": workload.uuid,
+            "axes": list(workload.axes.items()),
+            "record": workload.to_json(),
+        }
+        self._rows["workloads"].append(_ordered("workloads", row))
 
     def add_definition(self, defn: Definition) -> None:
         """Add a definition (once per name).
@@ -292,17 +341,16 @@ class RowBatch:
             return
         check_definition(defn)
         self._definition_keys.add(defn.name)
-        self._rows["definitions"].append(
-            (
-                defn.name,
-                defn.op_type,
-                list(defn.tags),
-                defn.description,
-                defn.var_axes(),
-                list(defn.const_axes().items()),
-                defn.to_json(),
-            )
-        )
+        row = {
+            "name": defn.name,
+            "op_type": defn.op_type,
+            "tags": list(defn.tags),
+            "description": defn.description,
+            "var_axes": defn.var_axes(),
+            "const_axes": list(defn.const_axes().items()),
+            "record": defn.to_json(),
+        }
+        self._rows["definitions"].append(_ordered("definitions", row))
 
     def add_solution(self, sol: Solution) -> None:
         """Add a solution (once per name and content hash)."""
@@ -310,19 +358,18 @@ class RowBatch:
         if key in self._solution_keys:
             return
         self._solution_keys.add(key)
-        self._rows["solutions"].append(
-            (
-                sol.name,
-                sol.definition,
-                sol.author,
-                sol.spec.language.value,
-                list(sol.spec.target_hardware),
-                sol.spec.entry_point,
-                sol.content_hash,
-                sol.description,
-                sol.to_json(),
-            )
-        )
+        row = {
+            "name": sol.name,
+            "definition": sol.definition,
+            "author": sol.author,
+            "language": sol.spec.language.value,
+            "target_hardware": list(sol.spec.target_hardware),
+            "entry_point": sol.spec.entry_point,
+            "solution_hash": sol.content_hash,
+            "description": sol.description,
+            "record": sol.to_json(),
+        }
+        self._rows["solutions"].append(_ordered("solutions", row))
 
     def add_context(self, context: StoreContext) -> None:
         """Add every record of a context."""

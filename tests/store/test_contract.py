@@ -330,8 +330,9 @@ def test_backend_scores_and_perf_at(store: Store) -> None:
             "SELECT * FROM trace",
             "unknown table 'trace' (did you mean 'traces'?); tables: definitions, log_progress, solutions, "
             "store_meta, traces, workloads; views: backend_scores, best, best_params, compare, cross_hardware, "
-            "definition_gain, latest, leaderboard, op_scores, projection, scores_at_p, secret_leaderboard, "
-            "set_projection, time_share, workload_times; table macros: perf_at(p)",
+            "current_traces, current_versions, definition_gain, energy, energy_pareto, latest, leaderboard, "
+            "op_scores, projection, scores_at_p, secret_leaderboard, set_projection, time_share, "
+            "workload_times; table macros: perf_at(p)",
             id="unknown-table-lists-what-exists",
         ),
         pytest.param(

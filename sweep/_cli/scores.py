@@ -52,19 +52,10 @@ def _json(data: object) -> str:
 
 def render_projection(p: ModelProjection) -> str:
     """What ``sweep project`` prints."""
+    from sweep.store import SET_SUMMARY_COLUMNS
     from sweep.store.render import format_table
 
-    cols = [
-        "solution_set",
-        "hardware",
-        "covered_speedup",
-        "end_to_end_speedup",
-        "bound",
-        "passed",
-        "failed",
-        "not_run",
-        "share_at_reference_time",
-    ]
+    cols = list(SET_SUMMARY_COLUMNS)
     rows = [tuple(asdict(s)[c] for c in cols) for s in p.sets]
     out = [
         format_table(cols, rows, width=None, human=True)

@@ -59,6 +59,7 @@ from sweep.store.rows._insert import AddCounts
 from sweep.store.rows._row_batch import RowBatch
 from sweep.store.scores._reveal import RevealReport, reveal
 from sweep.store.scores._scores import (
+    SET_SUMMARY_COLUMNS,
     DefinitionGain,
     ModelProjection,
     ScoreAtP,
@@ -73,6 +74,7 @@ __all__ = [
     "NCU_METRICS",
     "NODE_TABLES",
     "SCHEMA_VERSION",
+    "SET_SUMMARY_COLUMNS",
     "TABLES",
     "VERDICTS",
     "VIEW_NAMES",

@@ -5,26 +5,14 @@ gives). The numbers are :func:`sweep.store.model_projection`'s; formulas in docs
 from __future__ import annotations
 
 from sweep.store.read import Session
-from sweep.store.scores import ModelProjection, projection_of
+from sweep.store.scores import SET_SUMMARY_COLUMNS, ModelProjection, projection_of
 
 __all__ = ["MODEL_TITLE", "model_rows"]
 
 MODEL_TITLE = "What this does to my model (projected speedup per solution set)"
 _TOP_TITLE = "Where the time goes (top definitions by time share, per solution set)"
 
-_SET_COLUMNS = [
-    "solution_set",
-    "hardware",
-    "covered_speedup",
-    "end_to_end_speedup",
-    "bound",
-    "passed",
-    "failed",
-    "not_run",
-    "share_at_reference_time",
-    "covered_reference_ms",
-    "covered_projected_ms",
-]
+_SET_COLUMNS = [*SET_SUMMARY_COLUMNS, "covered_reference_ms", "covered_projected_ms"]
 _TOP_COLUMNS = [
     "solution_set",
     "hardware",

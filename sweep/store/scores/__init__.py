@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from sweep._lazy import face
 
 if TYPE_CHECKING:
+    from sweep.store.scores._scores import SET_SUMMARY_COLUMNS as SET_SUMMARY_COLUMNS
     from sweep.store.scores._scores import (
         ModelProjection as ModelProjection,
     )
@@ -23,6 +24,7 @@ _WHERE = {
     "check_uncovered": "_scores",
     "ModelProjection": "_scores",
     "projection_of": "_scores",
+    "SET_SUMMARY_COLUMNS": "_scores",
 }
-__all__ = ["ModelProjection", "check_uncovered", "projection_of"]
+__all__ = ["SET_SUMMARY_COLUMNS", "ModelProjection", "check_uncovered", "projection_of"]
 __getattr__ = face(__name__, _WHERE)

@@ -21,6 +21,7 @@ from sweep.store.db import at_p_sql
 from sweep.store.read import Session, Store, run_sql
 
 __all__ = [
+    "SET_SUMMARY_COLUMNS",
     "DefinitionGain",
     "ModelProjection",
     "ScoreAtP",
@@ -55,6 +56,21 @@ class DefinitionGain:
     gain_of_covered: float | None
     #: Its share of the time the whole set saves (``None`` when the set saves nothing).
     share_of_gain: float | None
+
+
+#: The fields of a :class:`SetProjection` that ``sweep project`` and the report's first section
+#: show, in order (the report adds the covered times).
+SET_SUMMARY_COLUMNS = (
+    "solution_set",
+    "hardware",
+    "covered_speedup",
+    "end_to_end_speedup",
+    "bound",
+    "passed",
+    "failed",
+    "not_run",
+    "share_at_reference_time",
+)
 
 
 @dataclass(frozen=True)

@@ -29,6 +29,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from gpu_timing import records as timing_records
+
 from sweep.engine import EngineCache, evaluate
 from sweep.schema import Definition, EvalSettings, Solution, Task, Tolerance, Trace, Workload
 
@@ -67,47 +69,9 @@ def cases(device: str) -> list[Case]:
 
 
 def records(case: Case) -> tuple[Definition, Solution, Workload]:
-    """A definition with const axes, the case's solution, one workload."""
+    """A definition with const axes, the case's solution, one workload (``gpu_timing.records``)."""
     name, _, ref_body, sol_body, inputs, out = case
-    axes: dict[str, object] = {}
-    specs: dict[str, object] = {}
-    for arg, (shape, dtype) in [*inputs.items(), ("out", out)]:
-        dims = []
-        for i, size in enumerate(shape):
-            axes[f"{arg}_d{i}"] = {"type": "const", "value": size}
-            dims.append(f"{arg}_d{i}")
-        specs[arg] = {"shape": dims, "dtype": dtype}
-    args = ", ".join(inputs)
-    defn = Definition.model_validate(
-        {
-            "name": name.replace("^", "p"),
-            "op_type": "bench",
-            "axes": axes,
-            "inputs": {k: specs[k] for k in inputs},
-            "outputs": {"out": specs["out"]},
-            "reference": f"import torch\n\ndef run({args}):\n    {ref_body}\n",
-        }
-    )
-    sol = Solution.model_validate(
-        {
-            "name": f"{defn.name}_{'same' if sol_body == ref_body else 'variant'}",
-            "definition": defn.name,
-            "author": "bench",
-            "spec": {
-                "language": "python",
-                "target_hardware": ["gpu"],
-                "entry_point": "main.py::run",
-                "destination_passing_style": False,
-            },
-            "sources": [
-                {"path": "main.py", "content": f"import torch\n\ndef run({args}):\n    {sol_body}\n"}
-            ],
-        }
-    )
-    wl = Workload.model_validate(
-        {"uuid": f"bench-{defn.name}", "axes": {}, "inputs": {k: {"type": "random"} for k in inputs}}
-    )
-    return defn, sol, wl
+    return timing_records(name, ref_body, inputs, out, solution_body=sol_body)
 
 
 def _spread(values: list[float]) -> float | None:

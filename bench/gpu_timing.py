@@ -84,9 +84,14 @@ TIMERS: tuple[str, ...] = ("events", "cudagraph", "auto")
 
 
 def records(
-    name: str, body: str, inputs: dict[str, tuple[list[int], str]], out: tuple[list[int], str]
+    name: str,
+    body: str,
+    inputs: dict[str, tuple[list[int], str]],
+    out: tuple[list[int], str],
+    solution_body: str | None = None,
 ) -> tuple[Definition, Solution, Workload]:
-    """A definition with const axes, a solution that is its reference, one workload."""
+    """A definition with const axes, one workload, and a solution: the reference's own code
+    (``<name>_same``), or ``solution_body`` (``<name>_variant``) when it differs."""
     axes: dict[str, object] = {}
     specs: dict[str, object] = {}
     for arg, (shape, dtype) in [*inputs.items(), ("out", out)]:
@@ -98,6 +103,7 @@ def records(
         specs[arg] = {"shape": dims, "dtype": dtype}
     args = ", ".join(inputs)
     code = f"import torch\n\ndef run({args}):\n    {body}\n"
+    sol_body = body if solution_body is None else solution_body
     defn = Definition.model_validate(
         {
             "name": name.replace("^", "p"),
@@ -110,7 +116,7 @@ def records(
     )
     sol = Solution.model_validate(
         {
-            "name": f"{defn.name}_same",
+            "name": f"{defn.name}_{'same' if sol_body == body else 'variant'}",
             "definition": defn.name,
             "author": "bench",
             "spec": {
@@ -119,7 +125,9 @@ def records(
                 "entry_point": "main.py::run",
                 "destination_passing_style": False,
             },
-            "sources": [{"path": "main.py", "content": code}],
+            "sources": [
+                {"path": "main.py", "content": f"import torch\n\ndef run({args}):\n    {sol_body}\n"}
+            ],
         }
     )
     wl = Workload.model_validate(

@@ -88,7 +88,17 @@ def render_scores(rows: list[ScoreAtP]) -> str:
     """What ``sweep scores`` prints."""
     from sweep.store.render import format_table
 
-    cols = ["solution_set", "hardware", "p", "tasks", "definitions", "fast_p", "win_at_p", "pass_rate"]
+    cols = [
+        "solution_set",
+        "hardware",
+        "p",
+        "tasks",
+        "definitions",
+        "fast_p",
+        "win_at_p",
+        "win_tasks",
+        "pass_rate",
+    ]
     if not rows:
         return "(no traces)"
     return format_table(cols, [tuple(asdict(r)[c] for c in cols) for r in rows], width=None, human=True)
@@ -127,15 +137,24 @@ def scores(
     store: StoreFileOpt = DEFAULT_STORE_PATH,
     results_dir: ResultsOpt = None,
     p: Annotated[str, typer.Option("--p", help="Comma-separated speedup thresholds.")] = "0,0.5,1,1.5,2",
+    baseline: Annotated[
+        str | None,
+        typer.Option(
+            "--baseline",
+            help="win@p's baseline: a solution set (author) where it ran, else the fastest set; "
+            "'reference' for the reference's latency. Default: the set named 'baseline'.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print rows as JSON.")] = False,
 ) -> None:
     """KernelBench's fast_p, FlashInfer-Bench's win@p and the pass rate per solution set and hardware.
 
-    Example: sweep scores --p 0.8,1,1.5 --json
+    Example: sweep scores --p 0.8,1,1.5 --baseline flashinfer --json
     """
     from sweep.store import scores_at
 
-    rows = scores_at(store, parse_ps(p), results_dir=results_dir)
+    chosen = {} if baseline is None else {"baseline": baseline}
+    rows = scores_at(store, parse_ps(p), results_dir=results_dir, **chosen)
     echo(_json([asdict(r) for r in rows]) if as_json else render_scores(rows))
 
 

@@ -114,20 +114,111 @@ def test_model_projection_end_to_end_and_bound(model_store: Path) -> None:
 
 def test_fast_p_win_at_p_and_pass_rate(model_store: Path) -> None:
     got = {
-        (r.solution_set, r.p): (r.tasks, r.fast_p, r.win_at_p, r.pass_rate)
-        for r in scores_at(model_store, [0.5, 1.0, 2.0])
+        (r.solution_set, r.p): (r.tasks, r.fast_p, r.win_at_p, r.win_tasks, r.pass_rate)
+        for r in scores_at(model_store, [0.0, 0.5, 1.0, 2.0])
     }
-    # fast: tasks a1 (2x, correct) and a2 (incorrect); A is not all correct -> win@p 0.
-    assert got[("fast", 0.5)] == (2, 0.5, 0.0, 0.5)
-    assert got[("fast", 2.0)] == (2, 0.0, 0.0, 0.5)  # strictly faster than p x the reference
-    # slow: speedups 0.5, 1, 2; A geomean sqrt(0.5) ~ 0.707 (all correct), B 2.
-    assert got[("slow", 0.5)] == (3, pytest.approx(2 / 3), 1.0, 1.0)
-    assert got[("slow", 1.0)] == (3, pytest.approx(1 / 3), 0.5, 1.0)
-    assert got[("slow", 2.0)] == (3, 0.0, 0.0, 1.0)
-    # The view holds the default thresholds and agrees.
+    # fast: tasks a1 (2x, correct) and a2 (incorrect).
+    assert got[("fast", 0.5)][:2] + got[("fast", 0.5)][4:] == (2, 0.5, 0.5)
+    assert got[("fast", 2.0)][1] == 0.0  # strictly faster than p x the reference
+    # slow: speedups 0.5, 1, 2.
+    assert got[("slow", 0.5)][:2] == (3, pytest.approx(2 / 3))
+    assert got[("slow", 1.0)][:2] == (3, pytest.approx(1 / 3))
+    assert got[("slow", 2.0)][:2] + got[("slow", 2.0)][4:] == (3, 0.0, 1.0)
+    # win@p, no set named 'baseline': each workload's fastest answer is its baseline and that set
+    # is not scored there. a1: fast (1 ms) is the baseline, slow's r = 1/4. a2: slow (4 ms) is,
+    # fast had no answer (a loss). b1: only slow, its own baseline.
+    assert [got[("slow", p)][2:4] for p in (0.0, 0.5)] == [(1.0, 1), (0.0, 1)]
+    assert [got[("fast", p)][2:4] for p in (0.0, 0.5)] == [(0.0, 1), (0.0, 1)]
+    # Against the reference every task has a baseline: win@p is fast_p's count.
+    ref = {
+        (r.solution_set, r.p): (r.win_at_p, r.win_tasks)
+        for r in scores_at(model_store, [0.5, 1.0], baseline="reference")
+    }
+    assert ref[("fast", 0.5)] == (0.5, 2) and ref[("fast", 1.0)] == (0.5, 2)
+    assert ref[("slow", 0.5)] == (pytest.approx(2 / 3), 3) and ref[("slow", 1.0)] == (pytest.approx(1 / 3), 3)
+    # The view holds the default thresholds and baseline, and agrees.
     assert rows(
-        Store(model_store), "SELECT fast_p, win_at_p FROM scores_at_p WHERE solution_set = 'slow' AND p = 1.0"
-    ) == [(pytest.approx(1 / 3), 0.5)]
+        Store(model_store),
+        "SELECT fast_p, win_at_p, win_tasks FROM scores_at_p WHERE solution_set = 'slow' AND p = 1.0",
+    ) == [(pytest.approx(1 / 3), 0.0, 1)]
+
+
+@pytest.fixture
+def baseline_store(tmp_path: Path) -> Path:
+    """Sets 'baseline', 'x' and 'y' on one definition, the latencies in ms (None: INCORRECT):
+
+    w1: baseline 2, x 1, y 4.  w2: baseline None, x 3, y 1.  w3: x 2.  w4: baseline 1, x None.
+    """
+    names = {"baseline": "sb", "x": "sx", "y": "sy"}
+    ctx = StoreContext.of(
+        [make_definition("A")],
+        [
+            make_solution(sol, "A", author=a, body=f"out.copy_(x * 2 + 0 * {i})")
+            for i, (a, sol) in enumerate(names.items())
+        ],
+    )
+    table = {
+        "w1": {"baseline": 2.0, "x": 1.0, "y": 4.0},
+        "w2": {"baseline": None, "x": 3.0, "y": 1.0},
+        "w3": {"x": 2.0},
+        "w4": {"baseline": 1.0, "x": None},
+    }
+    b = RowBatch()
+    b.add_context(ctx)
+    for uuid, by_set in table.items():
+        for author, ms in by_set.items():
+            if ms is None:
+                t = make_trace(names[author], uuid, definition="A", status="INCORRECT_NUMERICAL")
+            else:
+                t = make_trace(names[author], uuid, definition="A", latency=ms, reference=8.0)
+            b.add_trace(t, context=ctx)
+    path = tmp_path / "sweep.duckdb"
+    Store(path).add(b)
+    return path
+
+
+@pytest.mark.parametrize("name", ["baseline", "BASELINE"])
+def test_win_at_p_against_a_named_baseline_set(baseline_store: Path, name: str) -> None:
+    """FlashInfer-Bench's rule (examples/win_at_p.py): the named set where it has an answer (matched
+    without regard to case), else the workload's fastest answer, whose set is not scored there."""
+    got = {
+        (r.solution_set, r.p): (r.win_at_p, r.win_tasks)
+        for r in scores_at(baseline_store, [0.0, 0.2, 1.0, 2.0], baseline=name)
+    }
+    # x: w1 r = 2/1 = 2; w2 (baseline failed; y is fastest) r = 1/3; w3 x is the fastest (not
+    # scored); w4 no answer, a loss. Three tasks.
+    assert [got[("x", p)] for p in (0.0, 0.2, 1.0, 2.0)] == [
+        (pytest.approx(2 / 3), 3),
+        (pytest.approx(2 / 3), 3),
+        (pytest.approx(1 / 3), 3),
+        (0.0, 3),
+    ]
+    # y: w1 r = 2/4; w2 it is the baseline. The baseline set: w2 failed (a loss), w1/w4 it is the baseline.
+    assert [got[("y", p)] for p in (0.2, 1.0)] == [(1.0, 1), (0.0, 1)]
+    assert got[("baseline", 0.0)] == (0.0, 1)
+
+
+def test_win_at_p_is_null_where_a_set_never_meets_a_baseline(baseline_store: Path) -> None:
+    # Against 'x', x is the baseline wherever it passed (w1-w3); on w4 it failed and the baseline
+    # set's answer is the fastest, so x is scored there once (a loss).
+    got = {r.solution_set: (r.win_at_p, r.win_tasks) for r in scores_at(baseline_store, [1.0], baseline="x")}
+    assert got["x"] == (0.0, 1)
+    lone = {
+        r.solution_set: (r.win_at_p, r.win_tasks) for r in scores_at(baseline_store, [1.0], baseline="nobody")
+    }
+    assert lone["x"][1] == 2  # w1 fastest is x (not scored), w2 r = 1/3, w3 fastest x, w4 loss
+    assert lone["x"][0] == 0.0
+
+
+@pytest.mark.parametrize("bad", ["", "   ", "b" * 201])
+def test_bad_baseline_is_refused(model_store: Path, bad: str) -> None:
+    with pytest.raises(StoreError, match="--baseline"):
+        scores_at(model_store, [1.0], baseline=bad)
+
+
+def test_baseline_with_a_quote_is_data_not_sql(model_store: Path) -> None:
+    rows_ = scores_at(model_store, [1.0], baseline="o'neil'); DROP TABLE traces; --")
+    assert {r.solution_set for r in rows_} == {"fast", "slow"}
 
 
 @pytest.mark.parametrize("bad", [-0.1, 1.0, 2.0, float("nan"), float("inf")])
@@ -189,6 +280,12 @@ def test_cli_project_and_scores_json(model_store: Path) -> None:
     assert res.exit_code == 0, res.output
     got = sorted((r["solution_set"], r["fast_p"]) for r in json.loads(res.output))
     assert got == [("fast", 0.5), ("slow", pytest.approx(1 / 3))]
+    res = runner.invoke(
+        app, ["scores", "--store", str(model_store), "--p", "1", "--baseline", "reference", "--json"]
+    )
+    assert res.exit_code == 0, res.output
+    got = sorted((r["solution_set"], r["win_at_p"], r["win_tasks"]) for r in json.loads(res.output))
+    assert got == [("fast", 0.5, 2), ("slow", pytest.approx(1 / 3), 3)]
     res = runner.invoke(app, ["report", "--store", str(model_store), "--uncovered", "0.5", "--json"])
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["tables"][0]["title"].startswith("What this does to my model")
@@ -201,6 +298,7 @@ def test_cli_project_and_scores_json(model_store: Path) -> None:
         (["report", "--uncovered", "-1"], "error: --uncovered -1"),
         (["scores", "--p", "1,fast"], "error: --p: 'fast' is not a number"),
         (["scores", "--p", "-2"], "error: --p -2"),
+        (["scores", "--baseline", " "], "error: --baseline ' '"),
     ],
 )
 def test_cli_refuses_bad_numbers(model_store: Path, args: list[str], message: str) -> None:

@@ -138,6 +138,8 @@ if TYPE_CHECKING:
     from sweep.store.db._schema import (
         views_sql as views_sql,
     )
+    from sweep.store.db._score_views import DEFAULT_BASELINE as DEFAULT_BASELINE
+    from sweep.store.db._score_views import REFERENCE_BASELINE as REFERENCE_BASELINE
     from sweep.store.db._score_views import at_p_sql as at_p_sql
     from sweep.store.db._store_context import StoreContext as StoreContext
     from sweep.store.db._views import CURRENT as CURRENT
@@ -151,6 +153,8 @@ _WHERE = {
     "arrow_schema": "_schema",
     "built_columns": "_schema",
     "at_p_sql": "_score_views",
+    "DEFAULT_BASELINE": "_score_views",
+    "REFERENCE_BASELINE": "_score_views",
     "Basis": "_compare_stats",
     "check_definition": "_checks",
     "check_trace": "_checks",
@@ -200,9 +204,11 @@ _WHERE = {
 }
 __all__ = [
     "CURRENT",
+    "DEFAULT_BASELINE",
     "NODE_TABLES",
     "RANKED",
     "RANK_TIME",
+    "REFERENCE_BASELINE",
     "SCHEMA_VERSION",
     "SOLUTION_KEY",
     "TABLES",

@@ -15,8 +15,9 @@ secret runs kept apart) and are created by ``_schema.py`` with the others.
 - ``definition_gain`` / ``projection``: those summed per definition / per set: covered time
   before and after, the covered speedup (Amdahl's covered part), the time still at the
   reference's because of failures or gaps.
-- ``scores_at_p``: KernelBench's fast_p, FlashInfer-Bench's win@p and the pass rate per set,
-  hardware and p (for other p, :func:`sweep.store.scores_at`).
+- ``scores_at_p``: KernelBench's fast_p, FlashInfer-Bench's win@p (against the set named
+  ``baseline``, else the fastest set) and the pass rate per set, hardware and p (for other p or
+  another baseline, :func:`sweep.store.scores_at`).
 - ``secret_leaderboard``: solutions ranked by their secret runs, only where every secret run
   passed, beside their public runs.
 """
@@ -24,8 +25,10 @@ secret runs kept apart) and are created by ``_schema.py`` with the others.
 from __future__ import annotations
 
 __all__ = [
+    "DEFAULT_BASELINE",
     "DEFAULT_PS",
     "IS_SECRET",
+    "REFERENCE_BASELINE",
     "SCORE_VIEW_DEPENDS",
     "SET_KEY",
     "at_p_sql",
@@ -48,42 +51,83 @@ _IMPOSSIBLE = "coalesce(list_contains(flags, 'impossible'), false)"
 _WEIGHT = "greatest(coalesce(TRY_CAST(json_extract_string(record, '$.workload.weight') AS DOUBLE), 1.0), 0.0)"
 
 
-def at_p_sql(ps: tuple[float, ...]) -> str:
+#: The solution set whose latency is win@p's baseline where it ran (FlashInfer-Bench's default).
+DEFAULT_BASELINE = "baseline"
+
+#: The baseline name that means the reference's own latency in each trace.
+REFERENCE_BASELINE = "reference"
+
+
+def _sql_str(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def at_p_sql(ps: tuple[float, ...], baseline: str = DEFAULT_BASELINE) -> str:
     """The body of ``scores_at_p`` for thresholds ``ps`` (finite numbers, checked by callers).
 
     Per solution set and hardware, over the set's tasks (definition and workload pairs it has a
-    newest public trace of, leaving out those whose reference failed: not the set's doing):
+    newest public trace of, leaving out those whose reference failed: not the set's doing). A
+    set's answer to a task is its fastest correct (PASSED, not 'impossible') trace.
 
-    - ``fast_p``: KernelBench's fast_p, tasks where the set's answer (its fastest PASSED, not
-      'impossible', trace) is correct and its speedup over the reference is above p, over all
-      of the set's tasks (failures in the denominator).
-    - ``win_at_p``: definitions where the set's answer passed on every workload and the
-      geometric mean of its speedups over those workloads is above p, over the set's
-      definitions.
+    - ``fast_p``: KernelBench's fast_p, tasks where the answer's speedup over the reference is
+      above p, over all of the set's tasks (failures in the denominator).
+    - ``win_at_p``: FlashInfer-Bench's win@p, per workload against a baseline latency: the
+      ``baseline`` set's answer where it has one, else the fastest answer of any set (that set
+      is then not scored on the workload); ``reference`` as the baseline means the reference's
+      latency. A win is ``baseline latency / answer latency > p``; a task without an answer
+      loses. Over the set's tasks that have a baseline (``win_tasks``); NULL where none has.
     - ``pass_rate``: tasks with a correct answer, over the set's tasks.
     """
     values = ", ".join(f"({float(p)!r}::DOUBLE)" for p in ps)
+    ok = f"status = 'PASSED' AND NOT {_IMPOSSIBLE}"
+    if baseline.lower() == REFERENCE_BASELINE:
+        base_ms, base_set = "b.reference_ms", "NULL"
+    else:
+        base_ms, base_set = "coalesce(b.named_ms, b.fastest_ms)", "coalesce(b.named_set, b.fastest_set)"
+    named = f"lower(solution_set) = lower({_sql_str(baseline)}) AND best_ms IS NOT NULL"
     return f"""WITH tasks AS (
     SELECT {SET_KEY} AS solution_set, hardware, definition, workload_uuid,
-           max(speedup_factor) FILTER (WHERE status = 'PASSED' AND NOT {_IMPOSSIBLE}) AS speedup,
-           bool_or(status = 'PASSED' AND NOT {_IMPOSSIBLE}) AS correct
+           max(speedup_factor) FILTER (WHERE {ok}) AS speedup,
+           min(latency_ms) FILTER (WHERE {ok} AND latency_ms > 0) AS best_ms,
+           median(reference_latency_ms) FILTER (WHERE reference_latency_ms > 0) AS reference_ms,
+           bool_or({ok}) AS correct
     FROM current_traces
     WHERE NOT {IS_SECRET} AND NOT {_REF_FAILED}
     GROUP BY ALL
+), ranked AS (
+    SELECT *, row_number() OVER (PARTITION BY hardware, definition, workload_uuid
+                                 ORDER BY best_ms ASC NULLS LAST, solution_set) AS place
+    FROM tasks
+), bases AS (
+    SELECT hardware, definition, workload_uuid,
+           min(best_ms) FILTER (WHERE {named}) AS named_ms,
+           min(solution_set) FILTER (WHERE {named}) AS named_set,
+           min(best_ms) FILTER (WHERE place = 1) AS fastest_ms,
+           min(solution_set) FILTER (WHERE place = 1 AND best_ms IS NOT NULL) AS fastest_set,
+           median(reference_ms) AS reference_ms
+    FROM ranked GROUP BY ALL
+), against AS (
+    SELECT t.solution_set, t.hardware, t.best_ms, {base_ms} AS base_ms
+    FROM tasks t JOIN bases b USING (hardware, definition, workload_uuid)
+    WHERE {base_ms} IS NOT NULL AND t.solution_set IS DISTINCT FROM {base_set}
 ), defs AS (
-    SELECT solution_set, hardware, definition, bool_and(correct) AS all_correct,
-           exp(avg(ln(speedup)) FILTER (WHERE speedup > 0)) AS geomean_speedup
-    FROM tasks GROUP BY ALL
-), ps(p) AS (VALUES {values})
-SELECT t.solution_set, t.hardware, ps.p, count(*) AS tasks,
-       avg(CASE WHEN t.correct AND t.speedup > ps.p THEN 1.0 ELSE 0.0 END) AS fast_p,
-       (SELECT avg(CASE WHEN d.all_correct AND d.geomean_speedup > ps.p THEN 1.0 ELSE 0.0 END)
-        FROM defs d WHERE d.solution_set = t.solution_set AND d.hardware = t.hardware) AS win_at_p,
-       (SELECT count(*) FROM defs d WHERE d.solution_set = t.solution_set AND d.hardware = t.hardware)
-           AS definitions,
-       avg(CASE WHEN t.correct THEN 1.0 ELSE 0.0 END) AS pass_rate
-FROM tasks t CROSS JOIN ps
-GROUP BY t.solution_set, t.hardware, ps.p"""
+    SELECT solution_set, hardware, count(DISTINCT definition) AS definitions FROM tasks GROUP BY ALL
+), ps(p) AS (VALUES {values}),
+fast AS (
+    SELECT t.solution_set, t.hardware, ps.p, count(*) AS tasks,
+           avg(CASE WHEN t.correct AND t.speedup > ps.p THEN 1.0 ELSE 0.0 END) AS fast_p,
+           avg(CASE WHEN t.correct THEN 1.0 ELSE 0.0 END) AS pass_rate
+    FROM tasks t CROSS JOIN ps GROUP BY t.solution_set, t.hardware, ps.p
+), wins AS (
+    SELECT a.solution_set, a.hardware, ps.p, count(*) AS win_tasks,
+           avg(CASE WHEN a.best_ms > 0 AND a.base_ms > 0 AND a.base_ms / a.best_ms > ps.p
+                    THEN 1.0 ELSE 0.0 END) AS win_at_p
+    FROM against a CROSS JOIN ps GROUP BY a.solution_set, a.hardware, ps.p
+)
+SELECT f.solution_set, f.hardware, f.p, f.tasks, d.definitions, f.fast_p, w.win_at_p,
+       coalesce(w.win_tasks, 0) AS win_tasks, f.pass_rate
+FROM fast f JOIN defs d USING (solution_set, hardware)
+LEFT JOIN wins w USING (solution_set, hardware, p)"""
 
 
 def score_views(ranked: str) -> list[tuple[str, str]]:

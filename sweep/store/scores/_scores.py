@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sweep.errors import StoreError, shown
-from sweep.store.db import at_p_sql
+from sweep.store.db import DEFAULT_BASELINE, at_p_sql
 from sweep.store.read import Session, Store, run_sql
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "ScoreAtP",
     "SetProjection",
     "amdahl",
+    "check_baseline",
     "check_ps",
     "check_uncovered",
     "model_projection",
@@ -36,6 +37,9 @@ __all__ = [
 
 #: The most thresholds one call computes.
 MAX_PS = 64
+
+#: The longest baseline name (an author) win@p accepts.
+MAX_BASELINE = 200
 
 
 @dataclass(frozen=True)
@@ -131,7 +135,9 @@ class ScoreAtP:
     tasks: int
     definitions: int
     fast_p: float
-    win_at_p: float
+    #: None where no task of the set had a baseline to be compared with (win_tasks == 0).
+    win_at_p: float | None
+    win_tasks: int
     pass_rate: float
 
 
@@ -156,6 +162,15 @@ def check_ps(ps: Sequence[float]) -> tuple[float, ...]:
         if not isinstance(p, (int, float)) or isinstance(p, bool) or not math.isfinite(p) or p < 0:
             raise StoreError(f"--p {shown(p)}: a threshold is a finite speedup of at least 0, e.g. 1.5")
     return tuple(float(p) for p in ps)
+
+
+def check_baseline(baseline: str) -> None:
+    """Refuse a win@p baseline that cannot name a solution set."""
+    if not isinstance(baseline, str) or not baseline.strip() or len(baseline) > MAX_BASELINE:
+        raise StoreError(
+            f"--baseline {shown(baseline)}: name a solution set (an author, 1 to {MAX_BASELINE} characters) "
+            "or 'reference', e.g. --baseline flashinfer"
+        )
 
 
 def amdahl(covered_speedup: float, uncovered: float) -> float:
@@ -301,17 +316,32 @@ def model_projection(
 
 
 def scores_at(
-    store_path: str | Path, ps: Sequence[float], *, results_dir: Path | None = None
+    store_path: str | Path,
+    ps: Sequence[float],
+    *,
+    results_dir: Path | None = None,
+    baseline: str = DEFAULT_BASELINE,
 ) -> list[ScoreAtP]:
     """fast_p, win@p and pass rate per solution set, hardware and threshold in ``ps``.
 
+    Args:
+        store_path: The DuckDB store.
+        ps: The thresholds.
+        results_dir: The results folder whose logs complete the store.
+        baseline: win@p's baseline: a solution set (author), or ``reference`` for the
+            reference's latency (docs/scores.md).
+
     Raises:
-        StoreError: A threshold is not a finite number >= 0, or there are none or too many.
+        StoreError: A threshold is not a finite number >= 0, there are none or too many, or the
+            baseline is empty or too long.
     """
     checked = check_ps(ps)
+    check_baseline(baseline)
     with Store(Path(store_path)).session(results_dir) as s:
         s.require("SELECT * FROM current_traces")
-        rows = _records(s, f"SELECT * FROM ({at_p_sql(checked)}) ORDER BY hardware, solution_set, p")
+        rows = _records(
+            s, f"SELECT * FROM ({at_p_sql(checked, baseline)}) ORDER BY hardware, solution_set, p"
+        )
     return [
         ScoreAtP(
             solution_set=str(r["solution_set"]),
@@ -320,7 +350,8 @@ def scores_at(
             tasks=int(r["tasks"]),  # type: ignore[call-overload]
             definitions=int(r["definitions"]),  # type: ignore[call-overload]
             fast_p=float(r["fast_p"]),  # type: ignore[arg-type]
-            win_at_p=float(r["win_at_p"] or 0.0),  # type: ignore[arg-type]
+            win_at_p=None if r["win_at_p"] is None else float(r["win_at_p"]),  # type: ignore[arg-type]
+            win_tasks=int(r["win_tasks"]),  # type: ignore[call-overload]
             pass_rate=float(r["pass_rate"]),  # type: ignore[arg-type]
         )
         for r in rows

@@ -40,7 +40,7 @@ GENERATED = {DOCS / "cli.md"}
 #: What the copy of the repository holds: the shipped dataset, configs and examples.
 SHIPPED = ("definitions", "solutions", "workloads", "configs", "examples")
 #: Commands run as a process of their own (an embedded Ray does not belong in the test process).
-OWN_PROCESS = {"launch", "profile", "workers"}
+OWN_PROCESS = {"launch", "profile", "tune", "workers"}
 
 #: Blocks shown but not run, keyed by (page, first line), with the reason.
 NOT_RUN: dict[tuple[str, str], str] = {

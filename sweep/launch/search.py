@@ -29,9 +29,10 @@ from sweep.launch._search_groups import Group
 from sweep.plan.strategies import make_strategy
 from sweep.schema.params import Point, params_json
 from sweep.schema.task import Task
+from sweep.schema.trace import TuningNote
 from sweep.store import Estimate, estimate_from_runs, estimate_single, verdict
 
-__all__ = ["Known", "Outcome", "Runner", "remeasure", "search_group"]
+__all__ = ["Known", "Outcome", "Runner", "confirm", "remeasure", "search_group"]
 
 #: Runs tasks (again, when the flag says so) and gives the latency of each (``None``: failed).
 Runner = Callable[[Sequence[Task], bool], Mapping[str, float | None]]
@@ -148,6 +149,7 @@ def search_group(group: Group, settings: SearchSettings, runner: Runner, known: 
     )
     if ranked and settings.remeasure_top > 0:
         remeasure(group, [cands[i] for _, i in ranked[: settings.remeasure_top]], settings, runner, outcome)
+        confirm(group, settings, runner, outcome)
     if outcome.chosen is not None and group.held:
         outcome.held_back = _held_back(group, outcome.chosen, runner, latency)
     return outcome
@@ -204,6 +206,23 @@ def remeasure(
                 "rounds": [row[k] for row in rounds],
             }
         )
+
+
+def confirm(group: Group, settings: SearchSettings, runner: Runner, outcome: Outcome) -> None:
+    """Run the chosen point once more on the bucket's workloads, its tasks carrying the decision
+    (``provenance.tuning``): the chosen point's newest trace then says how often the winner
+    changed in re-measurement and how many points tied with it."""
+    if outcome.chosen is None or not outcome.remeasured:
+        return
+    note = TuningNote(
+        decision=group.name,
+        winner_changes=outcome.winner_changes,
+        remeasure_rounds=settings.remeasure_rounds,
+        remeasured_points=len(outcome.remeasured),
+        ties=len(outcome.ties),
+    )
+    tasks = [group.task(outcome.chosen, w).model_copy(update={"tuning": note}) for w in group.train]
+    runner(tasks, True)
 
 
 def _held_back(

@@ -35,7 +35,8 @@ def _provenance(task: Task, stamp: Provenance, base: Provenance | None) -> Prove
                 update={k: getattr(identity, k) for k in gaps if getattr(identity, k) is not None}
             )
     run = {k: getattr(stamp, k) for k in Provenance.RUN_FIELDS if getattr(stamp, k) is not None}
-    return base.model_copy(update=run)
+    # The decision a confirmation run carries is the driver's word, never the engine's.
+    return base.model_copy(update={**run, "tuning": task.tuning})
 
 
 def stamp_trace(trace: Trace, task: Task, stamp: Provenance) -> Trace:

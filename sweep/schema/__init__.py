@@ -38,6 +38,7 @@ from sweep.schema.trace import (
     Status,
     TimingStats,
     Trace,
+    TuningNote,
 )
 from sweep.schema.workload import (
     BackendBenchArgsInput,
@@ -88,6 +89,7 @@ __all__ = [
     "TimingStats",
     "Tolerance",
     "Trace",
+    "TuningNote",
     "Workload",
     "check_workload",
     "constraint_names",

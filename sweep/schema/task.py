@@ -16,7 +16,7 @@ from sweep.schema.params import params_json
 from sweep.schema.peaks import Ceilings
 from sweep.schema.settings import EvalSettings
 from sweep.schema.solution import Solution
-from sweep.schema.trace import Provenance
+from sweep.schema.trace import Provenance, TuningNote
 from sweep.schema.workload import Workload
 
 __all__ = ["Task", "task_id"]
@@ -87,6 +87,9 @@ class Task(BaseModel):
     #: commitment is part of the id (see :func:`task_id`).
     secret_salt: str | None = None
     secret_commitment: str | None = None
+    #: The confirmation run of a guided search's chosen point: the decision its trace carries
+    #: (``provenance.tuning``). Not part of the id: it is the same task run once more.
+    tuning: TuningNote | None = None
 
     def with_secret(self, secret: bytes) -> Task:
         """This task as a secret run: its inputs drawn from seeds mixed with the secret, its
@@ -181,7 +184,7 @@ class Task(BaseModel):
         config and settings hashes, the targets a ported solution was written for; empty
         ones left out) and the ``run`` fields given
         (``Provenance.RUN_FIELDS``: where and when it ran; ``None`` values left out)."""
-        identity: dict[str, str | int | list[str] | None] = {
+        identity: dict[str, str | int | list[str] | TuningNote | None] = {
             "task_id": self.task_id,
             "sweep": self.sweep or None,
             "solution_hash": self.solution.content_hash,
@@ -189,6 +192,7 @@ class Task(BaseModel):
             "config_hash": self.config_hash or None,
             "ported_from": list(self.solution.spec.target_hardware) if self.ported else None,
             "secret_commitment": self.secret_commitment,
+            "tuning": self.tuning,
         }
         fields = {**identity, **run}
         return Provenance(**{k: v for k, v in fields.items() if v is not None})

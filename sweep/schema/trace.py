@@ -37,6 +37,7 @@ __all__ = [
     "Status",
     "TimingStats",
     "Trace",
+    "TuningNote",
     "check_time",
     "workload_line",
 ]
@@ -269,6 +270,22 @@ class Evaluation(Record):
         return self
 
 
+class TuningNote(Record):
+    """Extension: the decision of a guided search (``solutions.search``) that a trace of its
+    chosen point confirms: the run made after re-measurement, so the chosen point's newest
+    trace says how sure the choice was."""
+
+    #: The decision: target, definition, solution and shape bucket.
+    decision: str = Field(min_length=1)
+    #: How often the leader of a re-measurement round differed from the previous round's.
+    winner_changes: NonNegInt64 = 0
+    #: Rounds of side-by-side re-measurement, and points measured in each.
+    remeasure_rounds: NonNegInt64 = 0
+    remeasured_points: NonNegInt64 = 0
+    #: Points within noise of the chosen one (the compare module's ``same`` or ``noisy``).
+    ties: NonNegInt64 = 0
+
+
 class Provenance(Record):
     """Extension: where a trace came from in a sweep (absent in upstream files).
 
@@ -313,6 +330,8 @@ class Provenance(Record):
     started_at: str | None = None
     finished_at: str | None = None
     attempt: NonNegInt64 | None = None
+    #: Set on the confirmation run of a guided search's chosen point (:class:`TuningNote`).
+    tuning: TuningNote | None = None
 
     @field_validator("started_at", "finished_at")
     @classmethod

@@ -131,7 +131,51 @@ def test_remeasurement_declares_ties_and_counts_winner_changes(tmp_path: Path) -
     assert [r["verdict"] for r in out.remeasured].count("winner") == 1
     assert all(len(r["rounds"]) == 4 for r in out.remeasured)  # type: ignore[arg-type]
     assert out.ties  # within 60% of the winner: a tie by the compare module's verdict
-    assert out.winner_changes >= 0
+
+
+class Flip(Sim):
+    """Re-measurement rounds (``again``) in which the best point is twice as slow every other
+    round: the leader of the rounds alternates, so the winner changes once per round after
+    the first."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.again: list[list[Task]] = []
+
+    def __call__(self, tasks: Sequence[Task], again: bool) -> Mapping[str, float | None]:
+        got = dict(super().__call__(tasks, again))
+        if again:
+            self.again.append(list(tasks))
+            if len(self.again) % 2 == 0:
+                for t in tasks:
+                    if t.params == {"A": 8, "B": 4, "C": "v"}:
+                        got[t.task_id] = _latency(t) * 2.0
+        return got
+
+
+def test_the_chosen_points_confirmation_trace_says_how_often_the_winner_changed(tmp_path: Path) -> None:
+    group = groups_of([_plan(tmp_path)], SearchSettings())[0]
+    settings = SearchSettings(strategy="grid", remeasure_top=3, remeasure_rounds=4)
+    sim = Flip()
+    out = search_group(group, settings, sim, Known())
+    assert out.winner_changes == 3  # leaders best, other, best, other
+    *rounds, confirmation = sim.again
+    assert len(rounds) == 4 and all(t.tuning is None for r in rounds for t in r)
+    assert {t.workload.uuid for t in confirmation} == set(group.train)
+    assert all(t.params == out.chosen for t in confirmation)
+    note = confirmation[0].tuning
+    assert note is not None
+    assert (note.decision, note.winner_changes, note.remeasure_rounds, note.remeasured_points, note.ties) == (
+        group.name,
+        3,
+        4,
+        3,
+        len(out.ties),
+    )
+    # Same task, same id: the confirmation is the chosen point's newest run.
+    assert confirmation[0].task_id == group.task(out.chosen, confirmation[0].workload.uuid).task_id
+    prov = confirmation[0].provenance()
+    assert prov.tuning == note
 
 
 def test_buckets_and_held_back_shapes(tmp_path: Path) -> None:

@@ -240,3 +240,29 @@ def test_extension_fields_round_trip(workload_data: dict[str, Any], evaluation_d
     t = Trace.model_validate(data)
     assert t.provenance is not None and t.provenance.task_id == "abc"
     assert t.to_json_obj() == data
+
+
+def test_a_confirmation_runs_tuning_note_round_trips_and_is_checked(
+    workload_data: dict[str, Any], evaluation_data: dict[str, Any]
+) -> None:
+    note = {
+        "decision": "d/s/H100/all",
+        "winner_changes": 2,
+        "remeasure_rounds": 3,
+        "remeasured_points": 3,
+        "ties": 1,
+    }
+    data = {
+        "definition": "vec_add",
+        "workload": workload_data,
+        "solution": "s",
+        "evaluation": evaluation_data,
+        "provenance": {"task_id": "abc", "tuning": note},
+    }
+    t = Trace.model_validate(data)
+    assert t.provenance is not None and t.provenance.tuning is not None
+    assert t.provenance.tuning.winner_changes == 2
+    assert t.to_json_obj() == data
+    for bad in ({**note, "winner_changes": -1}, {**note, "decision": ""}, {**note, "ties": "many"}):
+        with pytest.raises(pydantic.ValidationError):
+            Trace.model_validate({**data, "provenance": {"tuning": bad}})

@@ -19,6 +19,7 @@ __all__ = [
     "ClusterError",
     "ConfigError",
     "DatasetError",
+    "DistributedTaskError",
     "EngineError",
     "FieldError",
     "PlanError",
@@ -71,6 +72,11 @@ class PlanError(SweepError):
 
 class EngineError(SweepError):
     """An evaluation could not be set up (not a kernel failure, which is a Trace status)."""
+
+
+class DistributedTaskError(EngineError):
+    """A task of a distributed definition (one call made by several ranks) was given to a
+    path that runs one process; only a gang (``sweep launch``) runs it."""
 
 
 class StoreError(SweepError):

@@ -46,14 +46,17 @@ VerboseOpt = Annotated[
 ]
 
 
-def render_left_out(excluded: Sequence[Exclusion], *, verbose: bool = False) -> list[str]:
-    """What a plan leaves out: a count per reason (``--verbose``: and each name under it)."""
+def render_left_out(
+    excluded: Sequence[Exclusion], *, verbose: bool = False, title: str = "left out"
+) -> list[str]:
+    """What a plan leaves out (or, with another ``title``, what a launch could not place): a
+    count per reason (``--verbose``: and each name under it, with its own reason)."""
     from sweep.plan import group_excluded
 
     if not excluded:
         return []
     more = "" if verbose else " (--verbose lists them)"
-    lines = [f"left out: {len(excluded)}{more}"]
+    lines = [f"{title}: {len(excluded)}{more}"]
     for kind, why, xs in group_excluded(excluded):
         lines.append(f"  {len(xs)} {kind}{'' if len(xs) == 1 else 's'}: {why}")
         if verbose:

@@ -81,15 +81,17 @@ def render_launch(
         lines.extend(render_failures(result.failures, failed))
         lines.append("")
     statuses = ", ".join(f"{k} {v}" for k, v in sorted(result.statuses.items())) or "none"
+    unplaced = f", {len(result.unplaced)} cannot be placed on this cluster" if result.unplaced else ""
     lines.append(
         f"sweep {result.sweep!r} on {result.hardware}: {result.planned} planned, "
-        f"{result.skipped} already stored (skipped), {result.ran} ran ({statuses})"
+        f"{result.skipped} already stored (skipped), {result.ran} ran ({statuses}){unplaced}"
     )
     if len(result.per_hardware) > 1:
         lines.append(
             "per hardware: "
             + "; ".join(
                 f"{c.hardware} {c.planned} planned, {c.skipped} skipped, {c.ran} ran"
+                + (f", {c.unplaced} cannot be placed" if c.unplaced else "")
                 for c in result.per_hardware
             )
         )
@@ -119,6 +121,7 @@ def render_launch(
             )
     elif result.planned and result.skipped == result.planned:
         lines.append("nothing to do: every task has a stored trace (use --force to run them again)")
+    lines.extend(render_left_out(result.unplaced, verbose=verbose, title="cannot be placed"))
     lines.extend(render_left_out(result.excluded, verbose=verbose))
     lines.extend(f"warning: {w}" for w in result.warnings)
     lines.append(f"run {result.run_id}; results: {result.results_dir} (store {result.store_path})")
@@ -134,12 +137,19 @@ def launch_json(result: LaunchResult, state: dict[str, tuple[int, int]] | None =
         "run_id": result.run_id,
         "hardware": result.hardware,
         "per_hardware": [
-            {"hardware": c.hardware, "planned": c.planned, "skipped": c.skipped, "ran": c.ran}
+            {
+                "hardware": c.hardware,
+                "planned": c.planned,
+                "skipped": c.skipped,
+                "ran": c.ran,
+                "unplaced": c.unplaced,
+            }
             for c in result.per_hardware
         ],
         "planned": result.planned,
         "skipped": result.skipped,
         "ran": result.ran,
+        "unplaced": len(result.unplaced),
         "statuses": dict(sorted(result.statuses.items())),
         "rows": [
             {
@@ -167,6 +177,7 @@ def launch_json(result: LaunchResult, state: dict[str, tuple[int, int]] | None =
             "replaced": result.replaced,
         },
         "left_out": [{"kind": x.kind, "name": x.name, "reason": x.reason} for x in result.excluded],
+        "cannot_be_placed": [{"task": x.name, "reason": x.reason, "cause": x.why} for x in result.unplaced],
         "warnings": result.warnings,
         "results_dir": result.results_dir,
         "store": result.store_path,

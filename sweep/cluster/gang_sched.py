@@ -20,7 +20,7 @@ Policy (docs/multi-gpu.md, "Placement"):
   sharing GPUs with them at the same time could leave a gang unplaceable; in phases neither kind
   waits on the other for more than the other's finite queue.
 
-What cannot be placed at all is said by :func:`placement_problem` before anything runs: more
+What cannot be placed at all is said by :func:`unplaceable` before anything runs: more
 ranks than any node of the target has GPUs, or, on a CPU target, ranks whose tensors are larger
 than :data:`RANK_BYTES_LIMIT` allows (the shipped workloads of 16 MiB to 1 GiB are for GPUs: on
 one host's CPU every rank's copy shares its memory and cores, and gloo moves them over
@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from sweep.sandbox.gang import rank_bytes, run_gang, world_size
@@ -38,7 +39,15 @@ from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import Provenance, Status, Trace
 from sweep.schema.task import Task
 
-__all__ = ["RANK_BYTES_LIMIT", "gang_order", "node_slots", "placement_problem", "run_gang_tasks"]
+__all__ = [
+    "RANK_BYTES_LIMIT",
+    "Unplaceable",
+    "gang_order",
+    "node_slots",
+    "placement_problem",
+    "run_gang_tasks",
+    "unplaceable",
+]
 
 #: The most bytes of inputs and outputs one rank of a task may hold, per target (targets not
 #: named have no limit here: a GPU's memory is the engine's business). On the CPU all ranks
@@ -50,32 +59,54 @@ _TICK_S = 0.2
 _START_MARGIN_S = 300.0
 
 
-def placement_problem(
+@dataclass(frozen=True)
+class Unplaceable:
+    """Why a task cannot be placed: ``reason`` names its own figures (its world size, its
+    bytes per rank); ``cause`` is the same for every task left out for the same cause (a
+    launch prints one line per cause)."""
+
+    reason: str
+    cause: str
+
+
+def unplaceable(
     task: Task, node_slots: Sequence[int] | None, limits: Mapping[str, int] | None = None
-) -> str | None:
+) -> Unplaceable | None:
     """Why ``task`` cannot be placed on nodes with ``node_slots`` GPUs (or CPU slots) each
     (``None``: the nodes are not known, only the size is checked), or ``None``.
     ``limits``: the most bytes per rank by target (default :data:`RANK_BYTES_LIMIT`)."""
     n = world_size(task)
     if n <= 1:
         return None
-    limit = (RANK_BYTES_LIMIT if limits is None else limits).get(task.hardware)
+    hw = task.hardware
+    limit = (RANK_BYTES_LIMIT if limits is None else limits).get(hw)
     if limit is not None:
         need = rank_bytes(task)
         if need is not None and need > limit:
-            return (
+            return Unplaceable(
                 f"each of its {n} ranks holds {_mib(need)} of inputs and outputs; "
-                f"a {task.hardware} rank may hold at most {_mib(limit)} (a size for GPUs)"
+                f"a {hw} rank may hold at most {_mib(limit)} (a size for GPUs)",
+                f"each rank holds more than the {_mib(limit)} of inputs and outputs a {hw} rank may "
+                "(sizes for GPUs)",
             )
     if node_slots is None:
         return None
     most = max(node_slots, default=0)
     if n <= most:
         return None
-    return (
-        f"needs {n} {task.hardware} GPUs on one node (its ranks share NVLink); "
-        f"the largest {task.hardware} node has {most}"
+    has = f"the largest {hw} node has {most}" if most else f"this cluster has no {hw} GPU"
+    return Unplaceable(
+        f"needs {n} {hw} GPUs on one node (its ranks share NVLink); {has}",
+        f"needs more {hw} GPUs of one node than there are ({has})",
     )
+
+
+def placement_problem(
+    task: Task, node_slots: Sequence[int] | None, limits: Mapping[str, int] | None = None
+) -> str | None:
+    """:func:`unplaceable`'s reason for ``task``, or ``None`` when it can be placed."""
+    found = unplaceable(task, node_slots, limits)
+    return None if found is None else found.reason
 
 
 def _mib(n: int) -> str:

@@ -15,6 +15,15 @@ if TYPE_CHECKING:
 __all__ = ["build", "calibrate", "evaluate", "evaluate_pair", "profile_run"]
 
 
+def _one_process(definition: Definition, workloads: list[Workload], entry: str) -> None:
+    """Refuse a distributed definition where one process would evaluate it (its reference
+    would call a collective with no process group; its derived axes are the gang's to fill)."""
+    if definition.distributed is not None:
+        from sweep.schema.distributed import outside_gang
+
+        raise outside_gang(definition.name, definition.distributed, [w.axes for w in workloads], entry)
+
+
 def calibrate(device: str | None = None) -> Ceilings:
     """Measure this node's ceilings on ``device`` (``None``: CUDA when available): copy
     bandwidth and dense GEMM TFLOP/s per dtype (see ``_calibrate`` for what and how large).
@@ -46,11 +55,14 @@ def evaluate(
 
     Raises:
         EngineError: ``device`` is invalid or unavailable (never for a kernel's failure).
+        DistributedTaskError: The task's definition is called by several ranks and this is
+            not one rank of a gang (``task.rank`` unset): ``sweep launch`` runs it.
     """
     if task.rank is not None:  # one rank of a call made by several (sweep.sandbox.gang)
         from sweep.engine._dist_eval import evaluate_rank
 
         return evaluate_rank(task, device=device, on_phase=on_phase)
+    _one_process(task.definition, [task.workload], "sweep.engine.evaluate")
     from sweep.engine._evaluate import evaluate as evaluate_task
 
     return evaluate_task(task, device=device, cache=cache, on_phase=on_phase)
@@ -61,7 +73,12 @@ def build(task: Task, *, device: str | None = None, cache: EngineCache | None = 
 
     Never raises for a failed build: the following :func:`evaluate` reports it as
     COMPILE_ERROR without building again (for compiled solutions).
+
+    Raises:
+        DistributedTaskError: A distributed definition outside a gang (as :func:`evaluate`).
     """
+    if task.rank is None:
+        _one_process(task.definition, [task.workload], "sweep.engine.build")
     from sweep.engine._evaluate import build as build_task
 
     build_task(task, device=device, cache=cache)
@@ -100,7 +117,9 @@ def evaluate_pair(
 
     Raises:
         EngineError: ``device`` is invalid or unavailable.
+        DistributedTaskError: ``definition`` is called by several ranks (``sweep launch``).
     """
+    _one_process(definition, workloads, "sweep.engine.evaluate_pair")
     import torch
 
     from sweep.engine.timing._envinfo import resolve_device
@@ -142,7 +161,9 @@ def profile_run(task: Task, device: str | None = None, calls: int = 5) -> Profil
 
     Raises:
         EngineError: Not a CUDA device, or the solution cannot be built or called.
+        DistributedTaskError: A distributed definition (profile mode runs one process).
     """
+    _one_process(task.definition, [task.workload], "profile mode")
     from sweep.engine._profile import profile_run as profile_task
 
     return profile_task(task, device, calls)

@@ -143,7 +143,6 @@ def run_sweep(
     options: tuple[SandboxSpec, SchedulerOptions, Progress | None],
     warm: WarmWorkers | None,
     clock: StartClock,
-    nodes: Sequence[tuple[float, tuple[str, ...]]] = (),
 ) -> tuple[Tally, SchedulerStats]:
     """Run ``todo`` on ``pools``, each trace written to the store as it comes.
 
@@ -178,7 +177,7 @@ def run_sweep(
         storing = Storing(w, tally, progress, target_of)
         clock.mark("scheduler")
         try:
-            todo = _run_gangs(todo, pools, spec, run_id, storing, nodes, progress)
+            todo = _run_gangs(todo, pools, spec, run_id, storing)
             stats = run_tasks(
                 todo,
                 pools,
@@ -218,30 +217,19 @@ def _run_gangs(
     spec: SandboxSpec,
     run_id: str,
     storing: Storing,
-    nodes: Sequence[tuple[float, tuple[str, ...]]],
-    progress: Progress | None,
 ) -> list[Task]:
     """The gang phase: every distributed task on its placement group (``gang_sched``), before
-    the single-GPU workers take the GPUs; what no node can hold is left out with a note. Returns
-    the single-GPU tasks."""
-    from sweep.cluster.gang_sched import node_slots, placement_problem, run_gang_tasks
+    the single-GPU workers take the GPUs (what no node can hold was taken out before:
+    ``_placing``). Returns the single-GPU tasks."""
+    from sweep.cluster.gang_sched import run_gang_tasks
     from sweep.sandbox.gang import world_size
 
     gangs = [t for t in todo if world_size(t) > 1]
     if not gangs:
         return todo
-    placeable = []
-    for t in gangs:
-        problem = placement_problem(t, node_slots(nodes, t.hardware) if nodes else None)
-        if problem is None:
-            placeable.append(t)
-        elif progress is not None:
-            progress.note(
-                f"left out {t.definition.name} / {t.solution.name} / {t.workload.uuid}: cannot be placed: {problem}"
-            )
     kinds = {p.target: p.device_kind for p in pools}
     run_gang_tasks(
-        placeable,
+        gangs,
         spec,
         run_id=run_id,
         on_traces=storing.on_traces,

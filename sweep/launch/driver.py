@@ -42,6 +42,7 @@ from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats
 from sweep.cluster.warm import WarmWorkers
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
+from sweep.launch._placing import Placing, split_unplaceable
 from sweep.launch._run import StartClock, StoreOpening, run_sweep
 from sweep.launch.progress import FailureGroup, Progress, SummaryRow, Tally
 from sweep.plan import Exclusion, Plan, Selection, build_plan, combined_excluded, select, with_lines
@@ -98,6 +99,8 @@ class HardwareCounts:
     planned: int
     skipped: int
     ran: int
+    #: Distributed tasks no node of the cluster could hold (neither skipped nor run).
+    unplaced: int = 0
 
 
 @dataclass
@@ -123,6 +126,11 @@ class LaunchResult:
     stats: SchedulerStats
     excluded: list[Exclusion]
     warnings: list[str] = field(default_factory=list)
+    #: Distributed tasks the cluster cannot place (``kind`` ``"task"``, ``name`` "definition /
+    #: solution / workload", ``reason`` the task's own, ``group`` the cause shared by others):
+    #: planned, neither skipped nor run (``planned == skipped + ran + len(unplaced)`` once
+    #: every runnable task has its trace).
+    unplaced: list[Exclusion] = field(default_factory=list)
     #: The most frequent failures of this run by status and reason (``Tally.top_failures``).
     failures: list[FailureGroup] = field(default_factory=list)
     per_hardware: list[HardwareCounts] = field(default_factory=list)
@@ -256,13 +264,18 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
                 opening = StoreOpening(config, dataset, run_id)
             # Only targets with tasks left need workers (a target whose tasks are all stored
             # needs no node, as a launch of that one target would not connect at all).
-            left = Counter(t.hardware for t in todo)
+            nodes = [(n.gpus, n.accelerator_types) for n in conn.info.nodes]
+            placing = split_unplaceable(todo, nodes)  # counted, not run
+            runnable = placing.runnable
+            if not runnable:
+                return _result(run_id, plans, todo, Tally(), clock, conn.info, SchedulerStats(), placing)
+            left = Counter(t.hardware for t in runnable)
             work = {p.hardware: left[p.hardware] for p in plans if left[p.hardware]}
             pools = pools_for_targets(work, conn.info)
             if conn.portable_paths:
-                todo = portable_tasks(todo, Path(os.getcwd()).resolve())
+                runnable = portable_tasks(runnable, Path(os.getcwd()).resolve())
             warm = warm_workers_for(config, address, conn, run_id)
-            progress = _progress(config, run_id, plans, todo, pools, opts)
+            progress = _progress(config, run_id, plans, todo, runnable, pools, opts)
             spec = SandboxSpec(
                 backend=opts.backend,
                 device_kind="auto",
@@ -271,17 +284,9 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
             )
             assert opening is not None
             tally, stats = run_sweep(
-                run_id,
-                plans,
-                todo,
-                opening,
-                pools,
-                (spec, opts.scheduler, progress),
-                warm,
-                clock,
-                nodes=[(n.gpus, n.accelerator_types) for n in conn.info.nodes],
+                run_id, plans, runnable, opening, pools, (spec, opts.scheduler, progress), warm, clock
             )
-            result = _result(run_id, plans, todo, tally, clock, conn.info, stats)
+            result = _result(run_id, plans, todo, tally, clock, conn.info, stats, placing)
             if warm is not None:
                 result.kept_workers, result.replaced = True, list(warm.replaced)
             return result
@@ -307,21 +312,25 @@ def _progress(
     run_id: str,
     plans: Sequence[Plan],
     todo: Sequence[Task],
+    runnable: Sequence[Task],
     pools: Sequence[Pool],
     opts: LaunchOptions,
 ) -> Progress | None:
-    """The progress line, after its first note (what runs where, what is skipped)."""
+    """The progress line, after its first note (what runs where, what is skipped, how many
+    tasks cannot be placed: the summary says why)."""
     if opts.quiet:
         return None
-    progress = Progress(len(todo), opts.progress)
+    progress = Progress(len(runnable), opts.progress)
     skipped = sum(len(p.tasks) for p in plans) - len(todo)
+    unplaced = len(todo) - len(runnable)
     workers: Counter[str] = Counter()
     for pool in pools:
         workers[pool.target] += pool.size
     on = " + ".join(f"{n} {target}" for target, n in workers.items())
     progress.note(
-        f"sweep {config.name!r} run {run_id}: {len(todo)} task(s) on {on} worker(s)"
+        f"sweep {config.name!r} run {run_id}: {len(runnable)} task(s) on {on} worker(s)"
         + (f", {skipped} already stored (skipped; --force re-runs them)" if skipped else "")
+        + (f", {unplaced} cannot be placed on this cluster (see the summary)" if unplaced else "")
     )
     return progress
 
@@ -342,16 +351,21 @@ def _result(
     clock: StartClock,
     cluster: ClusterInfo | None,
     stats: SchedulerStats,
+    placing: Placing | None = None,
 ) -> LaunchResult:
+    """What the launch did: ``todo`` the tasks it had to run (the rest were stored), of which
+    ``placing.unplaced`` could not be placed (``_placing``)."""
     config = plans[0].config
     out = config.output
     left = Counter(t.hardware for t in todo)
+    lost = Counter(t.hardware for t in placing.unplaced) if placing else Counter[str]()
     per_hardware = [
         HardwareCounts(
             hardware=p.hardware,
             planned=len(p.tasks),
             skipped=len(p.tasks) - left[p.hardware],
             ran=tally.by_hardware[p.hardware],
+            unplaced=lost[p.hardware],
         )
         for p in plans
     ]
@@ -373,6 +387,7 @@ def _result(
         cluster=cluster,
         stats=stats,
         excluded=combined_excluded(plans),
+        unplaced=placing.excluded if placing else [],
         warnings=list(dict.fromkeys(w for p in plans for w in p.warnings)),
         per_hardware=per_hardware,
     )

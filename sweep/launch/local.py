@@ -17,6 +17,7 @@ from sweep.errors import EngineError
 from sweep.plan import select_file_pair, select_pair
 from sweep.sandbox import Sandbox, SandboxSpec, SandboxStartError
 from sweep.schema import Ceilings, EvalSettings, Trace
+from sweep.schema.distributed import outside_gang
 from sweep.schema.hardware import CPU, short_name
 from sweep.schema.task import Task
 
@@ -73,6 +74,7 @@ def evaluate_from_dataset(
         DatasetError: A root cannot be loaded, or nothing of the roots can run.
         EngineError: Unknown names, an invalid/unavailable ``device``, an operator this
             torch cannot run there, or no sandbox process could be started.
+        DistributedTaskError: The definition is called by several ranks (``sweep launch``).
     """
     pick = (
         select_file_pair(roots, definition, files, workload_ids)
@@ -85,9 +87,8 @@ def evaluate_from_dataset(
     from sweep.engine import operator_problem
 
     if pick.definition.distributed is not None:
-        raise EngineError(
-            f"definition {pick.definition.name!r} is called by several ranks (one process per GPU); "
-            "sweep eval runs one process: run it with sweep launch, which places its ranks together"
+        raise outside_gang(
+            pick.definition.name, pick.definition.distributed, [w.axes for w in pick.workloads], "sweep eval"
         )
     problem = operator_problem(pick.definition, device or "auto")
     if problem:

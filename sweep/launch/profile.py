@@ -24,12 +24,13 @@ from pathlib import Path
 
 from sweep.cluster.gpu_tasks import GpuTaskFailure, NoGpuError, run_each_on_a_gpu
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
-from sweep.errors import ProfileError, shown
+from sweep.errors import DistributedTaskError, ProfileError, shown
 from sweep.launch._profile_run import ncu_problem, run_ncu, run_sanitizer
 from sweep.launch.driver import operator_check
 from sweep.plan import build_plan, select, with_lines
 from sweep.plan.dataset import load_runnable
 from sweep.sandbox.profile_tools import find_tool
+from sweep.schema.distributed import outside_gang
 from sweep.schema.files import name_problem, write_atomic
 from sweep.schema.hardware import short_name
 from sweep.schema.task import Task
@@ -180,6 +181,8 @@ def profile(config_path: str | Path, options: ProfileOptions | None = None) -> P
         ProfileError: No GPU here (``local`` or an embedded Ray) or in the cluster, a tool
             missing or unusable (counters not readable).
         ConfigError, DatasetError, PlanError, StoreError, ClusterError: As for a launch.
+        DistributedTaskError: Every chosen task is of a distributed definition (one call by
+            several ranks; each such task of a larger choice is reported, not profiled).
     """
     import sweep.engine
 
@@ -206,6 +209,15 @@ def profile(config_path: str | Path, options: ProfileOptions | None = None) -> P
         hardware = _hardware_of(store_path, results_dir, ids)
     planned = _plan_tasks(config, config_path, hardware)
     result = ProfileResult(store_path, [], [i for i in ids if i not in planned])
+    # a call by several ranks cannot run in the profiler's one process: reported, not profiled
+    gangs = [t for tid, t in planned.items() if tid in ids and t.definition.distributed is not None]
+    for task in gangs:
+        done = _empty(task, _profile_folder(results_dir, task.task_id))
+        done.problems.append(f"not profiled: {_gang_refusal(task)}")
+        result.profiles.append(done)
+    if gangs and all(planned[i].definition.distributed is not None for i in ids if i in planned):
+        raise _gang_refusal(gangs[0])
+    planned = {tid: t for tid, t in planned.items() if t.definition.distributed is None}
     jobs = [
         _Job(
             planned[tid],
@@ -261,6 +273,13 @@ def profile(config_path: str | Path, options: ProfileOptions | None = None) -> P
 
 
 _SLACK_S = 120.0
+
+
+def _gang_refusal(task: Task) -> DistributedTaskError:
+    assert task.definition.distributed is not None
+    return outside_gang(
+        task.definition.name, task.definition.distributed, [task.workload.axes], "sweep profile"
+    )
 
 
 @dataclass(frozen=True)

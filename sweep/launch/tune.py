@@ -19,6 +19,7 @@ from pathlib import Path
 from sweep.cluster.connect import RayConnection, auto_target, connect, gpu_targets, pools_for_targets
 from sweep.config import SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
+from sweep.launch._placing import split_unplaceable
 from sweep.launch._run import StartClock, StoreOpening, run_sweep
 from sweep.launch._search_groups import groups_of
 from sweep.launch.driver import LaunchOptions, new_run_id, plans_for, warm_workers_for
@@ -56,7 +57,10 @@ class ClusterRunner:
 
     def __call__(self, tasks: Sequence[Task], again: bool) -> Mapping[str, float | None]:
         run_id = new_run_id()
-        todo = list(tasks)
+        nodes = [(n.gpus, n.accelerator_types) for n in self.conn.info.nodes]
+        todo = split_unplaceable(tasks, nodes).runnable  # the rest: no trace, no latency
+        if not todo:
+            return {t.task_id: None for t in tasks}
         work = Counter(t.hardware for t in todo)
         pools = pools_for_targets(dict(work), self.conn.info)
         opening = StoreOpening(self.config, self.dataset, run_id, todo)
@@ -76,7 +80,7 @@ class ClusterRunner:
         out = self.config.output
         sql = f"SELECT task_id, status, latency_ms FROM traces WHERE run_id = '{run_id}'"
         rows = query(Path(out.store_path()), sql, results_dir=Path(out.results_dir)).rows
-        got: dict[str, float | None] = {t.task_id: None for t in todo}
+        got: dict[str, float | None] = {t.task_id: None for t in tasks}
         for task_id, status, latency in rows:
             got[str(task_id)] = float(str(latency)) if status == "PASSED" and latency is not None else None
         return got

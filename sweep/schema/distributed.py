@@ -22,12 +22,12 @@ reduce-scatter and all-to-all, ``1`` for broadcast and reduce.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Literal
 
 from pydantic import Field, StrictBool, model_validator
 
-from sweep.errors import listing, shown
+from sweep.errors import DistributedTaskError, listing, shown
 from sweep.schema._base import Record
 from sweep.schema.expr import ConstraintError, eval_number, expression_problem
 from sweep.schema.limits import NonNegInt64, PosInt64
@@ -43,6 +43,7 @@ __all__ = [
     "RankSlot",
     "bus_factor",
     "full_axes",
+    "outside_gang",
     "world_size_of",
 ]
 
@@ -185,3 +186,23 @@ class DistributedResult(Record):
     link_gbps: float | None = Field(default=None, ge=0.0)
     link_fraction: float | None = Field(default=None, ge=0.0)
     aligned: StrictBool | None = None
+
+
+def outside_gang(
+    name: str, spec: Distributed, workload_axes: Iterable[Mapping[str, int]], entry: str
+) -> DistributedTaskError:
+    """The error for a distributed definition given to ``entry``, a path that evaluates in one
+    process (``sweep eval``, the engine's ``evaluate``, profile mode): it names the definition,
+    its world size(s) (of ``workload_axes`` when an axis sets it) and where it runs instead."""
+    if spec.world_size is not None:
+        sizes = str(spec.world_size)
+    else:
+        known = sorted({n for axes in workload_axes if (n := world_size_of(spec, axes)) is not None})
+        sizes = " and ".join(map(str, known)) if known else "unset"
+        sizes += f" (axis {spec.world_size_axis})"
+    return DistributedTaskError(
+        f"definition {shown(name)} is one call made by several ranks at once (world size {sizes}, "
+        f"one process per GPU), but {entry} evaluates in one process: run it with sweep launch, "
+        "which places its ranks together on one node (from Python: sweep.sandbox.gang.run_gang "
+        "runs one such task)"
+    )

@@ -78,8 +78,8 @@ def test_a_launch_on_several_targets_counts_each(tmp_path: Path) -> None:
     data = json.loads(launch_json(result))
     assert data["hardware"] == "H100, H200"
     assert data["per_hardware"] == [
-        {"hardware": "H100", "planned": 5, "skipped": 5, "ran": 0},
-        {"hardware": "H200", "planned": 5, "skipped": 1, "ran": 4},
+        {"hardware": "H100", "planned": 5, "skipped": 5, "ran": 0, "unplaced": 0},
+        {"hardware": "H200", "planned": 5, "skipped": 1, "ran": 4, "unplaced": 0},
     ]
     # One target: no per-hardware line.
     one = replace(_result(tmp_path), per_hardware=[HardwareCounts("H100", 10, 6, 0)])

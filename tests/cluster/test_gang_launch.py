@@ -32,13 +32,16 @@ def _write_allreduce(root: Path, worlds: list[int]) -> None:
 
 
 def test_a_launch_runs_gangs_beside_single_gpu_tasks(two_nodes: dict[str, str], tmp_path: Path) -> None:
-    from sweep.launch.driver import LaunchOptions, launch
+    from typer.testing import CliRunner
+
+    from sweep.cli import app
 
     data = write_dataset(tmp_path / "data", {"ok": _OK}, n_workloads=2)
     _write_allreduce(data, [2, 4, 8])
     results = tmp_path / "results"
     cfg = write_config(tmp_path / "mixed.yaml", [data], results, hardware="H100", run_s=60)
-    result = launch(cfg, LaunchOptions(quiet=True))
+    out = CliRunner().invoke(app, ["launch", str(cfg), "--quiet", "--verbose"])
+    assert out.exit_code == 0, out.output
     traces = read_traces(results)
     by_world = {
         (t["evaluation"].get("distributed") or {}).get("world_size", 1): t
@@ -48,6 +51,15 @@ def test_a_launch_runs_gangs_beside_single_gpu_tasks(two_nodes: dict[str, str], 
     assert all(t["evaluation"]["status"] == "PASSED" for t in traces), [
         t["evaluation"]["log"] for t in traces
     ]  # type: ignore[index]
-    assert len(traces) == 4 and result.ran == 4  # 2 single-GPU, 2 gangs; the 8-rank one left out
+    assert len(traces) == 4  # 2 single-GPU, 2 gangs; the 8-rank one cannot be placed
+    # The counts add up (5 = 0 + 4 + 1), the cause once, the task under it (--verbose).
+    text = out.stdout
+    assert (
+        "5 planned, 0 already stored (skipped), 4 ran (PASSED 4), 1 cannot be placed on this cluster" in text
+    )
+    cause = "needs more H100 GPUs of one node than there are (the largest H100 node has 4); world size 8"
+    assert f"cannot be placed: 1\n  1 task: {cause}\n    all_reduce_sum / ar_good / " in text
+    assert text.count("needs 8 H100 GPUs on one node") == 1  # the task's own reason, listed once
+    assert "left out all_reduce_sum" not in out.output  # no note per task
     four = by_world[4]["provenance"]  # type: ignore[index]
     assert four["node_id"] == two_nodes["H100"]  # packed on the node that has 4 GPUs

@@ -115,7 +115,9 @@ def _shipped_tasks() -> list[Task]:
 def test_the_shipped_collectives_pass_on_two_ranks(tmp_path: Path, zygote: GangZygote) -> None:
     tasks = _shipped_tasks()
     assert {t.definition.name for t in tasks} == {"all_reduce_sum_f32", "ag_gemm_bf16", "gemm_rs_bf16"}
-    assert len(tasks) >= 6  # a plain torch.distributed solution and a faster one each
+    assert len(tasks) >= 8  # a plain torch.distributed solution and a faster one each
+    # the symmetric-memory solutions (CUDA fast path) run their plain path on gloo
+    assert {"all_reduce_sum_f32_symm", "ag_gemm_bf16_symm"} <= {t.solution.name for t in tasks}
     for task in tasks:
         trace = _run(task, tmp_path / task.solution.name, zygote)
         ev = trace.evaluation

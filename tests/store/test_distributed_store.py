@@ -11,7 +11,7 @@ from sweep.store import RowBatch, Store, query
 from .conftest import make_trace
 
 
-def _dist(world: int, busbw: float = 100.0) -> dict[str, object]:
+def _dist(world: int, busbw: float = 100.0, size: float = 4096.0) -> dict[str, object]:
     ranks = [{"rank": r, "status": "PASSED", "latency_ms": 1.0 + r} for r in reversed(range(world))]
     return {
         "distributed": {
@@ -20,7 +20,7 @@ def _dist(world: int, busbw: float = 100.0) -> dict[str, object]:
             "ranks": ranks,
             "straggler_rank": world - 1,
             "collective": "all_reduce",
-            "message_bytes": 4096.0,
+            "message_bytes": size,
             "algbw_gbps": busbw / 2,
             "busbw_gbps": busbw,
             "link_fraction": busbw / 450,
@@ -100,6 +100,59 @@ def test_the_report_shows_bandwidth_per_world_size(tmp_path: Path) -> None:
     assert "80" in section and "120" in section
     plain = _store(tmp_path / "p", [make_trace("s1")])
     assert "Bandwidth vs message size" not in render_text(build_report(plain))
+
+
+def test_the_html_report_draws_bandwidth_against_size_one_line_per_series(tmp_path: Path) -> None:
+    import re
+
+    from sweep.store.render import build_report, render_html, render_text
+
+    sizes = [4096.0, 65536.0, 1048576.0]
+    traces = []
+    # (solution, world size, hardware): four series of three sizes, plus one failing trace.
+    for sol, world, hw, base in [
+        ("s1", 2, "NVIDIA_H100", 10.0),
+        ("s1", 4, "NVIDIA_H100", 20.0),
+        ("s2", 2, "NVIDIA_H100", 30.0),
+        ("s1", 2, "NVIDIA_H200", 40.0),
+    ]:
+        for i, size in enumerate(reversed(sizes)):  # stored out of size order
+            traces.append(
+                make_trace(
+                    sol, uuid=f"wl-{world}-{i}", hardware=hw, extra_eval=_dist(world, base * (3 - i), size)
+                )
+            )
+    db = _store(tmp_path, traces)
+    report = build_report(db)
+    page = render_html(report)
+    assert "<script" not in page and "http" not in page.split("<body>")[1].replace("http://www.w3.org", "")
+    [svg] = re.findall(r'<svg class="chart bandwidth".*?</svg>', page, flags=re.DOTALL)
+    paths = re.findall(r'<path class="series" d="([^"]*)"', svg)
+    assert len(paths) == 4  # one per solution, world size and hardware
+    for d in paths:
+        xs = [float(x) for x in re.findall(r"[ML]([\d.]+),", d)]
+        assert len(xs) == 3 and xs == sorted(xs)  # every size, left to right
+    assert "message size (bytes per rank, log)" in svg and "bus bandwidth (GB/s, log)" in svg
+    for label in [
+        "s1, 2 ranks, NVIDIA_H100",
+        "s1, 4 ranks, NVIDIA_H100",
+        "s2, 2 ranks, NVIDIA_H100",
+        "s1, 2 ranks, NVIDIA_H200",
+    ]:
+        assert label in svg
+    assert page.index("Bandwidth vs message size") < page.index('class="chart bandwidth"')  # under its table
+    text = render_text(report)
+    assert "Bandwidth vs message size" in text and "<svg" not in text  # the text report: the table
+
+
+def test_no_calls_by_several_ranks_no_bandwidth_section(tmp_path: Path) -> None:
+    from sweep.store.render import build_report, render_html
+
+    report = build_report(_store(tmp_path, [make_trace("s1"), make_trace("s2", uuid="wl-2")]))
+    assert report.bandwidth == []
+    page = render_html(report)
+    assert "chart bandwidth" not in page and "Bandwidth vs message size" not in page
+    assert 'class="series"' not in page
 
 
 def test_a_schema_8_store_migrates_its_distributed_traces(tmp_path: Path) -> None:

@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     from sweep.store.comparison import TaskComparison
 
 __all__ = [
+    "BandwidthPoint",
     "CrossPoint",
     "RooflinePoint",
     "SpeedupBar",
@@ -65,6 +66,19 @@ class RooflinePoint:
     intensity: float | None
     tflops: float | None
     gbps: float | None
+
+
+@dataclass(frozen=True)
+class BandwidthPoint:
+    """A call made by several ranks at one message size: the median bus bandwidth of its
+    traces (the report's bandwidth table, one row)."""
+
+    definition: str
+    solution: str
+    hardware: str
+    world_size: int
+    message_bytes: float
+    busbw_gbps: float
 
 
 @dataclass(frozen=True)

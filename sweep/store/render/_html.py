@@ -6,8 +6,9 @@ from __future__ import annotations
 import html
 
 from sweep.store.render._charts import distribution_chart, speedup_chart
+from sweep.store.render._collective_section import COLLECTIVE_SECTION
 from sweep.store.render._formats import human_cell, is_percent_column, is_speedup_column
-from sweep.store.render._plots import cross_charts, roofline_charts
+from sweep.store.render._plots import bandwidth_charts, cross_charts, roofline_charts
 from sweep.store.render._report import Report, ReportTable
 
 __all__ = ["render_html"]
@@ -152,6 +153,21 @@ def _pictures(report: Report) -> list[str]:
     return out
 
 
+def _bandwidth_html(report: Report, table: ReportTable) -> str:
+    """Under the bandwidth table (calls made by several ranks), its pictures; else nothing."""
+    if table.title != COLLECTIVE_SECTION[0]:
+        return ""
+    charts = bandwidth_charts(report.bandwidth)
+    if not charts:
+        return ""
+    body = "".join(f"<div><h3>{html.escape(t)}</h3>{svg}</div>" for t, svg in charts)
+    return (
+        f'<div class="pair">{body}</div><p class="note">One line per solution, world size and hardware: '
+        "the median bus bandwidth of its PASSED traces at each message size (log-log); the table above "
+        "has every figure.</p>"
+    )
+
+
 def render_html(report: Report) -> str:
     """The whole report as one HTML document that needs no network."""
     notes = "".join(f'<p class="meta">note: {html.escape(n)}</p>' for n in report.notes)
@@ -164,7 +180,7 @@ def render_html(report: Report) -> str:
         notes,
         *(_table_html(t) for t in report.first_tables),
         *_pictures(report),
-        *(_table_html(t) for t in report.later_tables),
+        *(_table_html(t) + _bandwidth_html(report, t) for t in report.later_tables),
     ]
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'

@@ -1,17 +1,18 @@
 """The report's x-y pictures, as inline SVG on log-log axes: a roofline per GPU type
-(achieved TFLOP/s over arithmetic intensity, under the datasheet's roofs) and, per pair of
-hardware, the latency of each solution and workload on one against the other."""
+(achieved TFLOP/s over arithmetic intensity, under the datasheet's roofs), per pair of
+hardware the latency of each solution and workload on one against the other, and per
+definition of calls made by several ranks the bus bandwidth against the message size."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
 from sweep.schema.peaks import datasheet_ceilings
-from sweep.store.render._chart_data import CrossPoint, RooflinePoint
+from sweep.store.render._chart_data import BandwidthPoint, CrossPoint, RooflinePoint
 from sweep.store.render._formats import format_number
 from sweep.store.render._svg import PALETTE, LogScale, esc, legend, svg_open, text, tick_label
 
-__all__ = ["cross_charts", "roofline_charts"]
+__all__ = ["bandwidth_charts", "cross_charts", "roofline_charts"]
 
 _W, _H = 760.0, 440.0
 _L, _R, _T, _B = 78.0, 24.0, 30.0, 52.0
@@ -199,4 +200,46 @@ def cross_charts(points: Sequence[CrossPoint], failing: Failing | None = None) -
         body, height = _with_legend(parts, entries)
         head = svg_open(_W, height, f"latency on {b} against {a}", "cross-scatter", max_width=_W * 1.25)
         out.append((f"Latency on {b} against {a} ({len(mine)} pairs PASSED on both)", head + "\n" + body))
+    return out
+
+
+def bandwidth_charts(points: Sequence[BandwidthPoint]) -> list[tuple[str, str]]:
+    """Per definition of calls made by several ranks: bus bandwidth (GB/s, y) against message
+    size (bytes, x), log-log, one line (``<path class="series">``) per solution, world size and
+    hardware through its sizes in order, a dot per size with its figures. (title, SVG) pairs."""
+    out: list[tuple[str, str]] = []
+    for definition in sorted({p.definition for p in points}):
+        mine = [p for p in points if p.definition == definition and p.message_bytes > 0 and p.busbw_gbps > 0]
+        if not mine:
+            continue
+        xs = LogScale.covering([p.message_bytes for p in mine], _L, _W - _R)
+        ys = LogScale.covering([p.busbw_gbps for p in mine], _H - _B, _T)
+        parts = _axes(xs, ys, "message size (bytes per rank, log)", "bus bandwidth (GB/s, log)", " B", "")
+        series: dict[tuple[str, int, str], list[BandwidthPoint]] = {}
+        for p in mine:
+            series.setdefault((p.solution, p.world_size, p.hardware), []).append(p)
+        keys = sorted(series)
+        names = [f"{sol}, {world} ranks, {hw}" for sol, world, hw in keys]
+        for i, (key, name) in enumerate(zip(keys, names)):
+            color = PALETTE[i % len(PALETTE)]
+            line = sorted(series[key], key=lambda p: p.message_bytes)
+            d = " ".join(
+                f"{'M' if j == 0 else 'L'}{xs(p.message_bytes):.1f},{ys(p.busbw_gbps):.1f}"
+                for j, p in enumerate(line)
+            )
+            parts.append(
+                f'<path class="series" d="{d}" fill="none" stroke="{color}" stroke-width="1.6">'
+                f"<title>{esc(name)}</title></path>"
+            )
+            for p in line:
+                tip = f"{name}: {format_number(p.busbw_gbps)} GB/s at {format_number(p.message_bytes)} B"
+                parts.append(_dot(xs(p.message_bytes), ys(p.busbw_gbps), color, tip))
+        entries = _keys_of(names, "line")
+        body, height = _with_legend(parts, entries)
+        head = svg_open(
+            _W, height, f"bus bandwidth against message size: {definition}", "bandwidth", max_width=_W * 1.25
+        )
+        out.append(
+            (f"{definition}: bus bandwidth against message size ({len(keys)} lines)", head + "\n" + body)
+        )
     return out

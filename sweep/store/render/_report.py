@@ -11,6 +11,7 @@ from sweep.errors import StoreError
 from sweep.store.db import CURRENT, RANK_TIME, RANKED, SOLUTION_KEY, leaderboard_sql
 from sweep.store.read import Session, Store, run_sql
 from sweep.store.render._chart_data import (
+    BandwidthPoint,
     CrossPoint,
     RooflinePoint,
     SpeedupBar,
@@ -63,6 +64,8 @@ class Report:
             distribution picture).
         roofline: Ranked PASSED traces carrying achieved rates (the roofline pictures);
             ``roofline_left_out`` more were not drawn.
+        bandwidth: Calls made by several ranks: median bus bandwidth per solution, hardware,
+            world size and message size (the bandwidth pictures, beside their table).
         cross_points: Latency pairs PASSED on two hardware (the scatter pictures);
             ``cross_left_out`` more were not drawn.
         extra: Tables other commands computed (:meth:`add_table`), shown last.
@@ -93,6 +96,7 @@ class Report:
     roofline_left_out: int = 0
     cross_points: list[CrossPoint] = field(default_factory=list)
     cross_left_out: int = 0
+    bandwidth: list[BandwidthPoint] = field(default_factory=list)
     extra: list[ReportTable] = field(default_factory=list)
     #: "What this does to my model": the projection per solution set and the definitions that
     #: take the most time (``_model_section.py``); shown first.
@@ -348,6 +352,7 @@ ORDER BY definition, hardware, geomean_speedup_over_default DESC NULLS LAST, sol
         collective = _table(s, *COLLECTIVE_SECTION)
         if collective.rows:
             optional.append(collective)
+        bandwidth = bandwidth_points(collective)
         cols = leaderboard.columns
         bars = [
             SpeedupBar(
@@ -383,6 +388,7 @@ ORDER BY definition, hardware, geomean_speedup_over_default DESC NULLS LAST, sol
             roofline_left_out=roof_left,
             cross_points=pairs,
             cross_left_out=pairs_left,
+            bandwidth=bandwidth,
             extra=([tuning] if tuning.rows else []) + optional + profiled,
             model=model if model[0].rows else [],
             failures=failures if failures.rows else None,
@@ -466,6 +472,28 @@ def cross_source(all_versions: bool) -> str:
                       THEN '' ELSE ' (older)' END
          ELSE c.solution END AS solution)
 FROM cross_hardware c JOIN current_versions v ON c.definition = v.definition AND c.solution = v.solution)"""
+
+
+def bandwidth_points(table: ReportTable) -> list[BandwidthPoint]:
+    """The bandwidth pictures' points: the rows of the bandwidth table (``COLLECTIVE_SECTION``)
+    with a message size and a bus bandwidth (no PASSED trace: no figure, not drawn)."""
+    c = {name: i for i, name in enumerate(table.columns)}
+    out = []
+    for r in table.rows:
+        size, busbw = _float(r[c["message_bytes"]]), _float(r[c["busbw_gbps"]])
+        if size is None or busbw is None:
+            continue
+        out.append(
+            BandwidthPoint(
+                definition=str(r[c["definition"]]),
+                solution=str(r[c["solution"]]),
+                hardware=str(r[c["hardware"]]),
+                world_size=_int(r[c["world_size"]]),
+                message_bytes=size,
+                busbw_gbps=busbw,
+            )
+        )
+    return out
 
 
 def _int(value: object) -> int:

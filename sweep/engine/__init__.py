@@ -13,12 +13,14 @@ Public API:
 - :func:`prepare_process`: call first in a fresh evaluating process (on CPU it sets
   ``TRITON_INTERPRET=1`` before triton is imported); :func:`preload`: in a zygote, import what
   evaluations use and take the harness's snapshot (``_integrity``) before any solution runs;
-  :func:`start_process`: in a task's fresh process, make CUDA ready before its task arrives.
+  :func:`start_process`: in a task's fresh process, make CUDA ready before its task arrives,
+  and :func:`process_cache`, the cache it made ready.
 - :func:`profile_run`: profile mode, the solution's calls alone inside a CUDA profiler range
   (``python -m sweep.engine.profile_main TASKFILE`` is the process ``sweep profile`` runs under
   ncu or compute-sanitizer); :func:`gpu_problem`: why this machine cannot profile.
 - :func:`cuda_problem`: whether this process's CUDA context still works (asked by the cluster);
-  :func:`device_of`: the device an evaluation asked for runs on (``cpu`` or ``cuda:N``).
+  :func:`device_of`: the device an evaluation asked for runs on (``cpu`` or ``cuda:N``);
+  :func:`phase_marks`: where the last evaluation's time went (the phase clock, ``run/_clock.py``).
 - :func:`calibrate`: measure this node's ceilings (copy bandwidth, dense GEMM rate per dtype)
   for ``sweep calibrate``.
 - :func:`resolve_op`, :func:`schema_mutations`: an ATen operator by name and the arguments
@@ -34,14 +36,22 @@ workload with a ``backendbench_args`` input (an imported BackendBench operator c
 
 from __future__ import annotations
 
-from sweep.engine._api import build, calibrate, evaluate, evaluate_pair, profile_run
+from sweep.engine._api import (
+    build,
+    calibrate,
+    evaluate,
+    evaluate_pair,
+    process_cache,
+    profile_run,
+    start_process,
+)
 from sweep.engine._process import (
     cuda_problem,
     device_of,
     gpu_problem,
+    phase_marks,
     preload,
     prepare_process,
-    start_process,
 )
 from sweep.engine.aten._aten_ops import operator_problem, resolve_op, schema_mutations
 from sweep.engine.aten._overloads import pick_overload
@@ -57,9 +67,11 @@ __all__ = [
     "evaluate_pair",
     "gpu_problem",
     "operator_problem",
+    "phase_marks",
     "pick_overload",
     "preload",
     "prepare_process",
+    "process_cache",
     "profile_run",
     "resolve_op",
     "schema_mutations",

@@ -12,7 +12,7 @@ if TYPE_CHECKING:
     from sweep.engine._profile import ProfiledCalls
     from sweep.schema import Ceilings, Definition, EvalSettings, Solution, Task, Trace, Workload
 
-__all__ = ["build", "calibrate", "evaluate", "evaluate_pair", "profile_run"]
+__all__ = ["build", "calibrate", "evaluate", "evaluate_pair", "process_cache", "profile_run", "start_process"]
 
 
 def _one_process(definition: Definition, workloads: list[Workload], entry: str) -> None:
@@ -167,3 +167,24 @@ def profile_run(task: Task, device: str | None = None, calls: int = 5) -> Profil
     from sweep.engine._profile import profile_run as profile_task
 
     return profile_task(task, device, calls)
+
+
+def start_process(device_kind: str) -> None:
+    """In a task's fresh process, before its task arrives (a sandbox forks and starts it while
+    the previous task runs, once that one's timed calls are over): make the device ready
+    (``_process.start_process``: CUDA's context and first kernels on a GPU), then the
+    process's cache and the first reads of the harness's snapshot (``_evaluate.warm_process``),
+    so the task's own time includes none of them."""
+    from sweep.engine._evaluate import warm_process
+    from sweep.engine._process import start_process as start_device
+
+    start_device(device_kind)
+    warm_process(device_kind)
+
+
+def process_cache() -> EngineCache:
+    """The engine cache of a task's process, made ready by :func:`start_process` (a sandbox
+    asks for it after ``start_process``)."""
+    from sweep.engine._evaluate import process_cache as cache
+
+    return cache()

@@ -18,6 +18,7 @@ from sweep.engine.guard import _integrity
 from sweep.engine.guard._global_state import preserved_state
 from sweep.engine.io._outcome import Result, Stop, traceback_text
 from sweep.engine.run._cache import EngineCache
+from sweep.engine.run._clock import mark, restart
 from sweep.engine.run._phases import new_run
 from sweep.engine.timing._capture import capture_output
 from sweep.engine.timing._envinfo import environment, nvml_for, resolve_device
@@ -33,7 +34,7 @@ from sweep.schema import (
 from sweep.schema.task import Task
 from sweep.schema.trace_log import clip_log
 
-__all__ = ["build", "default_cache", "evaluate", "trace_of"]
+__all__ = ["build", "default_cache", "evaluate", "process_cache", "trace_of", "warm_process"]
 
 _default_cache: EngineCache | None = None
 
@@ -44,6 +45,30 @@ def default_cache() -> EngineCache:
     if _default_cache is None:
         _default_cache = EngineCache()
     return _default_cache
+
+
+def process_cache() -> EngineCache:
+    """The cache of a task's process (a sandbox's), made ready by :func:`warm_process`."""
+    return default_cache()
+
+
+def warm_process(device_kind: str) -> None:
+    """In a task's fresh process, before its task arrives (off the task's time: a sandbox is
+    forked and started while the previous task runs): what every evaluation here would
+    otherwise do first. The environment record and the NVML handle of the device, the flush
+    buffer on a GPU, in the process's cache (:func:`process_cache`); and one read of the
+    harness's snapshot (``_integrity``): the first reads in a process just forked copy the
+    pages of every object they touch (reference counts are written), 0.1-0.2 s that the
+    checks of the task's evaluation would pay (``bench/eval_phases.py``). Runs no solution code."""
+    dev = resolve_device("cuda:0" if device_kind.startswith("cuda") else "cpu")
+    cache = default_cache()
+    nvml = _nvml(cache, dev)
+    _environment(dev, cache, nvml)
+    if dev.type == "cuda":
+        from sweep.engine.timing import flush_bytes
+
+        cache.flush_buffers[str(dev)] = torch.empty(flush_bytes(dev), dtype=torch.int8, device=dev)
+    _integrity.guard().changes()
 
 
 def _set_mode(device: torch.device) -> None:
@@ -97,18 +122,21 @@ def evaluate(
     Raises:
         EngineError: ``device`` is invalid or unavailable.
     """
+    restart("evaluate")
     started = _now()
     cache = cache if cache is not None else default_cache()
     dev = resolve_device(device)
     _set_mode(dev)
     nvml = _nvml(cache, dev)
     env = _environment(dev, cache, nvml)
+    mark("device, NVML, environment record")
     guard = _integrity.guard()
     threads = torch.get_num_threads()
     # Fixed, so that an evaluation times alike wherever it runs (a launch's worker, sweep eval).
     torch.set_num_threads(task.settings.cpu_threads)
     with preserved_state() as flags, capture_output() as captured:
         run = new_run(task, dev, cache, flags)
+        mark("harness guards, output capture, call path")
         run.guard, run.on_phase = guard, on_phase
         try:
             result = run.run_phases(nvml)
@@ -131,8 +159,10 @@ def evaluate(
             )
         finally:
             run.release()
+            mark("release of buffers")
     torch.set_num_threads(threads)
     result = _untampered(result, guard, run.solution_loaded)
+    mark("global state put back, final integrity check")
     output = captured.text.strip()
     log = "\n".join(result.messages)
     if output:
@@ -150,7 +180,9 @@ def evaluate(
         value = getattr(result, name)
         if value is not None:
             fields[name] = value
-    return trace_of(task, Evaluation(**fields), started)
+    trace = trace_of(task, Evaluation(**fields), started)
+    mark("trace record")
+    return trace
 
 
 def _untampered(result: Result, guard: _integrity.Guard, solution_loaded: bool) -> Result:

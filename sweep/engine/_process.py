@@ -6,7 +6,15 @@ from __future__ import annotations
 
 import os
 
-__all__ = ["cuda_problem", "device_of", "gpu_problem", "preload", "prepare_process", "start_process"]
+__all__ = [
+    "cuda_problem",
+    "device_of",
+    "gpu_problem",
+    "phase_marks",
+    "preload",
+    "prepare_process",
+    "start_process",
+]
 
 
 def prepare_process(device_kind: str) -> None:
@@ -34,7 +42,8 @@ def start_process(device_kind: str) -> None:
     """In a task's fresh process, before it says it is ready (a sandbox forks it while the
     previous task runs): on a GPU, make the CUDA context, the allocator's first block, the
     cuBLAS handle and the kernels every evaluation launches (random values, fills, copies,
-    reductions) ready, so the task's own time does not include them."""
+    reductions) ready, so the task's own time does not include them. (The face's
+    ``start_process``, ``_api.py``, also makes the process's cache ready.)"""
     if not device_kind.startswith("cuda"):
         return
     import torch
@@ -74,3 +83,11 @@ def gpu_problem() -> str | None:
     if not torch.cuda.is_available():
         return "no CUDA GPU is visible to torch on this machine"
     return None
+
+
+def phase_marks() -> list[tuple[str, float]]:
+    """The phase clock's marks of this process's last evaluation: ``(phase, time.monotonic()
+    when it ended)``, the first ``("evaluate", start)`` (``run/_clock.py``)."""
+    from sweep.engine.run import _clock
+
+    return _clock.marks()

@@ -109,12 +109,14 @@ class Phase(NamedTuple):
 
 class Finished(NamedTuple):
     """Sandbox -> supervisor: the trace (JSON), why this process is ``broken`` (or ``None``),
-    and ``time.time()`` when the evaluation started and finished."""
+    ``time.time()`` when the evaluation started and finished, and the phase clock's ``marks``
+    (``(phase, time.monotonic() when it ended)``: this process's and its backend's)."""
 
     trace_json: bytes
     broken: str | None
     started: float
     finished: float
+    marks: tuple[tuple[str, float], ...] = ()
 
 
 class Failed(NamedTuple):
@@ -132,11 +134,12 @@ class Backend:
     begin (each with its own deadline). Optional: ``prepare_process(device_kind)`` (called
     first), ``preload(device_kind)`` (called once in the zygote, after ``prepare_process``:
     import what evaluations use, no CUDA), ``start_process(device_kind)`` (called in each
-    task's process before it says it is ready: make the device ready), ``EngineCache`` (one
-    per process) and
+    task's process before it says it is ready: make the device ready), ``process_cache()``
+    (the cache ``start_process`` made ready) or ``EngineCache`` (one per process) and
     ``cuda_problem(device) -> str | None`` (why this process's CUDA context is unusable: the
     sandbox asks after every failed evaluation on a GPU, since a kernel fault can surface only
-    at the next synchronisation).
+    at the next synchronisation) and ``phase_marks() -> [(phase, monotonic time)]`` (where the
+    last evaluation's time went, sent back beside its trace).
     """
 
     evaluate: Callable[..., Any]
@@ -145,6 +148,7 @@ class Backend:
     cuda_problem: Callable[[str], str | None] | None
     phases: bool = False
     start: Callable[[str], Any] | None = None
+    marks: Callable[[], list[tuple[str, float]]] | None = None
 
 
 def load_backend(module: str) -> Backend:
@@ -160,10 +164,12 @@ def load_backend(module: str) -> Backend:
     return Backend(
         evaluate=evaluate,
         prepare=getattr(mod, "prepare_process", None),
-        cache_factory=getattr(mod, "EngineCache", None),
+        # A cache the process made ready in ``start_process``, else a fresh one.
+        cache_factory=getattr(mod, "process_cache", None) or getattr(mod, "EngineCache", None),
         cuda_problem=getattr(mod, "cuda_problem", None),
         phases=phases,
         start=getattr(mod, "start_process", None),
+        marks=getattr(mod, "phase_marks", None),
     )
 
 
@@ -319,6 +325,7 @@ def child_main(conn_fd: int, log_path: str, params: ChildParams) -> int:
     msg = _wait_for(conn, Evaluate)
     if msg is None:
         return 0
+    marks = [("task received", time.monotonic())]
     state = ProcessState.capture((conn_fd, 1, 2, log_fd))
 
     def on_phase(name: str) -> None:
@@ -326,6 +333,7 @@ def child_main(conn_fd: int, log_path: str, params: ChildParams) -> int:
 
     try:
         task = load_task(msg.blob, pickle.loads(msg.records))
+        marks.append(("task unpickled, process state captured", time.monotonic()))
         started = time.time()
         kwargs: dict[str, Any] = {"device": device, "cache": cache}
         if backend.phases:
@@ -333,7 +341,11 @@ def child_main(conn_fd: int, log_path: str, params: ChildParams) -> int:
         trace = backend.evaluate(task, **kwargs)
         broken = getattr(cache, "fatal_error", None) or _broken(device, trace, backend)
         finished = time.time()
+        if backend.marks is not None:
+            marks += backend.marks()
+        marks.append(("sandbox health check", time.monotonic()))
         payload = trace.to_json().encode()
+        marks.append(("trace to JSON", time.monotonic()))
     except BaseException:  # noqa: BLE001 - even SystemExit from a solution is a result
         text = traceback.format_exc()
         print(text, file=sys.stderr, flush=True)
@@ -349,12 +361,14 @@ def child_main(conn_fd: int, log_path: str, params: ChildParams) -> int:
         print(f"sandbox: {problems}", file=sys.stderr, flush=True)
     sys.stdout.flush()
     sys.stderr.flush()
+    marks.append(("process state put back", time.monotonic()))
     try:
         # send_bytes of a plain pickle reads the same as conn.send at the other end, without
         # multiprocessing's per-call pickler set-up (~9 us, on the GPU's idle time)
         conn.send_bytes(
             pickle.dumps(
-                Finished(payload, broken or problems or None, started, finished), pickle.HIGHEST_PROTOCOL
+                Finished(payload, broken or problems or None, started, finished, tuple(marks)),
+                pickle.HIGHEST_PROTOCOL,
             )
         )
     except OSError as e:

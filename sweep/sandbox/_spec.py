@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 __all__ = ["SandboxSpec", "SandboxStartError", "SandboxStats"]
@@ -51,3 +52,9 @@ class SandboxStats:
     crashes: int = 0
     replaced_broken: int = 0
     start_seconds: list[float] = field(default_factory=list)
+    #: The phase clock of the last tasks, newest last: ``(phase, time.monotonic() when it
+    #: ended)``, the supervisor's marks and its sandbox's on one clock; the first is the
+    #: task's turn beginning (``bench/eval_phases.py`` reads them).
+    timelines: deque[list[tuple[str, float]]] = field(default_factory=lambda: deque(maxlen=256))
+    #: Seconds each fork of the next task's sandbox took, beside the running task (prefork).
+    prefork_seconds: deque[float] = field(default_factory=lambda: deque(maxlen=256))

@@ -93,6 +93,7 @@ class Sandbox:
         self._zygote: ZygoteClient | None = None
         self._spare: _Child | None = None
         self._info: SandboxInfo | None = None
+        self._marks: list[tuple[str, float]] = []  # the phase clock of the task running
 
     # -- lifecycle ------------------------------------------------------------------------
 
@@ -206,8 +207,10 @@ class Sandbox:
         return self._ready(child or self._fork())
 
     def _prefork(self) -> None:
-        """Fork the next task's process now, while this one runs (when the spec says so). On a
-        CPU it starts at once; on a GPU once this task's timed calls are over (``timed``)."""
+        """Fork the next task's process now, while this one runs (when the spec says so). It
+        starts (makes its device and cache ready, ``start_process``: work that would share the
+        CPU or the GPU with this task's timed calls) once they are over (``timed``), or at once
+        under a backend that says no phases."""
         if not self.spec.prefork or self._spare is not None:
             return
         try:
@@ -215,11 +218,12 @@ class Sandbox:
         except SandboxStartError:
             self._spare = None  # the next task tries again and reports it
             return
-        if self.spec.device_kind != "cuda":
+        if self._info is None or not self._info.phases:
             self._start(self._spare)
 
-    def _retire(self, child: _Child) -> ExitState | None:
-        """Kill and reap a task's process (its task is done), and remove its folder and log."""
+    def _retire(self, child: _Child, marks: list[tuple[str, float]] | None = None) -> ExitState | None:
+        """Kill and reap a task's process (its task is done), and remove its folder and log
+        (``marks``: the phase clock's, told when the process is reaped)."""
         child.conn.close()
         state: ExitState | None = None
         if self._zygote is not None and self._zygote.alive():
@@ -229,6 +233,8 @@ class Sandbox:
                 kill_group(child.pid)
         else:
             kill_group(child.pid)  # its parent is gone: nobody else will
+        if marks is not None:
+            marks.append(("sandbox killed and reaped", time.monotonic()))
         self._clean(child)
         return state
 
@@ -280,16 +286,25 @@ class Sandbox:
         """
         out: list[Done] = []
         for env in envs:
+            marks = [("turn", time.monotonic())]
             child = self._take()
+            marks.append(("sandbox ready (fork, start)", time.monotonic()))
             try:
                 child.conn.send(Evaluate(env.blob, env.records))
             except OSError:
                 pass  # it died before its task: the receive below sees the end and reports it
-            self._prefork()
+            marks.append(("task sent", time.monotonic()))
+            self._marks = marks
+            t_fork = time.monotonic()
+            self._prefork()  # beside the task's evaluation, not on the timeline
+            self.stats.prefork_seconds.append(time.monotonic() - t_fork)
             try:
                 out.append(self._await(child, env))
             finally:
-                self._retire(child)
+                marks.append(("trace received", time.monotonic()))
+                self._retire(child, marks)
+                marks.append(("task folder and log removed", time.monotonic()))
+                self.stats.timelines.append(marks)
         return out
 
     def _await(self, child: _Child, env: Envelope) -> Done:
@@ -334,6 +349,7 @@ class Sandbox:
             if isinstance(msg, Finished):
                 if msg.broken:
                     self.stats.replaced_broken += 1
+                self._marks.extend(_clean_marks(msg.marks))
                 done = stamp.model_copy(
                     update={"started_at": now_iso(msg.started), "finished_at": now_iso(msg.finished)}
                 )
@@ -404,6 +420,18 @@ class Sandbox:
                 self._zygote.kill(child.pid)
         tail = output_tail(child.log, 0, task.settings.log_limit_bytes)
         return self._failure(task, Status.TIMEOUT, timeout_log(child.pid, phase, budget, tail), stamp, phase)
+
+
+def _clean_marks(marks: object) -> list[tuple[str, float]]:
+    """The phase marks a sandbox sent, as far as they are marks (its process ran a solution:
+    what it sent is not trusted to be anything), at most 256, names clipped."""
+    out: list[tuple[str, float]] = []
+    if not isinstance(marks, tuple):
+        return out
+    for m in marks[:256]:
+        if isinstance(m, tuple) and len(m) == 2 and isinstance(m[0], str) and isinstance(m[1], float):
+            out.append((m[0][:80], m[1]))
+    return out
 
 
 # ---- The sandbox's output file, read when a sandbox dies or hangs, and the words for what

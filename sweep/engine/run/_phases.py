@@ -54,6 +54,7 @@ from sweep.engine.io import Result, Stop, reference_stop, triton_mode_problem
 from sweep.engine.run._aten_call import AtenCall
 from sweep.engine.run._cache import EngineCache
 from sweep.engine.run._callpath import CallPath
+from sweep.engine.run._clock import mark
 from sweep.engine.run._energy_phase import energy_words, measure_energy
 from sweep.engine.run._named_inputs import NamedInputs
 from sweep.engine.run._roofline import assess, work_of
@@ -202,11 +203,14 @@ class EvalRun(RunState):
         task's own problem, never the solution's."""
         for trial in range(self.settings.trials):
             self.path.reference_trial(trial)
+        mark("reference trials (inputs, reference calls)")
         # Counted now, before the solution's import, from the reference's own calls; a failure
         # here is said by the assessment after the timing.
         with contextlib.suppress(Exception):
             work_of(self)
+        mark("work of a call")
         self.timing_phase = TimingPhase(self, self.path, nvml)
+        mark("timing set-up (flush buffer, NVML)")
         self.timing_phase.time_reference()
 
     # ---- the solution's side -----------------------------------------------------------
@@ -231,22 +235,30 @@ class EvalRun(RunState):
         self._refuse_broken()
         try:
             self.setup()
+            mark("setup (workload check, memory)")
             self.build_reference()
+            mark("reference build")
             self.reference_side(nvml)
             self.check_integrity("after the reference's side")
+            mark("integrity check")
         except Stop as stop:
             raise stop.flag(FLAG_REFERENCE_FAILED) from None
         self.phase("build")
         self.build_solution()
+        mark("solution build and import check")
         self.phase("run")
         self.correctness()
+        mark("solution trials and comparison")
         self.check_integrity("after the solution's trials")
+        mark("integrity check")
         stats, ref_stats, clocks = self.timing()
         assert self.timing_phase is not None
         timer = self.timing_phase.timer
         energy = measure_energy(self, self.path, nvml, timer, (ref_stats.p50_ms, stats.p50_ms))
+        mark("energy")
         self.phase("timed")  # nothing is timed from here on
         self.check_integrity("after the solution's timed calls")
+        mark("integrity check")
         latency = stats.p50_ms
         ref_latency = ref_stats.p50_ms
         speedup = ref_latency / latency if latency > 0 else 0.0
@@ -258,6 +270,7 @@ class EvalRun(RunState):
         )
         perf = Performance(latency_ms=latency, reference_latency_ms=ref_latency, speedup_factor=speedup)
         roof = assess(self, perf)  # work, rates, floor and flags (_roofline)
+        mark("result and roofline")
         return Result(
             status=Status.PASSED,
             messages=[summary, *energy_words(energy), *self.notes, *roof.notes],

@@ -35,6 +35,7 @@ import torch
 from sweep.engine.guard import pinned_flags
 from sweep.engine.io import Stop, reference_stop, traceback_text
 from sweep.engine.run._callpath import CallPath
+from sweep.engine.run._clock import mark
 from sweep.engine.run._run_state import RunState
 from sweep.engine.timing import (
     UNJOINED,
@@ -197,9 +198,11 @@ class TimingPhase:
         # The reference takes the same copies at the same calls as the solution's checks, unchecked.
         self.shadow = Rechecks(CheckSchedule(run.seed), path.snapshot, None, self.first)
         self._reset_l2()
+        mark("reference timing sets")
         self.ref_warm = self._reference(
             lambda: warm_up(path.call_reference, sets, settings, run.device, self.flush, prep)
         )
+        mark("reference warm-up")
         timer = choose_timer(settings.timer, run.device, self.ref_warm.call_ms)
         if settings.timer == "cupti" and timer == "host":
             run.notes.append(
@@ -228,9 +231,11 @@ class TimingPhase:
         prep_sol = self._prep("solution")
         self.rechecks = Rechecks(CheckSchedule(run.seed), path.snapshot, self._check, self.first)
         self._restore_all(prep_sol)
+        mark("solution timing sets")
         sol_warm = self._solution(
             lambda: warm_up(path.call_solution, sets, settings, run.device, self.flush, prep_sol)
         )
+        mark("solution warm-up")
         self.run.check_threads("after the solution's warm-up")
         if self.timer == "events":
             self._no_stray_streams()
@@ -259,6 +264,7 @@ class TimingPhase:
             stats, last = self._time_solution("events", sol_warm)
         self._check_l2()
         self._verify_last(last)
+        mark("checks of the last timed calls")
         self.checked = self.rechecks.count
         return stats, self.ref_stats, self._clocks()
 
@@ -377,9 +383,11 @@ class TimingPhase:
         warm, shadow = self.ref_warm, self.shadow
         assert warm is not None and shadow is not None
         self.timing_who = "reference"
+        mark("reference timer choice")
         stats, _ = self._reference(
             lambda: self._time(self.path.call_reference, timer, warm, "reference", shadow)
         )
+        mark("reference timed")
         return stats
 
     def _time_solution(self, timer: str, warm: WarmUp) -> tuple[TimingStats, list[object]]:
@@ -389,12 +397,14 @@ class TimingPhase:
         run.sync()
         self.timing_who = "solution"
         before = self.nvml.read()
+        mark("solution checks before its timed calls")
         try:
             stats, last = self._solution(
                 lambda: self._time(self.path.call_solution, timer, warm, "solution", self.rechecks)
             )
         except Stop as stop:
             raise _cache_hint(stop) from None
+        mark("solution timed")
         self.readings = (before, self.nvml.read())
         return stats, last
 

@@ -1,0 +1,187 @@
+"""Where one evaluation's time goes, phase by phase, on the real path (sandbox + engine).
+
+Each case runs ``--tasks`` evaluations, one after the other, through a
+:class:`~sweep.sandbox.Sandbox` as a launch's worker runs them (a fresh process per task,
+forked from the zygote, the next one forked while a task runs), at the default evaluation
+settings unless ``--short``. The phase clock the engine and the sandbox keep
+(``sweep/engine/run/_clock.py``: a monotonic timestamp at the end of each phase, sent back
+beside the trace and kept in ``Sandbox.stats.timelines``) says how long each phase took; the
+receiver's parse of the trace (``Done.trace``, what a launch's worker does) is timed here.
+
+The cases:
+
+- ``backendbench``: the ATen-identity solution of ``add.Tensor`` on its first row
+  (``examples/backendbench/dataset``);
+- ``triton``: the shipped ``softmax_f32_triton`` on its first workload (on a CPU under the
+  Triton interpreter, ``TRITON_INTERPRET=1``, which the sandbox's zygote sets; skipped with a
+  line saying so when triton is not installed);
+- ``gemm``: the shipped ``gemm_n512_k512_torch`` at ``M = --gemm-m``.
+
+Per case, a table of the median seconds of each phase over the tasks and its share of the
+turn (a worker's time per evaluation: from taking the sandbox to the trace parsed), the
+timing budget (the warm-up and timed windows of both sides, what ``warmup_ms`` and ``rep_ms``
+ask for) apart from the rest. The fork of the next task's sandbox runs beside the task
+(prefork) and is shown apart, not in the turn.
+
+Usage: ``python bench/eval_phases.py [--device cpu|cuda] [--tasks 5] [--cases backendbench,triton,gemm]``
+(on a GPU host after ``source bench/gpu_site.sh``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import itertools
+import json
+import platform
+import statistics
+import sys
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from sweep.plan import load_dataset
+from sweep.sandbox import Sandbox, SandboxSpec
+from sweep.sandbox.packing import Envelope
+from sweep.schema import EvalSettings, Workload
+from sweep.schema.hardware import CPU, short_name
+from sweep.schema.task import Task
+
+BUDGET_SUFFIXES = ("warm-up", "timed")  # as sweep/engine/run/_clock.py names the windows
+SHORT = EvalSettings(trials=1, warmup_ms=1, rep_ms=5, min_iterations=4, max_iterations=64, input_sets=2)
+CASES = ("backendbench", "triton", "gemm")
+
+
+def case_task(case: str, hardware: str, settings: EvalSettings, gemm_m: int) -> Task:
+    """The task of ``case`` (see the module's docstring)."""
+    if case == "backendbench":
+        root = REPO / "examples" / "backendbench" / "dataset"
+        ds = load_dataset([root])
+        sol = ds.solutions["add___Tensor_implementation"]
+        defn = ds.definitions[sol.definition]
+        wl = ds.workloads[defn.name][0]
+        return Task.make(defn, sol, wl, settings, hardware, dataset_root=str(root))
+    ds = load_dataset([REPO])
+    if case == "triton":
+        sol = ds.solutions["softmax_f32_triton"]
+        defn = ds.definitions[sol.definition]
+        return Task.make(defn, sol, ds.workloads[defn.name][0], settings, hardware, dataset_root=str(REPO))
+    sol = ds.solutions["gemm_n512_k512_torch"]
+    defn = ds.definitions[sol.definition]
+    base = ds.workloads[defn.name][0]
+    wl = Workload.model_validate(
+        {**base.model_dump(), "uuid": f"eval-phases-gemm-m{gemm_m}", "axes": {"M": gemm_m}}
+    )
+    return Task.make(defn, sol, wl, settings, hardware, dataset_root=str(REPO))
+
+
+def intervals(timeline: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """``(phase, seconds)`` from consecutive marks; a phase named twice in one task (the
+    integrity checks) is summed under its first place."""
+    out: dict[str, float] = {}
+    for (_, t0), (name, t1) in itertools.pairwise(timeline):
+        out[name] = out.get(name, 0.0) + (t1 - t0)
+    return list(out.items())
+
+
+def run_case(sandbox: Sandbox, task: Task, n: int) -> tuple[list[dict[str, float]], list[str], list[str]]:
+    """Per task: seconds per phase (the receiver's parse included), the phases in order,
+    and the statuses."""
+    env = Envelope.of(task)
+    rows: list[dict[str, float]] = []
+    order: list[str] = []
+    statuses: list[str] = []
+    for _ in range(n):
+        done = sandbox.run_batch([env])[0]
+        t0 = time.monotonic()
+        trace = done.trace(task)
+        parse = time.monotonic() - t0
+        assert trace.evaluation is not None
+        statuses.append(trace.evaluation.status.value)
+        phases = intervals(sandbox.stats.timelines[-1])
+        phases.append(("trace parsed by the receiver", parse))
+        for name, _ in phases:
+            if name not in order:
+                order.append(name)
+        rows.append(dict(phases))
+    return rows, order, statuses
+
+
+def table(
+    case: str, rows: list[dict[str, float]], order: list[str], prefork: list[float]
+) -> dict[str, float]:
+    """Print one case's table; return its figures."""
+
+    def med(name: str) -> float:
+        return statistics.median(r.get(name, 0.0) for r in rows)
+
+    turns = [sum(r.values()) for r in rows]
+    budgets = [sum(v for k, v in r.items() if k.endswith(BUDGET_SUFFIXES)) for r in rows]
+    turn = statistics.median(turns)
+    budget = statistics.median(budgets)
+    rest = statistics.median(t - b for t, b in zip(turns, budgets))
+    print(f"\n== {case}: {len(rows)} evaluations, median turn {turn:.3f} s per evaluation per worker")
+    print(f"{'phase':58s} {'seconds':>9s} {'share':>7s}")
+    for name in order:
+        if name.endswith(BUDGET_SUFFIXES):
+            continue
+        print(f"{name:58s} {med(name):9.4f} {med(name) / turn:7.1%}")
+    print(f"{'-- the rest (every phase above)':58s} {rest:9.4f} {rest / turn:7.1%}")
+    for name in order:
+        if name.endswith(BUDGET_SUFFIXES):
+            print(f"{'   ' + name:58s} {med(name):9.4f} {med(name) / turn:7.1%}")
+    print(f"{'-- timing budget (warm-up + rep_ms windows)':58s} {budget:9.4f} {budget / turn:7.1%}")
+    print(f"{'== turn (per evaluation per worker)':58s} {turn:9.4f} {1:7.1%}")
+    if prefork:
+        print(f"{'(beside the task) fork of the next sandbox':58s} {statistics.median(prefork):9.4f}")
+    return {"turn_s": turn, "budget_s": budget, "rest_s": rest, **{n: med(n) for n in order}}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--tasks", type=int, default=5, help="evaluations per case (after one not counted)")
+    ap.add_argument("--cases", default=",".join(CASES), help=f"comma-separated, of {', '.join(CASES)}")
+    ap.add_argument(
+        "--gemm-m", type=int, default=0, help="M of the GEMM case (default 8192 on cuda, 2048 on cpu)"
+    )
+    ap.add_argument("--short", action="store_true", help="short timing settings instead of the defaults")
+    ap.add_argument("--json", type=Path, help="also write the figures here")
+    args = ap.parse_args()
+    cases = [c.strip() for c in args.cases.split(",") if c.strip()]
+    unknown = [c for c in cases if c not in CASES]
+    if unknown:
+        ap.error(f"unknown case(s) {unknown}; the cases are {', '.join(CASES)}")
+    if "triton" in cases and importlib.util.find_spec("triton") is None:
+        print("triton case skipped: triton is not installed here")
+        cases.remove("triton")
+    gemm_m = args.gemm_m or (8192 if args.device == "cuda" else 2048)
+    settings = SHORT if args.short else EvalSettings()
+    figures: dict[str, dict[str, float]] = {}
+    print(
+        f"host {platform.node()}, device {args.device}, {'short' if args.short else 'default'} settings "
+        f"(warmup_ms {settings.warmup_ms:g}, rep_ms {settings.rep_ms:g}, trials {settings.trials})"
+    )
+    for case in cases:
+        with Sandbox(SandboxSpec(device_kind=args.device)) as sandbox:
+            info = sandbox.start()
+            hardware = short_name(info.device_name) if info.device_name else CPU
+            if case == "triton" and args.device == "cpu":
+                print("triton case: on the CPU under the Triton interpreter (TRITON_INTERPRET=1)")
+            task = case_task(case, hardware, settings, gemm_m)
+            run_case(sandbox, task, 1)  # the first: not counted
+            rows, order, statuses = run_case(sandbox, task, args.tasks)
+            prefork = list(sandbox.stats.prefork_seconds)[-args.tasks :]
+        bad = [s for s in statuses if s != "PASSED"]
+        figures[case] = table(case, rows, order, prefork)
+        if bad:
+            print(f"!! {len(bad)} of {len(statuses)} evaluations did not pass: {sorted(set(bad))}")
+    if args.json:
+        args.json.write_text(json.dumps(figures, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,89 @@
+"""Start-up of an embedded ``sweep launch``: seconds from the command's start to its first trace.
+
+Runs, in a fresh Python process each round (as a shell runs the command), an embedded launch
+(no address: Ray started in the process) over the throw-away dataset of ``launch_overhead.py``
+(N short evaluations of ``y = x + 1``), and prints, per round: the seconds from the process's
+start to the first trace's end (its ``provenance.finished_at``), the launch's own start figure
+(``LaunchResult.startup_s``: to the first worker ready) and the steps of its start clock
+(``LaunchResult.phases``: plan, Ray, scheduler ...), then the medians.
+
+Usage: ``python bench/launch_start.py [--tasks 4] [--rounds 2] [--device cpu|cuda]`` (on a GPU
+host after ``source bench/gpu_site.sh``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from launch_overhead import REPO, write_config, write_dataset
+
+_LAUNCH = """
+import time
+t_wall = time.time()
+import json, sys
+from datetime import datetime
+from pathlib import Path
+from sweep.launch.driver import LaunchOptions, launch
+r = launch(sys.argv[1], LaunchOptions(quiet=True, force=True))
+ends = []
+for f in Path(sys.argv[2]).rglob("*.jsonl"):
+    for line in f.read_text().splitlines():
+        p = json.loads(line).get("provenance") or {}
+        if p.get("finished_at"):
+            ends.append(datetime.fromisoformat(p["finished_at"]).timestamp())
+print(json.dumps({"first_trace_s": min(ends) - t_wall if ends else None, "startup_s": r.startup_s,
+                  "phases": dict(r.phases), "wall_s": r.wall_s, "statuses": dict(r.statuses)}))
+"""
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tasks", type=int, default=4)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    args = ap.parse_args()
+    firsts: list[float] = []
+    with tempfile.TemporaryDirectory(prefix="launch-start-") as tmp:
+        data = Path(tmp) / "data"
+        write_dataset(data, args.tasks)
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        }
+        for i in range(args.rounds):
+            results = Path(tmp) / f"results-{i}"
+            cfg = Path(tmp) / f"sweep-{i}.yaml"
+            write_config(cfg, data, results, "cpu" if args.device == "cpu" else "H100")
+            out = subprocess.run(
+                [sys.executable, "-c", _LAUNCH, str(cfg), str(results)],
+                env=env,
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            if out.returncode != 0:
+                print(out.stderr[-3000:])
+                raise SystemExit(f"round {i}: the launch failed (exit {out.returncode})")
+            row = json.loads(out.stdout.strip().splitlines()[-1])
+            steps = ", ".join(f"{k} {v:.2f}" for k, v in row["phases"].items())
+            print(
+                f"round {i}: first trace {row['first_trace_s']:.2f} s after the command's start; "
+                f"first worker ready {row['startup_s'] or float('nan'):.2f} s; wall {row['wall_s']:.2f} s; "
+                f"start steps (s since start): {steps}; {row['statuses']}"
+            )
+            if row["first_trace_s"] is not None:
+                firsts.append(row["first_trace_s"])
+    if firsts:
+        print(f"median time to first trace over {len(firsts)} rounds: {statistics.median(firsts):.2f} s")
+
+
+if __name__ == "__main__":
+    main()

@@ -31,6 +31,7 @@ __all__ = [
     "clip",
     "clip_lines",
     "did_you_mean",
+    "exception_chain",
     "field_errors",
     "format_validation_error",
     "listing",
@@ -191,6 +192,19 @@ def reason(err: BaseException) -> str:
     if isinstance(err, OSError) and err.strerror:
         return err.strerror
     return clip(str(err), 300)
+
+
+def exception_chain(err: BaseException, *, most: int = 16) -> list[BaseException]:
+    """``err`` and the exceptions it came from (each one's ``__cause__``, else its
+    ``__context__``), outermost first: each once, at most ``most`` of them (a chain may loop)."""
+    seen: set[int] = set()
+    chain: list[BaseException] = []
+    cur: BaseException | None = err
+    while cur is not None and id(cur) not in seen and len(chain) < most:
+        seen.add(id(cur))
+        chain.append(cur)
+        cur = cur.__cause__ or cur.__context__
+    return chain
 
 
 def did_you_mean(word: str, choices: Iterable[str], *, n: int = 1) -> str:

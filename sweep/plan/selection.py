@@ -10,9 +10,10 @@ for a target are :func:`sweep.plan.expand.build_plan`'s.
 from __future__ import annotations
 
 import fnmatch
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from sweep.config import SweepConfig, key_lines
 from sweep.errors import PlanError, did_you_mean, shown
@@ -23,10 +24,19 @@ from sweep.schema.hardware import hardware_entries, hardware_problem
 
 __all__ = ["Selection", "select", "selectable_solutions", "with_lines"]
 
+_R = TypeVar("_R")
+
 
 def _match_names(patterns: Sequence[str], names: Iterable[str]) -> set[str]:
     names = list(names)
     return {n for n in names if any(fnmatch.fnmatchcase(n, p) for p in patterns)}
+
+
+def _selected(names: Sequence[str], records: Mapping[str, _R], keep: Callable[[_R], bool]) -> list[_R]:
+    """The records whose name matches a glob of ``names`` (every record when there is none)
+    and that ``keep`` accepts, in the order of their names."""
+    chosen = _match_names(names, records) if names else set(records)
+    return [records[name] for name in sorted(chosen) if keep(records[name])]
 
 
 #: Problems of a config against a dataset, each with its place in the config.
@@ -52,16 +62,13 @@ def _select_definitions(config: SweepConfig, ds: Dataset, errors: _Problems) -> 
     _check_used(("definitions", "names"), sel.names, [*defs, *ds.failed_definitions], errors)
     _check_used(("definitions", "op_types"), sel.op_types, (d.op_type for d in defs.values()), errors)
     _check_used(("definitions", "tags"), sel.tags, (t for d in defs.values() for t in d.tags), errors)
-    chosen = _match_names(sel.names, defs) if sel.names else set(defs)
-    out = []
-    for name in sorted(chosen):
-        d = defs[name]
+
+    def keep(d: Definition) -> bool:
         if sel.op_types and not any(fnmatch.fnmatchcase(d.op_type, p) for p in sel.op_types):
-            continue
-        if sel.tags and not all(any(fnmatch.fnmatchcase(t, p) for t in d.tags) for p in sel.tags):
-            continue
-        out.append(d)
-    return out
+            return False
+        return not sel.tags or all(any(fnmatch.fnmatchcase(t, p) for t in d.tags) for p in sel.tags)
+
+    return _selected(sel.names, defs, keep)
 
 
 def selectable_solutions(ds: Dataset) -> dict[str, Solution]:
@@ -82,16 +89,13 @@ def _select_solutions(config: SweepConfig, ds: Dataset, errors: _Problems) -> li
     _check_used(("solutions", "authors"), sel.authors, (s.author for s in sols.values()), errors)
     languages = (s.spec.language.value for s in sols.values())
     _check_used(("solutions", "languages"), sel.languages, languages, errors)
-    chosen = _match_names(sel.names, sols) if sel.names else set(sols)
-    out = []
-    for name in sorted(chosen):
-        s = sols[name]
+
+    def keep(s: Solution) -> bool:
         if sel.authors and not any(fnmatch.fnmatchcase(s.author, p) for p in sel.authors):
-            continue
-        if sel.languages and s.spec.language.value not in sel.languages:
-            continue
-        out.append(s)
-    return out
+            return False
+        return not sel.languages or s.spec.language.value in sel.languages
+
+    return _selected(sel.names, sols, keep)
 
 
 @dataclass(frozen=True)

@@ -27,6 +27,8 @@ from typing import Annotated, BinaryIO
 from annotated_types import Ge, Le
 from pydantic import Strict
 
+from sweep.errors import shown
+
 __all__ = [
     "INT64_MAX",
     "INT64_MIN",
@@ -42,6 +44,7 @@ __all__ = [
     "read_bytes",
     "read_text",
     "regular_file_problem",
+    "relative_path",
     "relative_path_problem",
 ]
 
@@ -204,3 +207,15 @@ def relative_path_problem(path: str) -> str | None:
     if ".." in path.replace("\\", "/").split("/"):
         return "must not contain '..'"
     return None
+
+
+def relative_path(path: str, note: str = "") -> str:
+    """``path`` when :func:`relative_path_problem` finds nothing, for a record's validator.
+
+    Raises:
+        ValueError: The problem, then ``note`` (what the path must name), then the value.
+    """
+    problem = relative_path_problem(path)
+    if problem:
+        raise ValueError(f"{problem}{note}, got {shown(path)}")
+    return path

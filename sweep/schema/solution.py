@@ -15,7 +15,7 @@ from pydantic import Field, StrictBool, field_validator, model_validator
 from sweep.errors import listing, shown
 from sweep.schema._base import Record
 from sweep.schema.hardware import solution_target_problem
-from sweep.schema.limits import relative_path_problem
+from sweep.schema.limits import relative_path
 from sweep.schema.params import ParamValue, space_problems
 
 __all__ = ["Binding", "BuildSpec", "Language", "Solution", "SourceFile", "close_key"]
@@ -120,10 +120,7 @@ class SourceFile(Record):
     @field_validator("path")
     @classmethod
     def _relative(cls, v: str) -> str:
-        problem = relative_path_problem(v)
-        if problem:
-            raise ValueError(f"{problem}, got {shown(v)}")
-        return v
+        return relative_path(v)
 
 
 class Solution(Record):

@@ -10,7 +10,7 @@ from pydantic import Field, JsonValue, StrictBool, field_validator, model_valida
 from sweep.errors import shown
 from sweep.schema._base import Record
 from sweep.schema.call_json import decode_call
-from sweep.schema.limits import INT64_MAX, INT64_MIN, Int64, PosInt64, relative_path_problem
+from sweep.schema.limits import INT64_MAX, INT64_MIN, Int64, PosInt64, relative_path
 
 __all__ = [
     "BackendBenchArgsInput",
@@ -55,10 +55,7 @@ class SafetensorsInput(Record):
     @classmethod
     def _inside_root(cls, v: str) -> str:
         # The engine refuses a path that leaves the dataset root; validation says so first.
-        problem = relative_path_problem(v)
-        if problem:
-            raise ValueError(f"{problem}: it names a file inside the dataset root, got {shown(v)}")
-        return v
+        return relative_path(v, ": it names a file inside the dataset root")
 
 
 class BackendBenchSource(Record):

@@ -22,7 +22,7 @@ from sweep.engine.timing._cupti_timer import (
     durations_ms,
 )
 from sweep.engine.timing._fresh import CheckSchedule, Rechecks
-from sweep.engine.timing._timing import _cupti_batch, _Rotation, choose_timer
+from sweep.engine.timing._timing import _Calls, _cupti_batch, choose_timer
 from sweep.errors import SweepError
 
 GOOD = "def run(x, y):\n    return x + y\n"
@@ -278,13 +278,15 @@ def test_a_batch_counts_the_calls_kernels_copies_and_sets_and_nothing_around_the
         return result
 
     rechecks = Rechecks(CheckSchedule(0), snapshot, lambda snap, where: checks.append(where), 3)
-    rotation, last = _Rotation(2), [None, None]
+    last: list[object] = [None, None]
+    calls = _Calls(call, 2, prep, _Flush(fake), last, rechecks)  # type: ignore[arg-type]
     with CuptiSession(sync=lambda: None) as session:
         assert fake.enabled == {1, 2, 3, 4, 5}
-        first = _cupti_batch(session, call, rotation, prep, _Flush(fake), last, 5, rechecks)  # type: ignore[arg-type]
-        second = _cupti_batch(session, call, rotation, prep, None, last, 3, rechecks)
+        first = _cupti_batch(session, calls, 5)
+        calls.flush = None
+        second = _cupti_batch(session, calls, 3)
     assert first == [600 / 1e6] * 5 and second == [600 / 1e6] * 3
-    assert last == [0, 1] and rotation.index == 8 and checks  # every call ran; rechecks settled
+    assert last == [0, 1] and calls.index == 8 and checks  # every call ran; rechecks settled
     assert fake.enabled == set() and fake.calls[-1] == "finalize"  # CUPTI left as found
 
 

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import sys
 
+from sweep.errors import exception_chain
+
 __all__ = ["NUMPY_SCALAR_ERRORS", "interpreter_hint", "patch"]
 
 #: What NumPy says when an array of more than one dimension is turned into a Python scalar:
@@ -61,13 +63,7 @@ def patch() -> bool:
 def interpreter_hint(e: BaseException) -> str | None:
     """The cause and the fix when ``e`` (or an exception it came from) is the Triton
     interpreter failing on a NumPy scalar conversion, else ``None``."""
-    seen: set[int] = set()
-    chain: list[BaseException] = []
-    cur: BaseException | None = e
-    while cur is not None and id(cur) not in seen and len(chain) < 16:
-        seen.add(id(cur))
-        chain.append(cur)
-        cur = cur.__cause__ or cur.__context__
+    chain = exception_chain(e)
     text = " ".join(str(x) for x in chain)
     interpreted = any(type(x).__name__ == "InterpreterError" for x in chain)
     if not interpreted or not any(m in text for m in NUMPY_SCALAR_ERRORS):

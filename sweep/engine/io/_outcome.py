@@ -11,6 +11,7 @@ from pathlib import Path
 
 import torch
 
+from sweep.errors import exception_chain
 from sweep.schema import FLAG_REFERENCE_FAILED, Clocks, Correctness, Energy, Performance, Status, TimingStats
 
 __all__ = [
@@ -138,13 +139,7 @@ def source_line(e: BaseException, folder: Path) -> str | None:
     from (a Triton interpreter error is raised from the kernel's own); ``None`` when no frame is."""
     root = str(folder.resolve()) + os.sep
     found: str | None = None
-    seen: set[int] = set()
-    chain: list[BaseException] = []
-    cur: BaseException | None = e
-    while cur is not None and id(cur) not in seen and len(chain) < 16:
-        seen.add(id(cur))
-        chain.append(cur)
-        cur = cur.__cause__ or cur.__context__
+    chain = exception_chain(e)
     # The innermost exception first: the kernel's line, not the wrapper's that re-raised it.
     for exc in reversed(chain):
         for frame in traceback.extract_tb(exc.__traceback__):

@@ -26,7 +26,6 @@ from collections.abc import Callable
 import torch
 
 from sweep.engine.guard import pinned_flags
-from sweep.engine.io import reference_stop, traceback_text
 from sweep.engine.run._callpath import CallPath
 from sweep.engine.run._run_state import RunState
 from sweep.engine.timing import (
@@ -39,7 +38,7 @@ from sweep.engine.timing import (
     measure_side,
     open_meter,
 )
-from sweep.schema import Energy, EnergySide, Status
+from sweep.schema import Energy, EnergySide
 from sweep.schema.energy import ENERGY_SOURCE
 
 __all__ = ["BATCH_MS", "energy_words", "measure_energy"]
@@ -149,11 +148,8 @@ def measure_energy(
         with pinned_flags(run.flags), torch.no_grad():
             ref = side(path.call_reference, call_ms[0], "reference")
     except Exception as e:  # noqa: BLE001 - any failure of the reference is reported
-        run.note_sticky(e)
-        raise reference_stop(
-            Status.RUNTIME_ERROR,
-            f"the reference raised {type(e).__name__} while its energy was measured: {e}",
-            traceback_text(e),
+        raise run.reference_failed(
+            e, f"the reference raised {type(e).__name__} while its energy was measured: {e}"
         ) from None
     try:
         with torch.no_grad():

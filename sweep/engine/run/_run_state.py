@@ -153,11 +153,8 @@ class RunState:
                 value = self.reference.fn(*args, **kwargs)
                 self.sync()
         except Exception as e:  # noqa: BLE001 - any failure of the reference is reported
-            self.note_sticky(e)
-            raise reference_stop(
-                Status.RUNTIME_ERROR,
-                f"the reference of {self.defn.name!r} raised {type(e).__name__} on input set {index}: {e}",
-                traceback_text(e),
+            raise self.reference_failed(
+                e, f"the reference of {self.defn.name!r} raised {type(e).__name__} on input set {index}: {e}"
             ) from None
         return value
 
@@ -194,6 +191,12 @@ class RunState:
     def correctness_record(self) -> Correctness:
         """The largest errors seen so far, for the trace."""
         return Correctness(max_absolute_error=self.stats.max_abs, max_relative_error=self.stats.max_rel)
+
+    def reference_failed(self, e: BaseException, message: str) -> Stop:
+        """The status of a reference call that raised ``e``: RUNTIME_ERROR flagged as the
+        reference's failure, with ``message`` and the traceback; notes a sticky CUDA error."""
+        self.note_sticky(e)
+        return reference_stop(Status.RUNTIME_ERROR, message, traceback_text(e))
 
     def solution_failed(self, e: BaseException, where: str) -> Stop:
         """The status of a solution call that raised ``e`` (COMPILE_ERROR when its extension

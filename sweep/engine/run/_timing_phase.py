@@ -33,7 +33,7 @@ from typing import TypeVar
 import torch
 
 from sweep.engine.guard import pinned_flags
-from sweep.engine.io import Stop, reference_stop, traceback_text
+from sweep.engine.io import Stop
 from sweep.engine.run._callpath import CallPath
 from sweep.engine.run._clock import mark
 from sweep.engine.run._run_state import RunState
@@ -144,11 +144,8 @@ class TimingPhase:
         except (CaptureFailed, CuptiUnavailable):
             raise
         except Exception as e:  # noqa: BLE001 - any failure of the reference is reported
-            self.run.note_sticky(e)
-            raise reference_stop(
-                Status.RUNTIME_ERROR,
-                f"the reference raised {type(e).__name__} while timed: {e}",
-                traceback_text(e),
+            raise self.run.reference_failed(
+                e, f"the reference raised {type(e).__name__} while timed: {e}"
             ) from None
 
     def _solution(self, work: Callable[[], _T]) -> _T:

@@ -229,12 +229,10 @@ def time_calls(
     prep = before or _nothing
     if warm is None:
         warm = warm_up(call, sets, settings, device, flush, before, last)
-    rotation = _Rotation(sets)
     if device.type != "cuda":
         rule = StopRule.of(settings, min_samples=sets, pursue=False)
-        sampled = _sample(
-            lambda n: _host_batch(call, rotation, prep, last, n, rechecks), 1, rule, None, between
-        )
+        host = _Calls(call, sets, prep, None, last, rechecks)  # no flush off a GPU
+        sampled = _sample(lambda n: _host_batch(host, n), 1, rule, None, between)
         return stats_of(sampled.samples, "host", "host", sampled), last
     if timer == "cudagraph":
         graphs = GraphTimer(
@@ -245,10 +243,11 @@ def time_calls(
         sampled = _sample(graphs.batch, batch, StopRule.of(settings), watch, between)
         return stats_of(sampled.samples, "cuda_event", "cudagraph", sampled), last
     batch = max(sets, math.ceil(BATCH_MS / max(warm.iteration_ms, 1e-6)))
+    calls = _Calls(call, sets, prep, flush, last, rechecks)
     if timer == "cupti":
         with CuptiSession() as session:
             sampled = _sample(
-                lambda n: _cupti_batch(session, call, rotation, prep, flush, last, n, rechecks),
+                lambda n: _cupti_batch(session, calls, n),
                 batch,
                 StopRule.of(settings, min_samples=sets),
                 watch,
@@ -256,7 +255,7 @@ def time_calls(
             )
         return stats_of(sampled.samples, "cupti", "cupti", sampled), last
     sampled = _sample(
-        lambda n: _events_batch(call, rotation, prep, flush, last, n, rechecks),
+        lambda n: _events_batch(calls, n),
         batch,
         StopRule.of(settings, min_samples=sets),
         watch,
@@ -288,93 +287,86 @@ def _sample(
             return stopper.result()
 
 
-class _Rotation:
-    """The input set of the next timed call, carried across batches."""
+class _Calls:
+    """The timed calls of one timing, carried across batches: which input set is next (the
+    rotation), what runs before each call outside its window (fresh values, the L2 flush), the
+    last result of each set and the rechecks of the calls sampled."""
 
-    def __init__(self, sets: int) -> None:
+    def __init__(
+        self,
+        call: Callable[[int], object],
+        sets: int,
+        prep: Callable[[int], None],
+        flush: torch.Tensor | None,
+        last: list[object],
+        rechecks: Rechecks | None,
+    ) -> None:
+        self.call = call
         self.sets = sets
+        self.prep = prep
+        self.flush = flush
+        self.last = last
+        self.rechecks = rechecks
         self.index = 0
 
     def next(self) -> int:
+        """The input set of the next call, its fresh values and the flush launched."""
         k = self.index % self.sets
         self.index += 1
+        self.prep(k)
+        if self.flush is not None:
+            self.flush.zero_()
         return k
 
+    def checked(self, k: int) -> None:
+        """Hand the call just made on set ``k`` to the rechecks (outside its window)."""
+        if self.rechecks is not None:
+            self.rechecks.after_call(self.index, k, self.last[k])
 
-def _host_batch(
-    call: Callable[[int], object],
-    rotation: _Rotation,
-    prep: Callable[[int], None],
-    last: list[object],
-    n: int,
-    rechecks: Rechecks | None,
-) -> list[float]:
+    def settle(self) -> None:
+        """Wait for the rechecks' copies and check them."""
+        if self.rechecks is not None:
+            self.rechecks.settle()
+
+
+def _host_batch(calls: _Calls, n: int) -> list[float]:
     samples: list[float] = []
     for _ in range(n):
-        k = rotation.next()
-        prep(k)
+        k = calls.next()
         t0 = _now_ns()
-        last[k] = call(k)
+        calls.last[k] = calls.call(k)
         samples.append((_now_ns() - t0) / 1e6)
-        if rechecks is not None:
-            rechecks.after_call(rotation.index, k, last[k])
-            rechecks.settle()
+        calls.checked(k)
+        calls.settle()
     return samples
 
 
-def _events_batch(
-    call: Callable[[int], object],
-    rotation: _Rotation,
-    prep: Callable[[int], None],
-    flush: torch.Tensor | None,
-    last: list[object],
-    n: int,
-    rechecks: Rechecks | None,
-) -> list[float]:
+def _events_batch(calls: _Calls, n: int) -> list[float]:
     starts = [_event() for _ in range(n)]
     ends = [_event() for _ in range(n)]
     for i in range(n):
-        k = rotation.next()
-        prep(k)
-        if flush is not None:
-            flush.zero_()
+        k = calls.next()
         _record(starts[i])
-        last[k] = call(k)
+        calls.last[k] = calls.call(k)
         _record(ends[i])
-        if rechecks is not None:
-            # After the end event: the copies are outside the window; checked after the batch.
-            rechecks.after_call(rotation.index, k, last[k])
+        # After the end event: the copies are outside the window; checked after the batch.
+        calls.checked(k)
     _wait(ends[-1])
-    if rechecks is not None:
-        rechecks.settle()
+    calls.settle()
     return [_elapsed(s, e) for s, e in zip(starts, ends)]
 
 
-def _cupti_batch(
-    session: CuptiSession,
-    call: Callable[[int], object],
-    rotation: _Rotation,
-    prep: Callable[[int], None],
-    flush: torch.Tensor | None,
-    last: list[object],
-    n: int,
-    rechecks: Rechecks | None,
-) -> list[float]:
+def _cupti_batch(session: CuptiSession, calls: _Calls, n: int) -> list[float]:
     """``n`` calls back to back, each in a window of CUPTI's clock that opens after its fresh
     values and flush are launched and closes before the rechecks' copies; then the device
     time of what each window launched (``_cupti_timer.py``)."""
     windows: list[tuple[int, int]] = []
     for _ in range(n):
-        k = rotation.next()
-        prep(k)
-        if flush is not None:
-            flush.zero_()
+        k = calls.next()
         start = session.now()
-        last[k] = call(k)
+        calls.last[k] = calls.call(k)
         windows.append((start, session.now()))
-        if rechecks is not None:
-            rechecks.after_call(rotation.index, k, last[k])
+        calls.checked(k)
     samples = session.collect(windows)  # waits for the device
-    if rechecks is not None:
-        rechecks.settle()
+    calls.settle()
     return samples

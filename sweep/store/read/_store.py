@@ -200,21 +200,24 @@ class Store(WritableStore):
         assert self.path is not None
         results = results_dir if results_dir is not None else self.path.parent
         wait = self.lock_timeout_s if timeout_s is None else timeout_s
+        con: duckdb.DuckDBPyConnection | None = None
+        why = ""  # why the logs answer instead of the store file
         if not self.path.exists():
             if not log_files(results):
                 raise StoreError(
                     f"no store at {self.path} and no trace logs under {results / 'traces'}; "
                     "run 'sweep launch CONFIG' or 'sweep ingest PATH...' first"
                 )
-            note = f"no store at {self.path}; answered from the JSONL logs under {results}"
-            with self._log_session(results, note, file_access) as s:
-                yield s
-            return
-        try:
-            con = self._open(wait, file_access)
-        except StoreLockedError:
-            note = f"store {self.path} is held by a writer; answered from the JSONL logs under {results}"
-            with self._log_session(results, note, file_access) as s:
+            why = f"no store at {self.path}"
+        else:
+            try:
+                con = self._open(wait, file_access)
+            except StoreLockedError:
+                why = f"store {self.path} is held by a writer"
+        if con is None:
+            with self._log_session(
+                results, f"{why}; answered from the JSONL logs under {results}", file_access
+            ) as s:
                 yield s
             return
         try:

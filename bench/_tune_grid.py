@@ -107,6 +107,10 @@ def compile_pool(jobs: int, arch: int) -> ProcessPoolExecutor:
     platform can; this process must hold no CUDA context."""
     import multiprocessing as mp
 
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        raise SystemExit(
+            "error: TRITON_INTERPRET=1: Triton compiles nothing interpreted; unset it to precompile"
+        )
     import torch  # noqa: F401  # imported before forking: each child shares it
     import triton  # noqa: F401
 
@@ -267,7 +271,7 @@ def measure_grid(
     for _ in workers:
         todo.put(None)
     for w in workers:
-        w.join(timeout=30)
+        w.join(timeout=5)
         if w.is_alive():
             w.terminate()
     try:  # what the GPUs finished while stopping

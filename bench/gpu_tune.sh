@@ -53,10 +53,10 @@ stage() {
 left() { echo $((BUDGET - SECONDS)); }
 
 if [ "$GPUS" -ge 4 ]; then G=4; else G=$GPUS; fi
-# 1. The large grid: its own deadline 20 s inside the stage's limit, so it saves what it measured.
+# 1. The large grid: its own deadline 30 s inside the stage's limit, so it saves what it measured.
 L=$(( $(left) - 230 ))
 stage large-grid "$L" $TS --space large --gpus "$G" --save-grid "$OUT/large-grid.json" --no-replay \
-    --deadline-s $((L - 20))
+    --deadline-s $((L - 30))
 # 2. The shipped space live: 1, 2, 4 GPUs; @triton.autotune on the 1-GPU run only (it is one GPU's).
 stage shipped-1gpu 110 $TS --space shipped --gpus 1 --seeds 3
 [ "$G" -ge 2 ] && stage shipped-2gpu 55 $TS --space shipped --gpus 2 --seeds 3 --no-autotune

@@ -240,7 +240,7 @@ def replay_main(args: argparse.Namespace, path: Path) -> None:
     then Kernel Tuner's strategies on the same table where it is installed."""
     table = rp.load_table(path)
     n = len(table.points)
-    jobs = args.compile_jobs if args.compile_jobs > 0 else table.jobs
+    jobs = args.compile_jobs or table.jobs
     print(
         f"REPLAY of {path.name}: space {table.space}, {n} points measured of {table.valid_points} valid"
         f"{'' if table.complete else ' (the grid run was CUT: the replay space is the measured points)'}; "
@@ -333,8 +333,9 @@ def main() -> None:
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--no-autotune", action="store_true", help="live, measured: skip @triton.autotune")
     ap.add_argument(
-        "--compile-jobs", type=int, default=_tune_grid.default_jobs(),
-        help="CPU processes compiling configs ahead of the GPUs (0: live, let the GPU processes compile)",
+        "--compile-jobs", type=int, default=None,
+        help="CPU processes compiling configs ahead of the GPUs (default min(cores - 2, 48); 0: live, the "
+        "GPU processes compile; --replay: the table's)",
     )  # fmt: skip
     ap.add_argument(
         "--arch", type=int, default=0, help="the GPUs' compute capability as 90 (0: nvidia-smi's)"
@@ -357,6 +358,8 @@ def main() -> None:
     if args.replay:
         replay_main(args, args.replay)
         return
+    if args.compile_jobs is None:
+        args.compile_jobs = _tune_grid.default_jobs()
     objective = args.objective or ("measured" if args.device == "cuda" else "simulated")
     if objective == "measured" and args.device != "cuda":
         ap.error("--objective measured needs --device cuda")

@@ -197,8 +197,26 @@ def test_the_pool_compiles_into_the_cache_that_a_second_compile_only_reads(tmp_p
         "b = g.precompile(pts, 256, 2, 90); n2 = g.cubins()\n"
         "print('RESULT', n1, n2, [e for _, e in a + b])\n"
     )
-    env = {**os.environ, "TRITON_CACHE_DIR": str(tmp_path / "cache")}
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}  # the suite's own setting
+    env["TRITON_CACHE_DIR"] = str(tmp_path / "cache")
     out = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
                          timeout=600, check=True).stdout  # fmt: skip
     assert "RESULT 2 2 [None, None, None, None]" in out, out
     assert "2 new cubins" in out and "0 new cubins" in out
+
+
+def test_the_pool_refuses_to_run_under_the_triton_interpreter() -> None:
+    """Interpreted, ``warmup`` compiles nothing: a pool would report success and leave the GPU
+    processes to compile everything themselves."""
+    script = "import sys; sys.path.insert(0, 'bench'); import _tune_grid as g; g.compile_pool(1, 90)"
+    env = {**os.environ, "TRITON_INTERPRET": "1"}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        check=False,
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode != 0 and "TRITON_INTERPRET" in done.stderr

@@ -48,19 +48,40 @@ def _gemm(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
         tl.atomic_add(ptrs, acc, mask=mask)
 
 
+def _meta(point: dict[str, object]) -> dict[str, int]:
+    """A point's constexprs and launch options, as ``gemm`` and ``precompile`` pass them."""
+    return {
+        "BLOCK_M": int(point["BLOCK_M"]),  # type: ignore[call-overload]
+        "BLOCK_N": int(point["BLOCK_N"]),  # type: ignore[call-overload]
+        "BLOCK_K": int(point["BLOCK_K"]),  # type: ignore[call-overload]
+        "SPLIT_K": int(point.get("SPLIT_K", 1)),  # type: ignore[call-overload]
+        "GROUP_M": int(point.get("GROUP_M", 1)),  # type: ignore[call-overload]
+        "num_warps": int(point["num_warps"]),  # type: ignore[call-overload]
+        "num_stages": int(point["num_stages"]),  # type: ignore[call-overload]
+    }
+
+
 def gemm(a: torch.Tensor, b: torch.Tensor, **point: object) -> torch.Tensor:
     """C = A @ B (float32 C) with one point's tile sizes, warps, stages, split-K, group."""
     M, K = a.shape
     N = b.shape[1]
-    split = int(point.get("SPLIT_K", 1))  # type: ignore[call-overload]
+    meta = _meta(point)
     c = torch.zeros((M, N), device=a.device, dtype=torch.float32)
-    bm, bn = int(point["BLOCK_M"]), int(point["BLOCK_N"])  # type: ignore[call-overload]
-    grid = (triton.cdiv(M, bm) * triton.cdiv(N, bn), split)
+    grid = (triton.cdiv(M, meta["BLOCK_M"]) * triton.cdiv(N, meta["BLOCK_N"]), meta["SPLIT_K"])
     _gemm[grid](a, b, c, M, N, K, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1),
-                BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=int(point["BLOCK_K"]), SPLIT_K=split,  # type: ignore[call-overload]
-                GROUP_M=int(point.get("GROUP_M", 1)), num_warps=int(point["num_warps"]),  # type: ignore[call-overload]
-                num_stages=int(point["num_stages"]))  # type: ignore[call-overload]  # fmt: skip
+                **meta)  # fmt: skip
     return c
+
+
+def precompile(size: int, **point: object) -> None:
+    """Compile ``gemm``'s kernel for one point at M=N=K=``size`` (row-major float16 A, B, float32
+    C) into Triton's on-disk cache without running it: the same arguments ``gemm`` passes, so a
+    GPU process's first launch finds the cubin there. Needs only the active Triton driver's
+    target (``_tune_grid`` sets a GPU-less one in its compile processes)."""
+    s = size
+    _gemm.warmup(
+        torch.float16, torch.float16, torch.float32, s, s, s, s, 1, s, 1, s, 1, grid=(1,), **_meta(point)
+    )
 
 
 def autotuned_gemm(

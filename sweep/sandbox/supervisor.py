@@ -232,7 +232,10 @@ class Sandbox:
         except SandboxStartError:
             self._spare = None  # the next task tries again and reports it
             return
-        self._start(self._spare)
+        # On a CPU the start is CPU work, which is what a CPU task times: it waits for the
+        # running task's "timed", as it always did.
+        if self.spec.device_kind.startswith("cuda") or self._info is None or not self._info.phases:
+            self._start(self._spare)
 
     def _gate(self) -> None:
         """Before the running task's timed calls: reap the previous task's process, and wait
@@ -404,6 +407,8 @@ class Sandbox:
                     child.conn.send(Go())
                 continue
             if isinstance(msg, Phase) and msg.name == "timed":
+                if self._spare is not None:  # a CPU sandbox's spare starts now (_prefork)
+                    self._start(self._spare)
                 continue
             if isinstance(msg, Phase) and msg.name in ("build", "run"):
                 phase = msg.name

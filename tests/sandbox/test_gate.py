@@ -51,7 +51,9 @@ class _Watched(Sandbox):
         assert self._pending is None
         previous = pending is not None and _exists(pending.pid)
         spare = self._spare
-        ready = spare is None or (spare.started and spare.conn.poll(0))
+        # Never mid-start at the gate: not told to start (a CPU sandbox starts it at "timed"),
+        # or done (said Ready, or died).
+        ready = spare is None or not spare.started or spare.conn.poll(0)
         self.seen.append((previous, ready))
 
 

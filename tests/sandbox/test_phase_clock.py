@@ -37,7 +37,9 @@ def test_a_sandboxed_task_has_one_timeline_in_order() -> None:
         *WINDOWS,
         "trace to JSON",
         "trace received",
-        "sandbox killed and reaped",
+        "gate: previous process reaped, next one started",
+        "device to itself (supervisor's gate)",
+        "sandbox sent SIGKILL",
     ):
         assert expected in names, expected
     assert (

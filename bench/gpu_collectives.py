@@ -240,7 +240,9 @@ def main(argv: list[str] | None = None) -> int:
                     "ref_ms": ev.performance.reference_latency_ms if ev and ev.performance else None,
                     "busbw": d.busbw_gbps if d else None, "straggler": d.straggler_rank if d else None,
                     "wall_s": round(time.monotonic() - t0, 1),
-                    "log": (ev.log.splitlines() or [""])[0][:160] if ev and ev.status.value != "PASSED" else "",
+                    "axes": dict(task.workload.axes),
+                    # the whole merged log (the failing rank's, then the others'), clipped
+                    "log": ev.log[:8000] if ev and ev.status.value != "PASSED" else "",
                 }
             )  # fmt: skip
         baseline: dict[tuple[int, str, float], float] = {}
@@ -265,6 +267,12 @@ def main(argv: list[str] | None = None) -> int:
             )
         print("\nbusbw: sweep's (the slowest rank's median call, whole fused kernel for ag_gemm/gemm_rs);"
               " torch.dist busbw: the collective alone at the same size, mean of back-to-back calls (nccl-tests style)")  # fmt: skip
+        failed = [r for r in rows if r["status"] != "PASSED"]
+        if failed:
+            print("\nwhy each failure failed (the failing rank's log, its first lines):")
+        for r in failed:
+            lines = [ln.strip() for ln in r["log"].splitlines() if ln.strip()]
+            print(f"  {r['solution']} {r['axes']}: " + " | ".join(x[:200] for x in lines[:6]))
         if not args.no_failures:
             print("\nfailing on rank 1 (all_reduce_sum_f32, 4 KiB):")
             for kind, task in _failing_tasks(args.device, min(worlds)):

@@ -3,8 +3,9 @@
 Blame: when ranks fail, the failing rank is the first, in the order their traces arrived, whose
 failure is its own. A rank's failure is not its own when it was killed because another failed
 (``aborted``), when it stopped because another rank failed its check, when its error is a
-peer's connection lost, or when it ran out of time while waiting inside a ``torch.distributed``
-call (its stack, dumped before it was killed, says so). When every failure looks like that, the
+peer's connection lost, or when it ran out of time while waiting for its peers (the innermost
+frame of its stack, dumped before it was killed, is in torch or the harness: a collective, or
+on GPUs the device synchronisation after an asynchronous NCCL call). When every failure looks like that, the
 first to arrive is named. The merged trace has the failing rank's status and log first, then
 every other rank's status; each rank's figures stay in ``evaluation.distributed.ranks``.
 
@@ -26,7 +27,7 @@ from sweep.schema.peaks import link_peak_gbps
 from sweep.schema.task import Task
 from sweep.schema.trace_log import clip_log
 
-__all__ = ["merge_ranks", "secondary"]
+__all__ = ["innermost_frame", "merge_ranks", "secondary"]
 
 #: What a rank says when its peer, not itself, broke the group (gloo and NCCL messages).
 _PEER_LOST = re.compile(
@@ -36,15 +37,51 @@ _PEER_LOST = re.compile(
 )
 
 
+#: A frame line of a stack that faulthandler dumped.
+_FRAME = re.compile(r'^\s*File "([^"]+)", line \d+')
+
+#: Where a rank waits for its peers: inside torch, or the harness around the call.
+_WAITING_IN = ("/torch/", "/sweep/engine/", "/sweep/sandbox/", "_dist_timing.py", "_dist_eval.py")
+
+
+def innermost_frame(log: str) -> str | None:
+    """The file of the innermost Python frame of the running thread in a dumped stack (the
+    first frame after "Current thread ...", faulthandler printing the most recent call
+    first), or of the first thread dumped; ``None`` when the log holds no stack."""
+    lines = log.splitlines()
+    starts = [i for i, ln in enumerate(lines) if ln.startswith("Current thread")]
+    starts += [i for i, ln in enumerate(lines) if ln.startswith("Thread 0x")]
+    for start in starts:
+        for ln in lines[start + 1 :]:
+            m = _FRAME.match(ln)
+            if m:
+                return m.group(1)
+            if ln.strip() and not ln.startswith(" "):
+                break
+    for ln in lines:  # a stack without a thread header
+        m = _FRAME.match(ln)
+        if m:
+            return m.group(1)
+    return None
+
+
 def secondary(trace: Trace, killed: bool) -> bool:
-    """Whether a failed rank's failure was caused by another rank (see the module's text)."""
+    """Whether a failed rank's failure was caused by another rank (see the module's text).
+
+    A rank out of time was waiting for another when the innermost frame of its stack is in
+    torch or the harness (a collective, a device synchronisation after one); the rank whose
+    own code was running (its innermost frame in the solution's sources) hung by itself.
+    """
     ev = trace.evaluation
     if ev is None:
         return killed
     if killed:
         return True
     if ev.status is Status.TIMEOUT or "TIMEOUT" in ev.log[:40]:
-        return "torch/distributed/" in ev.log or "_dist_timing.py" in ev.log
+        inner = innermost_frame(ev.log)
+        if inner is None:
+            return False
+        return any(part in inner for part in _WAITING_IN)
     return bool(_PEER_LOST.search(ev.log))
 
 

@@ -180,9 +180,8 @@ def insert_relations(
             if counts.traces:
                 add_new_traces(con, after)
             counts.present = count(con, f"SELECT count(*) FROM {b}") - counts.traces
-        for m in marks:
-            con.execute("DELETE FROM log_progress WHERE path = ?", [m.path])
-            con.execute("INSERT INTO log_progress VALUES (?, ?, ?)", [m.path, m.offset, m.head_hash])
+        if marks:
+            _mark_logs(con, marks)
         if transaction:
             con.execute("COMMIT")
     except BaseException:
@@ -190,6 +189,30 @@ def insert_relations(
             con.execute("ROLLBACK")
         raise
     return counts
+
+
+def _mark_logs(con: duckdb.DuckDBPyConnection, marks: Sequence[LogMark]) -> None:
+    """Record how far each log is stored: two statements for all of them (an ingest of many
+    logs marks one per log per batch; two statements each cost more than the rest of a small
+    batch). A log marked twice keeps its last mark."""
+    import pyarrow as pa
+
+    last = {m.path: m for m in marks}
+    con.register(
+        "_log_marks",
+        pa.table(
+            {
+                "path": pa.array([m.path for m in last.values()], pa.string()),
+                "offset": pa.array([m.offset for m in last.values()], pa.int64()),
+                "head_hash": pa.array([m.head_hash for m in last.values()], pa.string()),
+            }
+        ),
+    )
+    try:
+        con.execute("DELETE FROM log_progress WHERE path IN (SELECT path FROM _log_marks)")
+        con.execute('INSERT INTO log_progress SELECT path, "offset", head_hash FROM _log_marks')
+    finally:
+        con.unregister("_log_marks")
 
 
 def _backfill(con: duckdb.DuckDBPyConnection) -> None:

@@ -1,35 +1,92 @@
 """The ``sweep`` command. Thin: each command parses, calls one library function, renders.
 
-Command modules are imported here for their registration side effect; none of them may
-import torch, ray or triton at module level, so ``sweep --help`` stays instant.
+Command modules register their commands on ``app`` when imported; none of them may import
+torch, ray or triton at module level, so ``sweep --help`` stays instant. Importing all of them
+costs most of a second (config models, the report's renderers), so a run of one command
+(:func:`main`, ``python -m sweep.cli``) imports only the module of that command; ``app`` read
+from this module (tests, ``sweep --help``, a name that is no command) has every command.
 """
 
 from __future__ import annotations
 
-from sweep._cli import backendbench as _backendbench  # noqa: F401
-from sweep._cli import calibrate as _calibrate  # noqa: F401
-from sweep._cli import compare as _compare  # noqa: F401
+import importlib
+import os
+import sys
+from typing import TYPE_CHECKING
 
-# Command groups register themselves on ``app``.
-from sweep._cli import dataset as _dataset  # noqa: F401
-from sweep._cli import evaluate as _evaluate  # noqa: F401
-from sweep._cli import launch as _launch  # noqa: F401
-from sweep._cli import new as _new  # noqa: F401
-from sweep._cli import profile as _profile  # noqa: F401
-from sweep._cli import scores as _scores  # noqa: F401
-from sweep._cli import show as _show  # noqa: F401
-from sweep._cli import store as _store  # noqa: F401
-from sweep._cli import tune as _tune  # noqa: F401
-from sweep._cli import tuning as _tuning  # noqa: F401
-from sweep._cli import workers as _workers  # noqa: F401
-from sweep._cli.app import app
+if TYPE_CHECKING:
+    import typer
 
-__all__ = ["app", "main"]
+    from sweep._cli.app import app
+
+__all__ = ["COMMAND_MODULES", "app", "main", "register"]
+
+#: The module under ``sweep._cli`` that defines each top-level command or group, in the order
+#: they are registered (the order ``sweep --help`` lists them). tests/cli/test_help.py checks
+#: it against the commands the modules define.
+COMMAND_MODULES: dict[str, str] = {
+    "import-backendbench": "backendbench",
+    "export-backendbench": "backendbench",
+    "import-backendbench-kernels": "backendbench",
+    "import-torch-profile": "backendbench",
+    "calibrate": "calibrate",
+    "compare": "compare",
+    "validate": "dataset",
+    "schema": "dataset",
+    "plan": "dataset",
+    "eval": "evaluate",
+    "launch": "launch",
+    "new": "new",
+    "profile": "profile",
+    "project": "scores",
+    "scores": "scores",
+    "reveal": "scores",
+    "show": "show",
+    "ingest": "store",
+    "query": "store",
+    "report": "store",
+    "export": "store",
+    "tune": "tune",
+    "export-tuning": "tuning",
+    "workers": "workers",
+}
+
+
+def register(command: str | None = None) -> typer.Typer:
+    """Import the command modules, so their commands are on the app, and return the app.
+
+    Args:
+        command: Only the module of this top-level command, when it is one of
+            :data:`COMMAND_MODULES` (else every module).
+    """
+    from sweep._cli.app import app as the_app
+
+    module = COMMAND_MODULES.get(command or "")
+    names = [module] if module is not None else list(dict.fromkeys(COMMAND_MODULES.values()))
+    for name in names:
+        importlib.import_module(f"sweep._cli.{name}")
+    return the_app
+
+
+def _command(argv: list[str]) -> str | None:
+    """The command a command line runs, when only its module is needed to run it."""
+    if os.environ.get("_SWEEP_COMPLETE"):  # shell completion lists every command
+        return None
+    if not argv or argv[0].startswith("-"):  # --help, --version: the whole app
+        return None
+    return argv[0]
 
 
 def main() -> None:
-    """Console-script entry point."""
-    app()
+    """Console-script entry point: registers the command being run, then runs it."""
+    register(_command(sys.argv[1:]))()
+
+
+def __getattr__(name: str) -> object:
+    # ``app`` with every command, for whoever reads it from here (tests, docs/gen_cli.py).
+    if name == "app":
+        return register()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 if __name__ == "__main__":

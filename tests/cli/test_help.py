@@ -77,3 +77,37 @@ def test_help_runs_without_heavy_imports() -> None:
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "Example: sweep plan" in out.stdout
     assert out.stdout.splitlines()[-1] == "HEAVY:"
+
+
+def test_command_modules_name_where_each_command_is_defined() -> None:
+    """A run of one command imports only the module :data:`sweep.cli.COMMAND_MODULES` names for
+    it: every command of the whole app is there, with the module that defines it."""
+    from sweep.cli import COMMAND_MODULES
+
+    defined: dict[str, str] = {}
+    for info in app.registered_commands:
+        assert info.callback is not None
+        name = info.name or info.callback.__name__.replace("_", "-")
+        defined[name] = info.callback.__module__
+    for group in app.registered_groups:
+        assert group.name is not None and group.typer_instance is not None
+        first = group.typer_instance.registered_commands[0].callback
+        assert first is not None
+        defined[group.name] = first.__module__
+    assert {n: f"sweep._cli.{m}" for n, m in COMMAND_MODULES.items()} == defined
+
+
+def test_one_command_run_imports_only_its_module() -> None:
+    code = (
+        "import sys\n"
+        "sys.argv = ['sweep', 'import-backendbench', '--help']\n"
+        "from sweep.cli import main\n"
+        "try:\n"
+        "    main()\n"
+        "except SystemExit:\n"
+        "    pass\n"
+        "print('CLI:' + ','.join(sorted(m for m in sys.modules if m.startswith('sweep._cli.') and m != 'sweep._cli.app')))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert "Example: sweep" in out.stdout
+    assert out.stdout.splitlines()[-1] == "CLI:sweep._cli.backendbench"

@@ -88,6 +88,9 @@ if TYPE_CHECKING:
     )
     from sweep.store.db._newest import RANK_TIME as RANK_TIME
     from sweep.store.db._schema import (
+        DERIVED_COLUMNS as DERIVED_COLUMNS,
+    )
+    from sweep.store.db._schema import (
         NODE_TABLES as NODE_TABLES,
     )
     from sweep.store.db._schema import (
@@ -149,6 +152,7 @@ if TYPE_CHECKING:
 
 #: Each public name of this wing and the module that defines it.
 _WHERE = {
+    "DERIVED_COLUMNS": "_schema",
     "add_new_traces": "_cross_hardware",
     "arrow_schema": "_schema",
     "built_columns": "_schema",
@@ -205,6 +209,7 @@ _WHERE = {
 __all__ = [
     "CURRENT",
     "DEFAULT_BASELINE",
+    "DERIVED_COLUMNS",
     "NODE_TABLES",
     "RANKED",
     "RANK_TIME",

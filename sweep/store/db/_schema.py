@@ -8,6 +8,7 @@ The views are created in the store file and, identically, in every reader sessio
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from typing import TYPE_CHECKING
 
@@ -429,8 +430,11 @@ def _arrow_type(duck: str) -> pa.DataType:
     return simple[duck]
 
 
+@functools.cache
 def arrow_schema(table: str) -> pa.Schema:
-    """The Arrow schema that batches for ``table`` are built with (no derived column)."""
+    """The Arrow schema that batches for ``table`` are built with (no derived column).
+
+    Built once per table (schemas are immutable): an ingest checks every parsed chunk against it."""
     import pyarrow as pa
 
     types = dict(_ALL_TABLES[table])

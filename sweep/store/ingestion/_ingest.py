@@ -186,6 +186,8 @@ class IngestJob:
             for path in paths:
                 yield from split_log(path, chunk_bytes)
 
+        # The insert in flight first: an in-memory store has one connection, which it uses.
+        self.inserter.wait()
         with self.store.writing() as con:
             marks = self.store.log_marks(con)
         # Lines of what the store has of these logs: stored traces are found by hashing.

@@ -7,7 +7,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from sweep.store.db import add_new_traces, column_names, count, last_rowid, pair_key_sql, refresh_traces
+from sweep.store.db import (
+    DERIVED_COLUMNS,
+    add_new_traces,
+    column_names,
+    count,
+    fetch_one,
+    last_rowid,
+    pair_key_sql,
+    refresh_traces,
+)
 
 if TYPE_CHECKING:
     import duckdb
@@ -92,6 +101,34 @@ LEFT JOIN (
 WHERE NOT EXISTS (SELECT 1 FROM {traces} t WHERE t.trace_key = b.trace_key)"""
 
 
+def _plain_append(con: duckdb.DuckDBPyConnection, batch: str) -> bool:
+    """Whether :func:`new_traces_sql` of ``batch`` would give its rows unchanged: none of their
+    keys is stored, and no definition or solution stored fills a column they leave empty (a
+    first ingest of logs). Then they are appended as they are (:func:`_appended_traces_sql`).
+
+    Why: DuckDB inserts the result of a join in one thread, and that insert (building and
+    compressing the row groups of ~80 columns) bounds an ingest with many parsing processes;
+    rows scanned straight from the batch are inserted by every thread, in their order."""
+    fills = " OR ".join(f'b."{c}" IS NULL' for c in _FILLED)
+    row = fetch_one(
+        con,
+        f"""SELECT
+    EXISTS (SELECT 1 FROM {batch} b SEMI JOIN traces t ON t.trace_key = b.trace_key),
+    EXISTS (SELECT 1 FROM {batch} b WHERE ({fills}) AND (
+        EXISTS (SELECT 1 FROM definitions d WHERE d.name = b.definition)
+        OR EXISTS (SELECT 1 FROM solutions s WHERE s.definition = b.definition AND s.name = b.solution)))""",
+    )
+    return row is not None and not any(row)
+
+
+def _appended_traces_sql(batch: str) -> str:
+    """A SELECT of the batch's rows as they are, with the derived columns computed from them:
+    what :func:`new_traces_sql` gives when :func:`_plain_append` holds, without a join."""
+    derived = DERIVED_COLUMNS["traces"]
+    cols = [f'({derived[c]}) AS "{c}"' if c in derived else f'"{c}"' for c in column_names("traces")]
+    return f"SELECT {', '.join(cols)} FROM {batch}"
+
+
 def insert_batch(
     con: duckdb.DuckDBPyConnection,
     batch: RowBatch,
@@ -174,15 +211,17 @@ def insert_relations(
         if "traces" in rels:
             b = rels["traces"]
             cols = ", ".join(f'"{c}"' for c in column_names("traces"))
-            select = new_traces_sql(b, traces="traces", definitions="definitions", solutions="solutions")
+            if _plain_append(con, b):
+                select = _appended_traces_sql(b)
+            else:
+                select = new_traces_sql(b, traces="traces", definitions="definitions", solutions="solutions")
             after = last_rowid(con)
             counts.traces = count(con, f"INSERT INTO traces ({cols}) {select}")
             if counts.traces:
                 add_new_traces(con, after)
             counts.present = count(con, f"SELECT count(*) FROM {b}") - counts.traces
-        for m in marks:
-            con.execute("DELETE FROM log_progress WHERE path = ?", [m.path])
-            con.execute("INSERT INTO log_progress VALUES (?, ?, ?)", [m.path, m.offset, m.head_hash])
+        if marks:
+            _mark_logs(con, marks)
         if transaction:
             con.execute("COMMIT")
     except BaseException:
@@ -190,6 +229,30 @@ def insert_relations(
             con.execute("ROLLBACK")
         raise
     return counts
+
+
+def _mark_logs(con: duckdb.DuckDBPyConnection, marks: Sequence[LogMark]) -> None:
+    """Record how far each log is stored: two statements for all of them (an ingest of many
+    logs marks one per log per batch; two statements each cost more than the rest of a small
+    batch). A log marked twice keeps its last mark."""
+    import pyarrow as pa
+
+    last = {m.path: m for m in marks}
+    con.register(
+        "_log_marks",
+        pa.table(
+            {
+                "path": pa.array([m.path for m in last.values()], pa.string()),
+                "offset": pa.array([m.offset for m in last.values()], pa.int64()),
+                "head_hash": pa.array([m.head_hash for m in last.values()], pa.string()),
+            }
+        ),
+    )
+    try:
+        con.execute("DELETE FROM log_progress WHERE path IN (SELECT path FROM _log_marks)")
+        con.execute('INSERT INTO log_progress SELECT path, "offset", head_hash FROM _log_marks')
+    finally:
+        con.unregister("_log_marks")
 
 
 def _backfill(con: duckdb.DuckDBPyConnection) -> None:

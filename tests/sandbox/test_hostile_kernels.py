@@ -18,7 +18,12 @@ from ..cluster.conftest import toy_tasks
 pytestmark = pytest.mark.hostile
 
 
-@pytest.fixture
+# One sandbox for the module: each test attacks it, then checks that the next task runs as if
+# nothing had (the point of these tests), so a shared sandbox loses no check. It runs every task
+# in a process of its own, as a fresh one would; and a test that needs its parent killed
+# gets a new zygote from the sandbox itself. (A fresh Sandbox per test paid a zygote's start,
+# torch and torch._dynamo imported, a dozen times.)
+@pytest.fixture(scope="module")
 def engine() -> Iterator[Sandbox]:
     spec = SandboxSpec(backend="sweep.engine", preload=("torch", "sweep.engine._evaluate"))
     with Sandbox(spec) as sb:

@@ -50,6 +50,14 @@ class WorkerInfo:
     device_name: str | None
     sandbox_start_s: float
     compile_workers: int = 0
+    #: Wall times (``time.time()``) of the worker's start, for the launch's start clock
+    #: (``LaunchResult.phases``): its process started, its actor began (Ray's worker start
+    #: and the actor's imports before), its zygote was ready (``import torch`` and the
+    #: engine), its first sandbox was ready (a fork and the device's start). ``None``: unknown.
+    process_started_at: float | None = None
+    actor_started_at: float | None = None
+    zygote_ready_at: float | None = None
+    ready_at: float | None = None
 
 
 def resolve_device_kind(requested: str, gpu_ids: list[str]) -> str:
@@ -83,6 +91,7 @@ class SweepWorker:
     """
 
     def __init__(self, spec: SandboxSpec, run_id: str, warm: Wanted | None = None) -> None:
+        self._actor_started_at = time.time()
         import ray
 
         ctx = ray.get_runtime_context()
@@ -121,6 +130,10 @@ class SweepWorker:
             device_name=info.device_name,
             sandbox_start_s=self._sandbox.stats.start_seconds[-1],
             compile_workers=self._pool.size if self._pool is not None else 0,
+            process_started_at=process_started_at(),
+            actor_started_at=self._actor_started_at,
+            zygote_ready_at=max(self._sandbox.stats.zygote_ready_at, default=None),
+            ready_at=time.time(),
         )
 
     def evaluate_batch(
@@ -206,6 +219,19 @@ class SweepWorker:
             ray.kill(ray.get_runtime_context().current_actor)  # frees its name and its GPU
         finally:
             os._exit(0)  # only reached if Ray could not kill it
+
+
+def process_started_at() -> float | None:
+    """Wall time this process started (Linux ``/proc``), or ``None`` where it cannot tell."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            # Fields after the command's name, which ends at the last ")": starttime is field 22.
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as f:
+            up = float(f.read().split()[0])  # seconds since boot, to 0.01 s
+        return time.time() - (up - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _gpus_on_node(ray: Any, node_id: str) -> int:

@@ -1,0 +1,64 @@
+"""The launch's start clock (``StartClock``): the driver's steps and the first worker's,
+reported by the worker in wall time, on one time line in order."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+
+from sweep.cluster import WorkerInfo
+from sweep.cluster._worker_actor import process_started_at
+from sweep.launch._run import StartClock
+
+
+def _info(**walls: float | None) -> WorkerInfo:
+    return WorkerInfo("node", "0", 1, "host", "cpu", None, 0.1, **walls)  # type: ignore[arg-type]
+
+
+def test_the_first_workers_steps_join_the_drivers_in_time_order() -> None:
+    clock = StartClock()
+    t0 = clock.t0_wall
+    clock.mark("plan")
+    clock.mark_at("ray", t0 + 5.0)
+    clock.mark_worker(
+        _info(
+            process_started_at=t0 + 6.0,
+            actor_started_at=t0 + 6.5,
+            zygote_ready_at=t0 + 5.5,
+            ready_at=t0 + 7.0,
+        )
+    )
+    steps = [s for s, _ in clock.phases]
+    assert steps == ["plan", "ray", "zygote", "worker_process", "worker_actor", "sandbox"]
+    assert dict(clock.phases)["sandbox"] == 7.0
+
+
+def test_a_worker_started_before_the_launch_and_unknown_steps_are_left_out() -> None:
+    clock = StartClock()
+    t0 = clock.t0_wall
+    # A warm worker reused: it started long before this launch.
+    clock.mark_worker(
+        _info(process_started_at=t0 - 60, actor_started_at=t0 - 59, zygote_ready_at=None, ready_at=t0 + 1)
+    )
+    assert [s for s, _ in clock.phases] == ["sandbox"]
+    clock.mark_at("nothing", None)
+    assert len(clock.phases) == 1
+
+
+def test_process_started_at_is_when_the_process_began() -> None:
+    started = process_started_at()
+    assert started is not None
+    assert started <= time.time()
+    # A child process started now: within a few seconds of now (its start, not boot's).
+    before = time.time()
+    out = subprocess.run(
+        [sys.executable, "-c", "from sweep.cluster._worker_actor import process_started_at as p; print(p())"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+    )
+    child = float(out.stdout.strip())
+    assert before - 0.5 <= child <= time.time()

@@ -53,10 +53,13 @@ class WorkerInfo:
     #: Wall times (``time.time()``) of the worker's start, for the launch's start clock
     #: (``LaunchResult.phases``): its process started, its actor began (Ray's worker start
     #: and the actor's imports before), its zygote was ready (``import torch`` and the
-    #: engine), its first sandbox was ready (a fork and the device's start). ``None``: unknown.
+    #: engine), its first sandbox was ready (a fork and the device's start), it was ready
+    #: (its compile pool's processes started too, each from a zygote of its own). ``None``:
+    #: unknown.
     process_started_at: float | None = None
     actor_started_at: float | None = None
     zygote_ready_at: float | None = None
+    sandbox_ready_at: float | None = None
     ready_at: float | None = None
 
 
@@ -119,6 +122,7 @@ class SweepWorker:
     def ready(self) -> WorkerInfo:
         """Start the sandbox; raises ``SandboxStartError`` when it cannot start."""
         info = self._sandbox.start()
+        sandbox_ready_at = time.time()
         if self._pool is not None:  # its processes started beside the sandbox: ready together
             self._pool.wait_started(self._sandbox.spec.start_timeout_s)
         return WorkerInfo(
@@ -133,6 +137,7 @@ class SweepWorker:
             process_started_at=process_started_at(),
             actor_started_at=self._actor_started_at,
             zygote_ready_at=max(self._sandbox.stats.zygote_ready_at, default=None),
+            sandbox_ready_at=sandbox_ready_at,
             ready_at=time.time(),
         )
 

@@ -64,13 +64,15 @@ class StartClock:
         """The steps of the first worker's start, from what it reported once ready:
         ``worker_process`` (Ray started its process), ``worker_actor`` (its actor began:
         the worker's imports done), ``zygote`` (its zygote imported torch and the engine),
-        ``sandbox`` (its first sandbox process ready on the device). A reused warm worker
+        ``sandbox`` (its first sandbox process ready on the device), ``worker_ready`` (its
+        compile pool's processes started too: the worker ready). A reused warm worker
         started before the launch: its steps are left out."""
         for step, wall in (
             ("worker_process", info.process_started_at),
             ("worker_actor", info.actor_started_at),
             ("zygote", info.zygote_ready_at),
-            ("sandbox", info.ready_at),
+            ("sandbox", info.sandbox_ready_at),
+            ("worker_ready", info.ready_at),
         ):
             if wall is not None and wall >= self.t0_wall:
                 self.mark_at(step, wall)

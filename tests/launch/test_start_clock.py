@@ -27,12 +27,13 @@ def test_the_first_workers_steps_join_the_drivers_in_time_order() -> None:
             process_started_at=t0 + 6.0,
             actor_started_at=t0 + 6.5,
             zygote_ready_at=t0 + 5.5,
-            ready_at=t0 + 7.0,
+            sandbox_ready_at=t0 + 7.0,
+            ready_at=t0 + 8.0,
         )
     )
     steps = [s for s, _ in clock.phases]
-    assert steps == ["plan", "ray", "zygote", "worker_process", "worker_actor", "sandbox"]
-    assert dict(clock.phases)["sandbox"] == 7.0
+    assert steps == ["plan", "ray", "zygote", "worker_process", "worker_actor", "sandbox", "worker_ready"]
+    assert (dict(clock.phases)["sandbox"], dict(clock.phases)["worker_ready"]) == (7.0, 8.0)
 
 
 def test_a_worker_started_before_the_launch_and_unknown_steps_are_left_out() -> None:
@@ -42,7 +43,7 @@ def test_a_worker_started_before_the_launch_and_unknown_steps_are_left_out() -> 
     clock.mark_worker(
         _info(process_started_at=t0 - 60, actor_started_at=t0 - 59, zygote_ready_at=None, ready_at=t0 + 1)
     )
-    assert [s for s, _ in clock.phases] == ["sandbox"]
+    assert [s for s, _ in clock.phases] == ["worker_ready"]
     clock.mark_at("nothing", None)
     assert len(clock.phases) == 1
 

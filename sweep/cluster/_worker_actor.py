@@ -104,13 +104,13 @@ class SweepWorker:
         spec = replace(spec, device_kind=resolve_device_kind(spec.device_kind, gpu_ids))
         stamp = Provenance(run_id=run_id, node_id=self._node_id, gpu_id=self._gpu_id)
         self._sandbox = Sandbox(spec, stamp)
-        size = compile_workers_for(
+        self._pool_size = compile_workers_for(
             spec.compile_workers,
             spec.device_kind,
             os.cpu_count() or 1,
             _gpus_on_node(ray, self._node_id) if spec.compile_workers < 0 else 1,
         )
-        self._pool = CompilePool(spec, size, stamp) if size > 0 else None
+        self._pool: CompilePool | None = None  # started once the sandbox is ready (see ready)
         self._keeper: WarmKeeper | None = None
         if warm is not None:
             place = Place(
@@ -123,8 +123,12 @@ class SweepWorker:
         """Start the sandbox; raises ``SandboxStartError`` when it cannot start."""
         info = self._sandbox.start()
         sandbox_ready_at = time.time()
-        if self._pool is not None:  # its processes started beside the sandbox: ready together
-            self._pool.wait_started(self._sandbox.spec.start_timeout_s)
+        if self._pool is None and self._pool_size > 0:
+            # Only now: its zygotes (one per process, each importing torch) would otherwise
+            # share the CPUs with this worker's own, the one its first task waits for. Not
+            # waited for: tasks with nothing to compile never need it, and a task with
+            # something to compile waits for its first process (``CompilePool.outcome``).
+            self._pool = CompilePool(self._sandbox.spec, self._pool_size, self._sandbox.stamp)
         return WorkerInfo(
             node_id=self._node_id,
             gpu_id=self._gpu_id,

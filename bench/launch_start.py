@@ -8,9 +8,10 @@ start to the first trace's end (its ``provenance.finished_at``), the launch's ow
 (``LaunchResult.phases``: plan, Ray, scheduler ...), then the medians.
 
 ``--compile-workers auto,0`` alternates, round by round, launches whose config sets
-``ray.compile_workers`` to each value (a worker is ready once its compile pool's processes
-have started too, each from a zygote of its own: on a 16-core host with one GPU, ``auto`` is
-8 of them beside the worker's own zygote), and prints the medians of each.
+``ray.compile_workers`` to each value, and prints the medians of each: what the compile pool
+costs the start (on a 16-core host with one GPU, ``auto`` is 8 processes, each from a zygote
+of its own; they start once the worker's sandbox is ready, where they used to start beside
+its zygote and be waited for).
 
 Usage: ``python bench/launch_start.py [--tasks 4] [--rounds 2] [--device cpu|cuda]
 [--compile-workers auto,0]`` (on a GPU host after ``source bench/gpu_site.sh``).

@@ -53,9 +53,8 @@ class WorkerInfo:
     #: Wall times (``time.time()``) of the worker's start, for the launch's start clock
     #: (``LaunchResult.phases``): its process started, its actor began (Ray's worker start
     #: and the actor's imports before), its zygote was ready (``import torch`` and the
-    #: engine), its first sandbox was ready (a fork and the device's start), it was ready
-    #: (its compile pool's processes started too, each from a zygote of its own). ``None``:
-    #: unknown.
+    #: engine), its first sandbox was ready (a fork and the device's start), it answered
+    #: ready (its compile pool, if any, then starting beside it). ``None``: unknown.
     process_started_at: float | None = None
     actor_started_at: float | None = None
     zygote_ready_at: float | None = None

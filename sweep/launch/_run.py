@@ -64,8 +64,8 @@ class StartClock:
         """The steps of the first worker's start, from what it reported once ready:
         ``worker_process`` (Ray started its process), ``worker_actor`` (its actor began:
         the worker's imports done), ``zygote`` (its zygote imported torch and the engine),
-        ``sandbox`` (its first sandbox process ready on the device), ``worker_ready`` (its
-        compile pool's processes started too: the worker ready). A reused warm worker
+        ``sandbox`` (its first sandbox process ready on the device), ``worker_ready`` (it
+        answered ready; its compile pool starts after). A reused warm worker
         started before the launch: its steps are left out."""
         for step, wall in (
             ("worker_process", info.process_started_at),

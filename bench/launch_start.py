@@ -7,8 +7,14 @@ start to the first trace's end (its ``provenance.finished_at``), the launch's ow
 (``LaunchResult.startup_s``: to the first worker ready) and the steps of its start clock
 (``LaunchResult.phases``: plan, Ray, scheduler ...), then the medians.
 
-Usage: ``python bench/launch_start.py [--tasks 4] [--rounds 2] [--device cpu|cuda]`` (on a GPU
-host after ``source bench/gpu_site.sh``).
+``--compile-workers auto,0`` alternates, round by round, launches whose config sets
+``ray.compile_workers`` to each value, and prints the medians of each: what the compile pool
+costs the start (on a 16-core host with one GPU, ``auto`` is 8 processes, each from a zygote
+of its own; they start once the worker's sandbox is ready, where they used to start beside
+its zygote and be waited for).
+
+Usage: ``python bench/launch_start.py [--tasks 4] [--rounds 2] [--device cpu|cuda]
+[--compile-workers auto,0]`` (on a GPU host after ``source bench/gpu_site.sh``).
 """
 
 from __future__ import annotations
@@ -49,8 +55,11 @@ def main() -> None:
     ap.add_argument("--tasks", type=int, default=4)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
+    ap.add_argument("--compile-workers", default="", help="comma-separated ray.compile_workers values")
     args = ap.parse_args()
-    firsts: list[float] = []
+    pools = [p for p in args.compile_workers.split(",") if p] or [""]
+    firsts: dict[str, list[float]] = {p: [] for p in pools}
+    readies: dict[str, list[float]] = {p: [] for p in pools}
     with tempfile.TemporaryDirectory(prefix="launch-start-") as tmp:
         data = Path(tmp) / "data"
         write_dataset(data, args.tasks)
@@ -62,6 +71,13 @@ def main() -> None:
             results = Path(tmp) / f"results-{i}"
             cfg = Path(tmp) / f"sweep-{i}.yaml"
             write_config(cfg, data, results, "cpu" if args.device == "cpu" else "H100")
+            pool = pools[i % len(pools)]
+            if pool:
+                cfg.write_text(
+                    cfg.read_text().replace(
+                        "ray: {num_cpus: 1}", f"ray: {{num_cpus: 1, compile_workers: {pool}}}"
+                    )
+                )
             out = subprocess.run(
                 [sys.executable, "-c", _LAUNCH, str(cfg), str(results)],
                 env=env,
@@ -74,15 +90,24 @@ def main() -> None:
                 raise SystemExit(f"round {i}: the launch failed (exit {out.returncode})")
             row = json.loads(out.stdout.strip().splitlines()[-1])
             steps = ", ".join(f"{k} {v:.2f}" for k, v in row["phases"].items())
+            label = f" (compile_workers {pool})" if pool else ""
             print(
-                f"round {i}: first trace {row['first_trace_s']:.2f} s after the command's start; "
+                f"round {i}{label}: first trace {row['first_trace_s']:.2f} s after the command's start; "
                 f"first worker ready {row['startup_s'] or float('nan'):.2f} s; wall {row['wall_s']:.2f} s; "
                 f"start steps (s since start): {steps}; {row['statuses']}"
             )
             if row["first_trace_s"] is not None:
-                firsts.append(row["first_trace_s"])
-    if firsts:
-        print(f"median time to first trace over {len(firsts)} rounds: {statistics.median(firsts):.2f} s")
+                firsts[pool].append(row["first_trace_s"])
+            if row["startup_s"] is not None:
+                readies[pool].append(row["startup_s"])
+    for pool in pools:
+        label = f" with compile_workers {pool}" if pool else ""
+        if firsts[pool]:
+            print(
+                f"median time to first trace{label} over {len(firsts[pool])} rounds: "
+                f"{statistics.median(firsts[pool]):.2f} s; first worker ready "
+                f"{statistics.median(readies[pool]) if readies[pool] else float('nan'):.2f} s"
+            )
 
 
 if __name__ == "__main__":

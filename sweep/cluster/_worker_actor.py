@@ -50,6 +50,16 @@ class WorkerInfo:
     device_name: str | None
     sandbox_start_s: float
     compile_workers: int = 0
+    #: Wall times (``time.time()``) of the worker's start, for the launch's start clock
+    #: (``LaunchResult.phases``): its process started, its actor began (Ray's worker start
+    #: and the actor's imports before), its zygote was ready (``import torch`` and the
+    #: engine), its first sandbox was ready (a fork and the device's start), it answered
+    #: ready (its compile pool, if any, then starting beside it). ``None``: unknown.
+    process_started_at: float | None = None
+    actor_started_at: float | None = None
+    zygote_ready_at: float | None = None
+    sandbox_ready_at: float | None = None
+    ready_at: float | None = None
 
 
 def resolve_device_kind(requested: str, gpu_ids: list[str]) -> str:
@@ -83,6 +93,7 @@ class SweepWorker:
     """
 
     def __init__(self, spec: SandboxSpec, run_id: str, warm: Wanted | None = None) -> None:
+        self._actor_started_at = time.time()
         import ray
 
         ctx = ray.get_runtime_context()
@@ -92,13 +103,13 @@ class SweepWorker:
         spec = replace(spec, device_kind=resolve_device_kind(spec.device_kind, gpu_ids))
         stamp = Provenance(run_id=run_id, node_id=self._node_id, gpu_id=self._gpu_id)
         self._sandbox = Sandbox(spec, stamp)
-        size = compile_workers_for(
+        self._pool_size = compile_workers_for(
             spec.compile_workers,
             spec.device_kind,
             os.cpu_count() or 1,
             _gpus_on_node(ray, self._node_id) if spec.compile_workers < 0 else 1,
         )
-        self._pool = CompilePool(spec, size, stamp) if size > 0 else None
+        self._pool: CompilePool | None = None  # started once the sandbox is ready (see ready)
         self._keeper: WarmKeeper | None = None
         if warm is not None:
             place = Place(
@@ -110,8 +121,13 @@ class SweepWorker:
     def ready(self) -> WorkerInfo:
         """Start the sandbox; raises ``SandboxStartError`` when it cannot start."""
         info = self._sandbox.start()
-        if self._pool is not None:  # its processes started beside the sandbox: ready together
-            self._pool.wait_started(self._sandbox.spec.start_timeout_s)
+        sandbox_ready_at = time.time()
+        if self._pool is None and self._pool_size > 0:
+            # Only now: its zygotes (one per process, each importing torch) would otherwise
+            # share the CPUs with this worker's own, the one its first task waits for. Not
+            # waited for: tasks with nothing to compile never need it, and a task with
+            # something to compile waits for its first process (``CompilePool.outcome``).
+            self._pool = CompilePool(self._sandbox.spec, self._pool_size, self._sandbox.stamp)
         return WorkerInfo(
             node_id=self._node_id,
             gpu_id=self._gpu_id,
@@ -121,6 +137,11 @@ class SweepWorker:
             device_name=info.device_name,
             sandbox_start_s=self._sandbox.stats.start_seconds[-1],
             compile_workers=self._pool.size if self._pool is not None else 0,
+            process_started_at=process_started_at(),
+            actor_started_at=self._actor_started_at,
+            zygote_ready_at=max(self._sandbox.stats.zygote_ready_at, default=None),
+            sandbox_ready_at=sandbox_ready_at,
+            ready_at=time.time(),
         )
 
     def evaluate_batch(
@@ -206,6 +227,19 @@ class SweepWorker:
             ray.kill(ray.get_runtime_context().current_actor)  # frees its name and its GPU
         finally:
             os._exit(0)  # only reached if Ray could not kill it
+
+
+def process_started_at() -> float | None:
+    """Wall time this process started (Linux ``/proc``), or ``None`` where it cannot tell."""
+    try:
+        with open("/proc/self/stat", encoding="ascii") as f:
+            # Fields after the command's name, which ends at the last ")": starttime is field 22.
+            ticks = int(f.read().rsplit(")", 1)[1].split()[19])
+        with open("/proc/uptime", encoding="ascii") as f:
+            up = float(f.read().split()[0])  # seconds since boot, to 0.01 s
+        return time.time() - (up - ticks / os.sysconf("SC_CLK_TCK"))
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def _gpus_on_node(ray: Any, node_id: str) -> int:

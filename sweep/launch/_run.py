@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from sweep.cluster import WorkerInfo
 from sweep.cluster.connect import Pool
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
 from sweep.cluster.warm import WarmWorkers
@@ -45,11 +46,36 @@ class StartClock:
 
     def __init__(self) -> None:
         self.t0 = time.monotonic()
+        self.t0_wall = time.time()
         self._marks: list[tuple[str, float]] = []
 
     def mark(self, step: str) -> None:
         """Record that ``step`` has just ended."""
         self._marks.append((step, time.monotonic() - self.t0))
+
+    def mark_at(self, step: str, wall: float | None) -> None:
+        """Record that ``step`` ended at wall time ``wall`` (``time.time()``, another
+        process's: a worker's), kept in time order; nothing when ``wall`` is ``None``."""
+        if wall is not None:
+            self._marks.append((step, wall - self.t0_wall))
+            self._marks.sort(key=lambda m: m[1])
+
+    def mark_worker(self, info: WorkerInfo) -> None:
+        """The steps of the first worker's start, from what it reported once ready:
+        ``worker_process`` (Ray started its process), ``worker_actor`` (its actor began:
+        the worker's imports done), ``zygote`` (its zygote imported torch and the engine),
+        ``sandbox`` (its first sandbox process ready on the device), ``worker_ready`` (it
+        answered ready; its compile pool starts after). A reused warm worker
+        started before the launch: its steps are left out."""
+        for step, wall in (
+            ("worker_process", info.process_started_at),
+            ("worker_actor", info.actor_started_at),
+            ("zygote", info.zygote_ready_at),
+            ("sandbox", info.sandbox_ready_at),
+            ("worker_ready", info.ready_at),
+        ):
+            if wall is not None and wall >= self.t0_wall:
+                self.mark_at(step, wall)
 
     def elapsed(self) -> float:
         """Seconds since the launch began."""
@@ -190,6 +216,8 @@ def run_sweep(
                 estimated_s=estimated,
             )
             storing.drain()
+            if stats.workers:  # the first one ready
+                clock.mark_worker(stats.workers[0])
         finally:
             if progress is not None:
                 progress.finish()

@@ -141,8 +141,10 @@ class LaunchResult:
     #: Seconds from the launch's start to its first worker ready to evaluate (``None`` when
     #: nothing ran): config, plan, Ray, the store and the worker.
     startup_s: float | None = None
-    #: Steps of the start (``plan``, ``ray``, ``store``, ``scheduler``) with the seconds
-    #: since the launch began when each ended.
+    #: Steps of the start (``plan``, ``ray``, ``store``, ``scheduler``, then the first
+    #: worker's ``worker_process``, ``worker_actor``, ``zygote``, ``sandbox``, ``worker_ready``:
+    #: :meth:`StartClock.mark_worker`) with the seconds since the launch began when each
+    #: ended, in time order.
     phases: tuple[tuple[str, float], ...] = ()
 
 

@@ -52,6 +52,8 @@ class SandboxStats:
     crashes: int = 0
     replaced_broken: int = 0
     start_seconds: list[float] = field(default_factory=list)
+    #: Wall time (``time.time()``) each zygote this supervisor started was ready to fork.
+    zygote_ready_at: list[float] = field(default_factory=list)
     #: The phase clock of the last tasks, newest last: ``(phase, time.monotonic() when it
     #: ended)``, the supervisor's marks and its sandbox's on one clock; the first is the
     #: task's turn beginning (``bench/eval_phases.py`` reads them).

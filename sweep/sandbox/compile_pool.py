@@ -21,7 +21,11 @@ zygote, isolated, with the task's deadlines), driven by a thread here. What come
 When the GPU reaches a task: one being compiled is waited for; one still waiting in the
 pool's queue goes to its front when a pool process is idle (it is the next to compile) and is
 taken back otherwise (the GPU compiles it itself rather than wait behind others). The tasks
-are queued in the order the GPU will need them, so that is rare once the pool keeps up.
+are queued in the order the GPU will need them, so that is rare once the pool keeps up. While
+the pool is still starting (none of its processes up yet), a task waits for the first one, so
+a task that cannot compile is the pool's to end from the first task on; a worker starts its
+pool once its own sandbox is ready (``sweep.cluster``), so the pool's zygotes do not slow the
+GPU's own start, and tasks with nothing to compile never wait for the pool.
 """
 
 from __future__ import annotations
@@ -128,6 +132,7 @@ class CompilePool:
         self._alive = size
         self._idle = 0  # processes started and waiting for a task
         self._starting = size
+        self._up = 0  # processes that started
         self._closing = False
         self._threads = [
             threading.Thread(target=self._serve, name=f"compile-pool-{i}", daemon=True) for i in range(size)
@@ -166,19 +171,27 @@ class CompilePool:
 
     def outcome(self, env: Envelope) -> Done | None:
         """The task's final result when it cannot compile (a COMPILE_ERROR trace), else ``None``
-        (the GPU evaluates it). Waits while the task is being compiled; a task not started
-        yet is taken back."""
+        (the GPU evaluates it). Waits while the task is being compiled, and while the pool is
+        starting with none of its processes up yet; a task not started yet is taken back
+        when every process is busy (or none could start)."""
         with self._lock:
             slot = self._slots.pop(env.task_id, None)
             if slot is None:
                 return None
+            first = False  # waited for the pool's first process: the task is its next
+            if slot.state == "queued" and self._up == 0 and self._starting > 0:
+                self._lock.wait_for(
+                    lambda: self._up > 0 or self._starting == 0 or self._closing or slot.state != "queued",
+                    timeout=self._spec.start_timeout_s,
+                )
+                first = self._up > 0 and not self._closing
             if slot.state == "queued":
-                if self._idle == 0:
+                if self._idle == 0 and not first:
                     slot.state = "taken"
                     self._queue.remove(slot)
                     self.stats.taken_back += 1
                     return None
-                self._queue.remove(slot)  # next, for the idle process
+                self._queue.remove(slot)  # next, for the idle (or first) process
                 self._queue.appendleft(slot)
                 self._lock.notify_all()
         t0 = time.monotonic()
@@ -208,6 +221,7 @@ class CompilePool:
                 return
             with self._lock:
                 self._starting -= 1
+                self._up += 1
                 self._lock.notify_all()
             while True:
                 with self._lock:

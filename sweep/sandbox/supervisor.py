@@ -156,6 +156,7 @@ class Sandbox:
                 )
             except ZygoteError as e:
                 raise SandboxStartError(str(e)) from None
+            self.stats.zygote_ready_at.append(time.time())
         return self._zygote
 
     def _fork(self) -> _Child:

@@ -72,13 +72,31 @@ def _until(condition: Callable[[], bool], timeout_s: float = 300) -> None:
         time.sleep(0.05)
 
 
-def test_a_task_still_queued_is_taken_back_by_the_gpu() -> None:
+def test_a_task_asked_for_while_the_pool_starts_waits_for_its_first_process() -> None:
     pool = CompilePool(SandboxSpec(device_kind="cpu", preload=("torch",)), 1, Provenance())
     try:
+        broken = Envelope.of(_task("broken", _BROKEN))
+        envs = [Envelope.of(_task(f"good{i}", f"# variant {i}\n{_GOOD}")) for i in range(3)]
+        pool.submit([*envs, broken])
+        assert pool._up == 0  # its one process is still starting (importing torch)
+        # Not taken back: the pool's to end, ahead of the tasks queued before it (but for the
+        # one its process may have taken as it came up).
+        done = pool.outcome(broken)
+        assert done is not None and json.loads(done.trace_json)["evaluation"]["status"] == "COMPILE_ERROR"
+        assert pool.stats.taken_back == 0 and pool.stats.compile_errors == 1 and pool.stats.compiled <= 1
+    finally:
+        pool.close()
+
+
+def test_a_task_still_queued_is_taken_back_when_every_process_is_busy() -> None:
+    pool = CompilePool(SandboxSpec(device_kind="cpu", preload=("torch",)), 1, Provenance())
+    try:
+        pool.wait_started(300)
         envs = [Envelope.of(_task(f"good{i}", f"# variant {i}\n{_GOOD}")) for i in range(4)]
         assert len({e.task_id for e in envs}) == 4
         pool.submit(envs)
-        # Its one process is still starting (importing torch), none idle: the GPU takes it back.
+        _until(lambda: pool._slots[envs[0].task_id].state != "queued")
+        # Its one process is busy with the first: the GPU takes the last back.
         assert pool.outcome(envs[-1]) is None
         assert pool.stats.taken_back == 1
         _until(lambda: pool.stats.compiled == 3)  # the others are compiled; the last is skipped

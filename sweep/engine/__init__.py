@@ -43,7 +43,6 @@ from sweep.engine._api import (
     evaluate_pair,
     process_cache,
     profile_run,
-    settle_process,
     start_process,
 )
 from sweep.engine._process import (
@@ -76,6 +75,5 @@ __all__ = [
     "profile_run",
     "resolve_op",
     "schema_mutations",
-    "settle_process",
     "start_process",
 ]

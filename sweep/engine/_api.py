@@ -171,34 +171,15 @@ def profile_run(task: Task, device: str | None = None, calls: int = 5) -> Profil
 
 def start_process(device_kind: str) -> None:
     """In a task's fresh process, before its task arrives (a sandbox forks and starts it while
-    the previous task runs, before that one's timed calls, which wait for it): make the device
-    ready (``_process.start_process``: CUDA's context, first kernels and CUDA-graph machinery
-    on a GPU), then the process's cache (``_evaluate.warm_process``); on a CPU also the first
-    reads of the harness's snapshot. So the task's own time includes none of them."""
+    the previous task runs, once that one's timed calls are over): make the device ready
+    (``_process.start_process``: CUDA's context and first kernels on a GPU), then the
+    process's cache and the first reads of the harness's snapshot (``_evaluate.warm_process``),
+    so the task's own time includes none of them."""
     from sweep.engine._evaluate import warm_process
     from sweep.engine._process import start_process as start_device
 
     start_device(device_kind)
     warm_process(device_kind)
-    if not device_kind.startswith("cuda"):
-        settle_host()
-
-
-def settle_process(device_kind: str) -> None:
-    """After :func:`start_process`, once the process said it is ready (another task's calls
-    may be timed meanwhile): on a GPU, the first reads of the harness's snapshot, CPU work
-    only (on a CPU :func:`start_process` did them: CPU work is what a CPU task times)."""
-    if device_kind.startswith("cuda"):
-        settle_host()
-
-
-def settle_host() -> None:
-    """The first reads of the harness's snapshot in a process just forked (``_integrity``):
-    they copy the pages of every object they touch (reference counts are written), 0.1-0.2 s
-    that the checks of the task's evaluation would pay otherwise."""
-    from sweep.engine.guard import _integrity
-
-    _integrity.guard().changes()
 
 
 def process_cache() -> EngineCache:

@@ -56,8 +56,10 @@ def warm_process(device_kind: str) -> None:
     """In a task's fresh process, before its task arrives (off the task's time: a sandbox is
     forked and started while the previous task runs): what every evaluation here would
     otherwise do first. The environment record and the NVML handle of the device, the flush
-    buffer on a GPU, in the process's cache (:func:`process_cache`). (The first read of the
-    harness's snapshot is ``_api.settle_host``.) Runs no solution code."""
+    buffer on a GPU, in the process's cache (:func:`process_cache`); and one read of the
+    harness's snapshot (``_integrity``): the first reads in a process just forked copy the
+    pages of every object they touch (reference counts are written), 0.1-0.2 s that the
+    checks of the task's evaluation would pay (``bench/eval_phases.py``). Runs no solution code."""
     dev = resolve_device("cuda:0" if device_kind.startswith("cuda") else "cpu")
     cache = default_cache()
     nvml = _nvml(cache, dev)
@@ -66,6 +68,7 @@ def warm_process(device_kind: str) -> None:
         from sweep.engine.timing import flush_bytes
 
         cache.flush_buffers[str(dev)] = torch.empty(flush_bytes(dev), dtype=torch.int8, device=dev)
+    _integrity.guard().changes()
 
 
 def _set_mode(device: torch.device) -> None:

@@ -54,9 +54,6 @@ def start_process(device_kind: str) -> None:
     torch.softmax(x.view(64, 64), dim=-1).sum().item()
     torch.cuda.current_blas_handle()  # type: ignore[no-untyped-call]
     torch.cuda.synchronize()
-    from sweep.engine.timing import warm_graphs
-
-    warm_graphs(torch.device("cuda", torch.cuda.current_device()))
 
 
 def device_of(device: str | None) -> str:

@@ -15,10 +15,7 @@ typed messages, each a ``NamedTuple`` below):
 - sandbox -> supervisor :class:`Phase` as the evaluation reaches the solution's build
   (``"build"``) and its run (``"run"``), and when nothing of it is timed any more
   (``"timed"``), when the backend says so (its ``evaluate`` takes ``on_phase``; the real
-  engine's does): before the first, the reference's side runs. Before its first timed call
-  (the reference's warm-up) the engine says ``"timing"`` and waits for the supervisor's
-  :class:`Go`, which comes once no other process of this sandbox can use the device (the
-  previous task's process reaped, the next one's start over: ``supervisor.py``);
+  engine's does): before the first, the reference's side runs;
 - sandbox -> supervisor :class:`Finished`, where ``broken`` is ``None`` or why this process
   could not be reused (a sticky CUDA error, a change it made to the process: said in the log)
   and the times are ``time.time()`` around the evaluation; or :class:`Failed` when the backend
@@ -51,14 +48,12 @@ from sweep.sandbox.packing import load_task
 from sweep.schema.trace_log import sticky_cuda_error
 
 __all__ = [
-    "GATED_PHASE",
     "LOST_CONNECTION",
     "Backend",
     "ChildParams",
     "Evaluate",
     "Failed",
     "Finished",
-    "Go",
     "Phase",
     "Ready",
     "SandboxInfo",
@@ -107,18 +102,9 @@ class Evaluate(NamedTuple):
 
 
 class Phase(NamedTuple):
-    """Sandbox -> supervisor: the evaluation reached ``"build"``, ``"run"``, ``"timing"`` (it
-    then waits for :class:`Go`) or ``"timed"``."""
+    """Sandbox -> supervisor: the evaluation reached ``"build"``, ``"run"`` or ``"timed"``."""
 
     name: str
-
-
-class Go(NamedTuple):
-    """Supervisor -> sandbox: the answer to ``Phase("timing")``: the device is this task's alone."""
-
-
-#: The phase before which a sandbox waits for :class:`Go`.
-GATED_PHASE = "timing"
 
 
 class Finished(NamedTuple):
@@ -152,10 +138,8 @@ class Backend:
     (the cache ``start_process`` made ready) or ``EngineCache`` (one per process) and
     ``cuda_problem(device) -> str | None`` (why this process's CUDA context is unusable: the
     sandbox asks after every failed evaluation on a GPU, since a kernel fault can surface only
-    at the next synchronisation), ``phase_marks() -> [(phase, monotonic time)]`` (where the
-    last evaluation's time went, sent back beside its trace) and ``settle_process(device_kind)``
-    (called after the process said it is ready, while another task may be timed: CPU work
-    only, never the device).
+    at the next synchronisation) and ``phase_marks() -> [(phase, monotonic time)]`` (where the
+    last evaluation's time went, sent back beside its trace).
     """
 
     evaluate: Callable[..., Any]
@@ -165,7 +149,6 @@ class Backend:
     phases: bool = False
     start: Callable[[str], Any] | None = None
     marks: Callable[[], list[tuple[str, float]]] | None = None
-    settle: Callable[[str], Any] | None = None
 
 
 def load_backend(module: str) -> Backend:
@@ -187,11 +170,10 @@ def load_backend(module: str) -> Backend:
         phases=phases,
         start=getattr(mod, "start_process", None),
         marks=getattr(mod, "phase_marks", None),
-        settle=getattr(mod, "settle_process", None),
     )
 
 
-_M = TypeVar("_M", Start, Evaluate, Go)
+_M = TypeVar("_M", Start, Evaluate)
 
 
 def _describe(device: str, phases: bool) -> SandboxInfo:
@@ -336,10 +318,6 @@ def child_main(conn_fd: int, log_path: str, params: ChildParams) -> int:
             backend.start(kind)
         cache = backend.cache_factory() if backend.cache_factory is not None else None
         conn.send(Ready(_describe(device, backend.phases)))
-        # After Ready: the supervisor may let another task time its calls from here on, so
-        # what is left of the start is CPU work only (the engine's first snapshot reads).
-        if backend.settle is not None:
-            backend.settle(kind)
     except BaseException:  # noqa: BLE001 - any start failure is reported through the log
         traceback.print_exc()
         sys.stderr.flush()
@@ -352,8 +330,6 @@ def child_main(conn_fd: int, log_path: str, params: ChildParams) -> int:
 
     def on_phase(name: str) -> None:
         conn.send(Phase(name))
-        if name == GATED_PHASE:
-            _wait_for(conn, Go)  # None: the supervisor is gone, and this process with it
 
     try:
         task = load_task(msg.blob, pickle.loads(msg.records))

@@ -3,18 +3,11 @@
 One :class:`Sandbox` per GPU (or CPU slot). Every task runs in a process of its own, forked
 from a zygote (see ``_zygote``) that imported torch and the engine and never touched CUDA:
 no process that ran one task's solution code runs another task's solution or reference. The
-next task's process is forked and started (its CUDA context, the engine's warm-up of the
-process) while a task runs (``SandboxSpec.prefork``), so its start is off the critical path.
-The process of a finished task is sent SIGKILL as soon as its trace is back, and the next
-task is sent at once; it is reaped later. Two processes using one GPU share it by time
-slices, so timed calls must have the device alone: before its first timed call (the
-reference's warm-up) the task's process says ``"timing"`` and waits for ``Go``, which the
-supervisor sends only once the previous task's process is reaped (with any process it left)
-and the next task's process has finished the device part of its start (it said ``Ready``;
-what it does after is CPU work only). So while a task's calls are timed no other process of
-this sandbox runs on the device: the next one holds an idle context and submits nothing
-until it is sent its own task (``docs/isolation.md``). A backend that says no phases gets
-no gate: its finished process is reaped before the next task is sent.
+next task's process is forked while a task runs (``SandboxSpec.prefork``); on a GPU it makes
+its CUDA context only once the running task says its timed calls are over (two processes
+using one GPU share it by time slices: a context made during another's timing would show in
+it), so most of its start is off the GPU's critical path. The process of a finished task is
+killed and reaped before the next task is sent, so its memory is back first.
 
 When a sandbox hangs past a deadline it is killed (SIGKILL) and the task gets a TIMEOUT
 trace; when it dies (segfault, ``os._exit``, ...) the task gets a RUNTIME_ERROR trace with
@@ -45,13 +38,11 @@ from typing import Any
 from typing_extensions import Self
 
 from sweep.sandbox._child import (
-    GATED_PHASE,
     LOST_CONNECTION,
     ChildParams,
     Evaluate,
     Failed,
     Finished,
-    Go,
     Phase,
     Ready,
     SandboxInfo,
@@ -78,7 +69,6 @@ class _Child:
     folder: Path
     started: bool = False  # told to make its device ready
     info: SandboxInfo | None = None  # once it said it is ready
-    reaped: bool = False  # its exit was collected (its pid may be another process's now)
 
 
 class Sandbox:
@@ -102,9 +92,6 @@ class Sandbox:
             self._workdir.mkdir(parents=True, exist_ok=True)
         self._zygote: ZygoteClient | None = None
         self._spare: _Child | None = None
-        #: A finished task's process, sent SIGKILL and not yet reaped (reaped before the next
-        #: task's timed calls: :meth:`_gate`).
-        self._pending: _Child | None = None
         self._info: SandboxInfo | None = None
         self._marks: list[tuple[str, float]] = []  # the phase clock of the task running
 
@@ -125,7 +112,6 @@ class Sandbox:
 
     def close(self) -> None:
         """Stop the spare sandbox and the zygote."""
-        self._reap_pending()
         spare, self._spare = self._spare, None
         if spare is not None:
             self._retire(spare)
@@ -203,7 +189,6 @@ class Sandbox:
             state = zygote.wait(child.pid, 2.0 if msg is None else 0.0)  # it may be exiting still
             if state.running:
                 state = zygote.kill(child.pid)
-            child.reaped = True
             child.conn.close()
             tail = output_tail(child.log, 0, 8192)
             self._clean(child)
@@ -223,9 +208,10 @@ class Sandbox:
         return self._ready(child or self._fork())
 
     def _prefork(self) -> None:
-        """Fork the next task's process now, while this one runs (when the spec says so), and
-        tell it to start at once (``start_process``: its device and cache): the running task's
-        timed calls wait for the device part of that start to be over (:meth:`_gate`)."""
+        """Fork the next task's process now, while this one runs (when the spec says so). It
+        starts (makes its device and cache ready, ``start_process``: work that would share the
+        CPU or the GPU with this task's timed calls) once they are over (``timed``), or at once
+        under a backend that says no phases."""
         if not self.spec.prefork or self._spare is not None:
             return
         try:
@@ -233,67 +219,21 @@ class Sandbox:
         except SandboxStartError:
             self._spare = None  # the next task tries again and reports it
             return
-        # On a CPU the start is CPU work, which is what a CPU task times: it waits for the
-        # running task's "timed", as it always did.
-        if self.spec.device_kind.startswith("cuda") or self._info is None or not self._info.phases:
+        if self._info is None or not self._info.phases:
             self._start(self._spare)
 
-    def _gate(self) -> None:
-        """Before the running task's timed calls: reap the previous task's process, and wait
-        until the next one's device start is over (it said ``Ready``, or died: its message is
-        left for :meth:`_ready`). A spare that does not start in time is dropped (the next
-        task starts a new one, and reports it if that fails too)."""
-        self._reap_pending()
-        spare = self._spare
-        if spare is not None and spare.started and spare.info is None:
-            ok = False
-            with contextlib.suppress(OSError):
-                ok = spare.conn.poll(self.spec.start_timeout_s)
-            if not ok:
-                self._spare = None
-                self._retire(spare)
-        self._marks.append(("gate: previous process reaped, next one started", time.monotonic()))
-
-    def _reap_pending(self) -> None:
-        """Reap the finished task's process that :meth:`_retire` sent SIGKILL (and whatever
-        it left: the zygote's ``Kill``), and remove its folder and log."""
-        child, self._pending = self._pending, None
-        if child is None:
-            return
-        if self._zygote is not None and self._zygote.alive():
-            try:
-                self._zygote.kill(child.pid)
-            except ZygoteError:
-                kill_group(child.pid)
-        child.reaped = True
-        self._clean(child)
-
-    def _retire(
-        self, child: _Child, marks: list[tuple[str, float]] | None = None, *, later: bool = False
-    ) -> ExitState | None:
+    def _retire(self, child: _Child, marks: list[tuple[str, float]] | None = None) -> ExitState | None:
         """Kill and reap a task's process (its task is done), and remove its folder and log
-        (``marks``: the phase clock's, told when the process is reaped). ``later``: send it
-        SIGKILL now, reap it before the next task's timed calls (:meth:`_gate`) or when the
-        next task ends, whichever comes first."""
+        (``marks``: the phase clock's, told when the process is reaped)."""
         child.conn.close()
-        if later and not child.reaped and self._zygote is not None and self._zygote.alive():
-            self._reap_pending()  # at most one pending
-            kill_group(child.pid)  # a zombie until the zygote reaps it: its pid stays its own
-            self._pending = child
-            if marks is not None:
-                marks.append(("sandbox sent SIGKILL", time.monotonic()))
-            return None
         state: ExitState | None = None
-        if child.reaped:
-            pass  # killed and reaped already (a timeout, a crash): its pid is not its own now
-        elif self._zygote is not None and self._zygote.alive():
+        if self._zygote is not None and self._zygote.alive():
             try:
                 state = self._zygote.kill(child.pid)
             except ZygoteError:
                 kill_group(child.pid)
         else:
             kill_group(child.pid)  # its parent is gone: nobody else will
-        child.reaped = True
         if marks is not None:
             marks.append(("sandbox killed and reaped", time.monotonic()))
         self._clean(child)
@@ -363,12 +303,8 @@ class Sandbox:
                 out.append(self._await(child, env))
             finally:
                 marks.append(("trace received", time.monotonic()))
-                self._reap_pending()  # the task before never reached its timed calls
-                gated = child.info is not None and child.info.phases
-                self._retire(child, marks, later=gated)
+                self._retire(child, marks)
                 marks.append(("task folder and log removed", time.monotonic()))
-                # The sandbox's marks arrive with its trace, after the gate's: one clock orders them.
-                marks.sort(key=lambda m: m[1])
                 self.stats.timelines.append(marks)
         return out
 
@@ -402,13 +338,8 @@ class Sandbox:
                 return self._died(env.task(), stamp, child, state, phase)
             if msg is None:
                 return self._timed_out(env.task(), stamp, child, phase, budget)
-            if isinstance(msg, Phase) and msg.name == GATED_PHASE:
-                self._gate()
-                with contextlib.suppress(OSError):  # it died: the next receive reports it
-                    child.conn.send(Go())
-                continue
             if isinstance(msg, Phase) and msg.name == "timed":
-                if self._spare is not None:  # a CPU sandbox's spare starts now (_prefork)
+                if self._spare is not None:  # nothing of this task is timed any more
                     self._start(self._spare)
                 continue
             if isinstance(msg, Phase) and msg.name in ("build", "run"):
@@ -442,12 +373,10 @@ class Sandbox:
             # No message yet: a process that died while a grandchild holds its socket open
             # never shows EOF, so ask the zygote.
             if self._zygote is not None and not self._zygote.wait(child.pid, 0).running:
-                child.reaped = True
                 return None, self._reap(child)
 
     def _reap(self, child: _Child, *, socket_closed: bool = False) -> ExitState:
         assert self._zygote is not None
-        child.reaped = True  # once the zygote answers below
         state = self._zygote.wait(child.pid, 2.0)
         if state.running:  # closed its socket but lives on: not ours to trust any more
             state = self._zygote.kill(child.pid)
@@ -478,7 +407,6 @@ class Sandbox:
         """The task's sandbox lost its parent: the task is blamed (nothing else ran there), the
         sandbox killed (by ``run_batch``), and the next task gets a new zygote and sandbox."""
         self.stats.crashes += 1
-        self._reap_pending()
         spare, self._spare = self._spare, None
         if spare is not None:  # forked by the zygote that died: no parent to report to
             self._retire(spare)
@@ -491,7 +419,6 @@ class Sandbox:
         if self._zygote is not None and self._zygote.alive():
             with contextlib.suppress(ZygoteError):
                 self._zygote.kill(child.pid)
-                child.reaped = True
         tail = output_tail(child.log, 0, task.settings.log_limit_bytes)
         return self._failure(task, Status.TIMEOUT, timeout_log(child.pid, phase, budget, tail), stamp, phase)
 

@@ -194,12 +194,8 @@ class TimingPhase:
         prep = self._prep("reference")
         # The reference takes the same copies at the same calls as the solution's checks, unchecked.
         self.shadow = Rechecks(CheckSchedule(run.seed), path.snapshot, None, self.first)
-        mark("reference timing sets")
-        # From here to "timed" the device must be this process's alone: the supervisor answers
-        # once the previous task's process is reaped and the next one's device start is over.
-        run.phase("timing")
-        mark("device to itself (supervisor's gate)")
         self._reset_l2()
+        mark("reference timing sets")
         self.ref_warm = self._reference(
             lambda: warm_up(path.call_reference, sets, settings, run.device, self.flush, prep)
         )

@@ -47,9 +47,6 @@ if TYPE_CHECKING:
     from sweep.engine.timing._graph_timer import (
         stray_streams as stray_streams,
     )
-    from sweep.engine.timing._graph_timer import (
-        warm_graphs as warm_graphs,
-    )
     from sweep.engine.timing._l2 import (
         persisting_l2_limit as persisting_l2_limit,
     )
@@ -103,7 +100,6 @@ _WHERE = {
     "stray_streams": "_graph_timer",
     "time_calls": "_timing",
     "UNJOINED": "_graph_timer",
-    "warm_graphs": "_graph_timer",
     "warm_up": "_timing",
     "WarmUp": "_timing",
     "Window": "_energy",
@@ -136,7 +132,6 @@ __all__ = [
     "reset_persisting_l2",
     "stray_streams",
     "time_calls",
-    "warm_graphs",
     "warm_up",
 ]
 __getattr__ = face(__name__, _WHERE)

@@ -55,7 +55,6 @@ __all__ = [
     "capture_stream",
     "drain_pending_error",
     "stray_streams",
-    "warm_graphs",
 ]
 
 #: About how long one replay of the graph with the call lasts (calls and flushes).
@@ -182,37 +181,6 @@ def stray_streams(call: Callable[[], object]) -> str | None:
     finally:
         torch.cuda.current_stream().wait_stream(stream)
     return None
-
-
-def warm_graphs(device: torch.device) -> None:
-    """In a fresh process, before its task: what the first CUDA-graph timing of the process
-    would otherwise pay inside its timed window: the capture stream, a capture that draws from
-    a generator of its own and zeroes a buffer, the graph's first launch, events and the
-    spin kernel of :meth:`GraphTimer.batch`."""
-    gen = torch.Generator(device=device).manual_seed(0)
-    buf = torch.empty(1024, device=device)
-    torch.cuda.synchronize(device)
-    stream = capture_stream()
-    stream.wait_stream(torch.cuda.current_stream())
-
-    def body() -> None:
-        buf.uniform_(0, 1, generator=gen)
-        buf.zero_()
-
-    with torch.cuda.stream(stream):
-        body()  # outside capture first: lazy initialisations must not happen during capture
-    fresh = Freshener(device, 0, "warm")
-    fresh.gen = gen
-    graph = capture_graph(body, stream, fresh)
-    torch.cuda.current_stream().wait_stream(stream)
-    torch.cuda._sleep(_SPIN_CYCLES)  # type: ignore[no-untyped-call]
-    start, end = _event(), _event()
-    record(start)
-    graph.replay()
-    record(end)
-    wait(end)
-    elapsed(start, end)
-    torch.cuda.synchronize(device)
 
 
 class GraphTimer:

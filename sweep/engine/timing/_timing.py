@@ -49,7 +49,6 @@ __all__ = [
     "WarmUp",
     "choose_timer",
     "flush_bytes",
-    "graph_batch",
     "stats_of",
     "time_calls",
     "warm_up",
@@ -127,13 +126,6 @@ class WarmUp:
     call_ms: float  # the call alone (events on a GPU, the host clock on a CPU)
     flush_ms: float  # the L2 flush (0 without one)
     iteration_ms: float  # wall time of one warm-up iteration: restore, flush, call, wait
-    prep_ms: float = 0.0  # the fresh values and restores before a call, on the device
-
-    def graph_iteration_ms(self, flush_fraction: float) -> float:
-        """Device time of one iteration of the graph timer's graph: fresh values and
-        restores, a flush of ``flush_fraction`` of the buffer the warm-up zeroed (the graph
-        zeroes 2 x L2 of it: ``graph_flush``), the call."""
-        return self.prep_ms + self.flush_ms * flush_fraction + self.call_ms
 
 
 def choose_timer(requested: str, device: torch.device, call_ms: float) -> str:
@@ -170,14 +162,12 @@ def warm_up(
     prep = before or _nothing
     calls: list[float] = []
     flushes: list[float] = []
-    preps: list[float] = []
     start = _now()
     while True:
         k = len(calls) % sets
+        prep(k)
         if device.type == "cuda":
-            marks = [_event() for _ in range(4)]
-            _record(marks[3])
-            prep(k)
+            marks = [_event() for _ in range(3)]
             _record(marks[0])
             if flush is not None:
                 flush.zero_()
@@ -185,11 +175,9 @@ def warm_up(
             out = call(k)
             _record(marks[2])
             _wait(marks[2])
-            preps.append(_elapsed(marks[3], marks[0]))
             flushes.append(_elapsed(marks[0], marks[1]) if flush is not None else 0.0)
             calls.append(_elapsed(marks[1], marks[2]))
         else:
-            prep(k)
             t0 = _now_ns()
             out = call(k)
             calls.append((_now_ns() - t0) / 1e6)
@@ -199,10 +187,7 @@ def warm_up(
         elapsed_ms = (_now() - start) * 1e3
         if elapsed_ms >= settings.warmup_ms:
             break
-    prep_ms = statistics.median(preps) if preps else 0.0
-    return WarmUp(
-        len(calls), statistics.median(calls), statistics.median(flushes), elapsed_ms / len(calls), prep_ms
-    )
+    return WarmUp(len(calls), statistics.median(calls), statistics.median(flushes), elapsed_ms / len(calls))
 
 
 def time_calls(
@@ -244,20 +229,18 @@ def time_calls(
     prep = before or _nothing
     if warm is None:
         warm = warm_up(call, sets, settings, device, flush, before, last)
-    # The timed window's clock: rep_ms counts from here, its set-up (the graphs' capture and
-    # first launch, CUPTI's session) included, not from the first sample.
-    start = _now()
     if device.type != "cuda":
         rule = StopRule.of(settings, min_samples=sets, pursue=False)
         host = _Calls(call, sets, prep, None, last, rechecks)  # no flush off a GPU
-        sampled = _sample(lambda n: _host_batch(host, n), 1, rule, None, between, start)
+        sampled = _sample(lambda n: _host_batch(host, n), 1, rule, None, between)
         return stats_of(sampled.samples, "host", "host", sampled), last
     if timer == "cudagraph":
-        gflush = graph_flush(flush, device)
-        iteration_ms = warm.graph_iteration_ms(_fraction(gflush, flush))
-        graphs = GraphTimer(call, sets, gflush, prep, last, iteration_ms, rechecks, fresh)
-        batch = graph_batch(graphs.calls, iteration_ms)
-        sampled = _sample(graphs.batch, batch, StopRule.of(settings), watch, between, start)
+        graphs = GraphTimer(
+            call, sets, graph_flush(flush, device), prep, last, warm.call_ms + warm.flush_ms, rechecks, fresh
+        )
+        pair_ms = 2 * graphs.calls * (warm.call_ms + warm.flush_ms)
+        batch = max(1, math.ceil(BATCH_MS / max(pair_ms, 1e-6)))
+        sampled = _sample(graphs.batch, batch, StopRule.of(settings), watch, between)
         return stats_of(sampled.samples, "cuda_event", "cudagraph", sampled), last
     batch = max(sets, math.ceil(BATCH_MS / max(warm.iteration_ms, 1e-6)))
     calls = _Calls(call, sets, prep, flush, last, rechecks)
@@ -269,7 +252,6 @@ def time_calls(
                 StopRule.of(settings, min_samples=sets),
                 watch,
                 between,
-                start,
             )
         return stats_of(sampled.samples, "cupti", "cupti", sampled), last
     sampled = _sample(
@@ -278,23 +260,8 @@ def time_calls(
         StopRule.of(settings, min_samples=sets),
         watch,
         between,
-        start,
     )
     return stats_of(sampled.samples, "cuda_event", "events", sampled), last
-
-
-def _fraction(part: torch.Tensor | None, whole: torch.Tensor | None) -> float:
-    """The share of ``whole`` (the flush buffer the warm-up zeroed) that ``part`` is."""
-    if part is None or whole is None or whole.numel() == 0:
-        return 1.0
-    return part.numel() / whole.numel()
-
-
-def graph_batch(calls: int, iteration_ms: float) -> int:
-    """Samples in one batch of the graph timer: a sample replays both graphs (``calls``
-    iterations each, one without the call), and a batch lasts about :data:`BATCH_MS`."""
-    pair_ms = 2 * calls * max(iteration_ms, 1e-6)
-    return max(1, math.ceil(BATCH_MS / pair_ms))
 
 
 def _sample(
@@ -303,14 +270,12 @@ def _sample(
     rule: StopRule,
     watch: ClockWatch | None,
     between: Callable[[], None] | None = None,
-    start: float | None = None,
 ) -> Sampled:
-    """Take batches of ``size`` samples until ``rule`` says stop, its wall time counted from
-    ``start`` (the timed window's beginning; now when ``None``). A batch is kept when the
+    """Take batches of ``size`` samples until ``rule`` says stop. A batch is kept when the
     readings of ``watch`` right before and right after it both show an unthrottled GPU."""
     stopper = Stopper(rule)
-    start = _now() if start is None else start
     ok_before = watch.ok() if watch is not None else True
+    start = _now()
     while True:
         values = batch(stopper.room(size))
         if between is not None:

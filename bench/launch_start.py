@@ -20,16 +20,15 @@ Usage: ``python bench/launch_start.py [--tasks 4] [--rounds 2] [--device cpu|cud
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from launch_overhead import REPO, write_config, write_dataset
+from warm_workers import run_python
 
 _LAUNCH = """
 import time
@@ -63,10 +62,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="launch-start-") as tmp:
         data = Path(tmp) / "data"
         write_dataset(data, args.tasks)
-        env = {
-            **os.environ,
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-        }
+        env = {"PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")]))}
         for i in range(args.rounds):
             results = Path(tmp) / f"results-{i}"
             cfg = Path(tmp) / f"sweep-{i}.yaml"
@@ -78,17 +74,7 @@ def main() -> None:
                         "ray: {num_cpus: 1}", f"ray: {{num_cpus: 1, compile_workers: {pool}}}"
                     )
                 )
-            out = subprocess.run(
-                [sys.executable, "-c", _LAUNCH, str(cfg), str(results)],
-                env=env,
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if out.returncode != 0:
-                print(out.stderr[-3000:])
-                raise SystemExit(f"round {i}: the launch failed (exit {out.returncode})")
-            row = json.loads(out.stdout.strip().splitlines()[-1])
+            row, _ = run_python(_LAUNCH, [str(cfg), str(results)], env)
             steps = ", ".join(f"{k} {v:.2f}" for k, v in row["phases"].items())
             label = f" (compile_workers {pool})" if pool else ""
             print(

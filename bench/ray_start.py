@@ -22,8 +22,11 @@ import argparse
 import json
 import os
 import statistics
-import subprocess
 import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from warm_workers import run_python
 
 _ONE = """
 import json, sys, time
@@ -74,17 +77,7 @@ def main() -> None:
         order = names[r % len(names) :] + names[: r % len(names)]
         for name in order:
             extra, env = _VARIANTS[name]
-            out = subprocess.run(
-                [sys.executable, "-c", _ONE, json.dumps(extra), args.device],
-                env={**os.environ, **env},
-                capture_output=True,
-                text=True,
-                check=False,
-            )
-            if out.returncode != 0:
-                print(out.stderr[-2000:])
-                raise SystemExit(f"round {r}, {name}: failed (exit {out.returncode})")
-            row = json.loads(out.stdout.strip().splitlines()[-1])
+            row, _ = run_python(_ONE, [json.dumps(extra), args.device], env)
             rows[name].append(row)
             print(
                 f"round {r} {name:15s} import {row['import_s']:.2f} s, ray.init done {row['init_s']:.2f} s, "

@@ -162,9 +162,9 @@ def _plan_tasks(config: SweepConfig, config_path: str | Path, hardware: set[str]
 
 
 def _hardware_of(store_path: Path, results_dir: Path, ids: list[str]) -> set[str]:
-    from sweep.store import query
+    from sweep.store import query, sql_literal
 
-    quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in ids)
+    quoted = ", ".join(sql_literal(i) for i in ids)
     res = query(
         store_path,
         f"SELECT DISTINCT hardware FROM traces WHERE task_id IN ({quoted})",

@@ -39,7 +39,7 @@ from sweep.store.comparison._compare import (
     compare,
 )
 from sweep.store.db._compare_stats import Estimate, estimate_from_runs, estimate_single, verdict
-from sweep.store.db._connection import StoreLockedError
+from sweep.store.db._connection import StoreLockedError, sql_literal
 from sweep.store.db._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_NAMES, column_names
 from sweep.store.db._store_context import StoreContext
 from sweep.store.ingestion._ingest import IngestReport, ingest
@@ -124,6 +124,7 @@ __all__ = [
     "save_calibration",
     "save_profile_results",
     "scores_at",
+    "sql_literal",
     "sweep_state",
     "tuning_table",
     "verdict",

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from sweep.errors import StoreError
 from sweep.schema.files import fresh_folder, publish_folder, write_atomic
 from sweep.store._outputs import output_folder_problem
-from sweep.store.db._connection import count
+from sweep.store.db._connection import count, sql_literal
 from sweep.store.db._schema import DERIVED_COLUMNS, SCHEMA_VERSION
 from sweep.store.ingestion._trace_files import EXPORT_FORMAT
 from sweep.store.read._store import Store
@@ -47,10 +47,6 @@ class ExportReport:
     traces: int
     hardware: list[str] = field(default_factory=list)
     rows: dict[str, int] = field(default_factory=dict)
-
-
-def _q(path: Path) -> str:
-    return "'" + str(path).replace("'", "''") + "'"
 
 
 def _why(err: Exception) -> str:
@@ -121,7 +117,7 @@ def _write_tables(con: duckdb.DuckDBPyConnection, folder: Path, rows: dict[str, 
         (folder / table).mkdir()
         rows[table] = count(con, f"SELECT count(*) FROM {table}")
         con.execute(
-            f"COPY (SELECT * FROM {table}) TO {_q(folder / table / (table + '.parquet'))} (FORMAT parquet)"
+            f"COPY (SELECT * FROM {table}) TO {sql_literal(str(folder / table / (table + '.parquet')))} (FORMAT parquet)"
         )
     hardware = [
         r[0] for r in con.execute("SELECT DISTINCT hardware FROM traces ORDER BY hardware").fetchall()
@@ -132,7 +128,7 @@ def _write_tables(con: duckdb.DuckDBPyConnection, folder: Path, rows: dict[str, 
         derived = ", ".join(f'"{c}"' for c in DERIVED_COLUMNS["traces"])
         con.execute(
             f"COPY (SELECT * EXCLUDE ({derived}) FROM traces ORDER BY timestamp, trace_key) TO "
-            f"{_q(folder / 'traces')} (FORMAT parquet, PARTITION_BY (hardware))"
+            f"{sql_literal(str(folder / 'traces'))} (FORMAT parquet, PARTITION_BY (hardware))"
         )
     else:
         (folder / "traces").mkdir()

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from sweep.errors import SweepError
+from sweep.store.db._connection import sql_literal
 from sweep.store.db._newest import RANK_TIME
 from sweep.store.read._query import query
 
@@ -24,19 +25,15 @@ class StatusCount:
     this_run: int
 
 
-def _quoted(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def sweep_state(
     store_path: Path, *, results_dir: Path, sweep: str, hardware: str, run_id: str
 ) -> dict[str, StatusCount] | None:
     """Per status, the tasks of ``sweep`` on ``hardware`` (as traces spell it, e.g.
     ``NVIDIA_H100``), by the newest trace of each; ``None`` when the store cannot be read."""
     sql = (
-        f"SELECT status, count(*) AS tasks, count(*) FILTER (WHERE run_id = {_quoted(run_id)}) AS now "
+        f"SELECT status, count(*) AS tasks, count(*) FILTER (WHERE run_id = {sql_literal(run_id)}) AS now "
         f"FROM (SELECT task_id, arg_max(status, {RANK_TIME}) AS status, arg_max(run_id, {RANK_TIME}) AS run_id "
-        f"FROM traces WHERE task_id IS NOT NULL AND sweep = {_quoted(sweep)} AND hardware = {_quoted(hardware)} "
+        f"FROM traces WHERE task_id IS NOT NULL AND sweep = {sql_literal(sweep)} AND hardware = {sql_literal(hardware)} "
         "GROUP BY task_id) GROUP BY status ORDER BY status"
     )
     try:

@@ -71,6 +71,7 @@ if TYPE_CHECKING:
     from sweep.store.db._connection import (
         set_meta as set_meta,
     )
+    from sweep.store.db._connection import sql_literal as sql_literal
     from sweep.store.db._cross_hardware import (
         add_new_traces as add_new_traces,
     )
@@ -165,6 +166,7 @@ _WHERE = {
     "check_workload_axes": "_checks",
     "column_names": "_schema",
     "count": "_connection",
+    "sql_literal": "_connection",
     "CURRENT": "_views",
     "create_tables_sql": "_schema",
     "describe_invalid": "_checks",
@@ -256,6 +258,7 @@ __all__ = [
     "refresh_traces",
     "schema_version",
     "set_meta",
+    "sql_literal",
     "verdict",
     "view_statements",
     "views_hash",

@@ -32,6 +32,7 @@ __all__ = [
     "retry_on_lock",
     "schema_version",
     "set_meta",
+    "sql_literal",
 ]
 
 
@@ -199,3 +200,9 @@ def count(con: duckdb.DuckDBPyConnection, sql: str) -> int:
     """The single integer a statement returns (a count, or rows changed)."""
     row = fetch_one(con, sql)
     return int(str(row[0])) if row else 0
+
+
+def sql_literal(text: str) -> str:
+    """``text`` as an SQL string literal (single quotes doubled): a value spliced into a query
+    stays a value."""
+    return "'" + text.replace("'", "''") + "'"

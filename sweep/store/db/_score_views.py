@@ -24,6 +24,8 @@ secret runs kept apart) and are created by ``_schema.py`` with the others.
 
 from __future__ import annotations
 
+from sweep.store.db._connection import sql_literal
+
 __all__ = [
     "DEFAULT_BASELINE",
     "DEFAULT_PS",
@@ -58,10 +60,6 @@ DEFAULT_BASELINE = "baseline"
 REFERENCE_BASELINE = "reference"
 
 
-def _sql_str(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def at_p_sql(ps: tuple[float, ...], baseline: str = DEFAULT_BASELINE) -> str:
     """The body of ``scores_at_p`` for thresholds ``ps`` (finite numbers, checked by callers).
 
@@ -84,7 +82,7 @@ def at_p_sql(ps: tuple[float, ...], baseline: str = DEFAULT_BASELINE) -> str:
         base_ms, base_set = "b.reference_ms", "NULL"
     else:
         base_ms, base_set = "coalesce(b.named_ms, b.fastest_ms)", "coalesce(b.named_set, b.fastest_set)"
-    named = f"lower(solution_set) = lower({_sql_str(baseline)}) AND best_ms IS NOT NULL"
+    named = f"lower(solution_set) = lower({sql_literal(baseline)}) AND best_ms IS NOT NULL"
     return f"""WITH tasks AS (
     SELECT {SET_KEY} AS solution_set, hardware, definition, workload_uuid,
            max(speedup_factor) FILTER (WHERE {ok}) AS speedup,

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sweep.errors import StoreError, shown
-from sweep.store.db import DEFAULT_BASELINE, at_p_sql
+from sweep.store.db import DEFAULT_BASELINE, at_p_sql, sql_literal
 from sweep.store.read import Session, Store, run_sql
 
 __all__ = [
@@ -188,10 +188,6 @@ def _records(s: Session, sql: str) -> list[dict[str, object]]:
     return [dict(zip(res.columns, row)) for row in res.rows]
 
 
-def _quote(text: str) -> str:
-    return "'" + text.replace("'", "''") + "'"
-
-
 def projection_of(
     s: Session,
     *,
@@ -204,9 +200,9 @@ def projection_of(
     check_uncovered(uncovered)
     where = []
     if hardware is not None:
-        where.append(f"hardware = {_quote(hardware)}")
+        where.append(f"hardware = {sql_literal(hardware)}")
     if solution_sets:
-        where.append(f"solution_set IN ({', '.join(_quote(x) for x in solution_sets)})")
+        where.append(f"solution_set IN ({', '.join(sql_literal(x) for x in solution_sets)})")
     cond = ("WHERE " + " AND ".join(where)) if where else ""
     gains: dict[tuple[str, str], list[DefinitionGain]] = {}
     for r in _records(
@@ -260,7 +256,7 @@ ORDER BY solution_set, hardware, time_share DESC NULLS LAST, definition""",
                 top=gains.get(key, []),
             )
         )
-    hw_cond = f"AND w.hardware = {_quote(hardware)}" if hardware is not None else ""
+    hw_cond = f"AND w.hardware = {sql_literal(hardware)}" if hardware is not None else ""
     unmeasured = {
         str(r["hardware"]): int(r["n"])  # type: ignore[call-overload]
         for r in _records(

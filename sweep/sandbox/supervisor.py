@@ -373,6 +373,14 @@ class Sandbox:
             # No message yet: a process that died while a grandchild holds its socket open
             # never shows EOF, so ask the zygote.
             if self._zygote is not None and not self._zygote.wait(child.pid, 0).running:
+                # A sandbox sends its result and then exits. Between the poll above and the
+                # zygote's answer (late when a gang's ranks share the zygote) it may have done
+                # both, so what it sent before dying is read before it is called dead.
+                try:
+                    if child.conn.poll(0):
+                        return child.conn.recv(), None
+                except (EOFError, OSError):
+                    pass
                 return None, self._reap(child)
 
     def _reap(self, child: _Child, *, socket_closed: bool = False) -> ExitState:

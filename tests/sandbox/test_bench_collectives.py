@@ -38,10 +38,7 @@ def test_the_cpu_path_prints_both_figures_side_by_side(tmp_path: Path, capsys) -
     assert len(rows) == 4 and all(r["status"] == "PASSED" for r in rows), rows
     assert all(r["busbw"] > 0 and r["torch_busbw"] > 0 for r in rows)  # both sides measured
     text = capsys.readouterr().out
-    assert (
-        "torch.dist busbw" in text
-        and "all_reduce_sum_f32_rs_ag" in text
-    )
+    assert "torch.dist busbw" in text and "all_reduce_sum_f32_rs_ag" in text
 
 
 def test_the_plain_baseline_applies_nccl_tests_factors() -> None:

@@ -7,6 +7,7 @@ instead of returning a trace, hanging in its build step, failing to start.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -193,3 +194,47 @@ def test_without_prefork_each_task_still_gets_a_fresh_process() -> None:
         traces = [sb.run(t) for t in toy_tasks(["ok"], n_workloads=3)]
         assert sb.stats.started == 3
     assert len({t.provenance.worker_pid for t in traces}) == 3  # type: ignore[union-attr]
+
+
+def test_a_result_sent_just_before_the_sandbox_exited_is_read_not_called_a_crash(tmp_path: Path) -> None:
+    """The race behind a gang rank reported 'exited with code 0 while running' on 4 GPUs: the
+    supervisor's poll times out, the sandbox sends its result and exits, and only then does the
+    (shared, busy) zygote answer that the process is gone. The result must win."""
+    import multiprocessing
+
+    from sweep.sandbox._zygote import ExitState
+    from sweep.sandbox.supervisor import _Child
+
+    ours, theirs = multiprocessing.Pipe()
+
+    class _LateZygote:
+        """Answers 'exited with code 0' after the sandbox's message is in the socket."""
+
+        def wait(self, pid: int, timeout: float) -> ExitState:
+            theirs.send("the result")  # sent while the supervisor waited for this answer
+            theirs.close()
+            return ExitState(running=False, code=0)
+
+        def alive(self) -> bool:
+            return True
+
+    class _PollMissesOnce:
+        """The supervisor's end, whose first poll times out just before the message comes."""
+
+        def __init__(self) -> None:
+            self.missed = False
+
+        def poll(self, timeout: float) -> bool:
+            if not self.missed:
+                self.missed = True
+                return False
+            return ours.poll(timeout)
+
+        def recv(self) -> object:
+            return ours.recv()
+
+    sb = Sandbox(SandboxSpec(backend=FAKE_BACKEND, preload=(), workdir=str(tmp_path)))
+    sb._zygote = _LateZygote()  # type: ignore[assignment]
+    child = _Child(pid=1, conn=_PollMissesOnce(), log=tmp_path / "log", folder=tmp_path / "task")  # type: ignore[arg-type]
+    msg, state = sb._receive(child, deadline=time.monotonic() + 30)
+    assert (msg, state) == ("the result", None)

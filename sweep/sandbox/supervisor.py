@@ -28,6 +28,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import tempfile
 import time
 from dataclasses import dataclass
@@ -59,6 +60,43 @@ from sweep.schema.task import Task
 __all__ = ["Sandbox", "SandboxSpec", "SandboxStartError", "SandboxStats"]
 
 _POLL_SLICE_S = 0.5
+_TMP_PREFIX = "sweep-sandbox-"
+
+
+def _fresh_workdir() -> tempfile.TemporaryDirectory[str]:
+    """A temporary folder for a supervisor's sandbox logs, named for this process.
+
+    A worker killed with SIGKILL (Ray's shutdown kills its workers so) never removes its own
+    folder, and a long-lived node would collect one per worker per launch. So the folders of
+    processes that no longer exist (this user's only) are removed first.
+    """
+    _remove_stale_workdirs(Path(tempfile.gettempdir()))
+    return tempfile.TemporaryDirectory(prefix=f"{_TMP_PREFIX}{os.getpid()}-")
+
+
+def _remove_stale_workdirs(tmp: Path) -> int:
+    """Remove ``tmp``'s sandbox folders whose owning process is gone; how many."""
+    removed = 0
+    uid = os.getuid()
+    with contextlib.suppress(OSError):
+        for path in tmp.glob(f"{_TMP_PREFIX}*-*"):
+            pid = path.name[len(_TMP_PREFIX) :].split("-", 1)[0]
+            try:
+                st = path.lstat()
+            except OSError:
+                continue
+            if not pid.isdigit() or st.st_uid != uid or not stat.S_ISDIR(st.st_mode):
+                continue
+            try:
+                os.kill(int(pid), 0)
+                continue  # alive (or reused by a live process: left alone)
+            except ProcessLookupError:
+                pass
+            except (PermissionError, OverflowError):
+                continue
+            shutil.rmtree(path, ignore_errors=True)
+            removed += not path.exists()
+    return removed
 
 
 @dataclass
@@ -85,7 +123,7 @@ class Sandbox:
         self.stats = SandboxStats()
         self._tmp: tempfile.TemporaryDirectory[str] | None = None
         if spec.workdir is None:
-            self._tmp = tempfile.TemporaryDirectory(prefix="sweep-sandbox-")
+            self._tmp = _fresh_workdir()
             self._workdir = Path(self._tmp.name)
         else:
             self._workdir = Path(spec.workdir)

@@ -7,6 +7,7 @@ instead of returning a trace, hanging in its build step, failing to start.
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -238,3 +239,45 @@ def test_a_result_sent_just_before_the_sandbox_exited_is_read_not_called_a_crash
     child = _Child(pid=1, conn=_PollMissesOnce(), log=tmp_path / "log", folder=tmp_path / "task")  # type: ignore[arg-type]
     msg, state = sb._receive(child, deadline=time.monotonic() + 30)
     assert (msg, state) == ("the result", None)
+
+
+def test_the_folders_of_dead_supervisors_are_removed_and_live_ones_kept(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker killed with SIGKILL leaves its sandbox folder behind; the next supervisor on
+    the node removes it, and never one whose process lives, another file, or a link."""
+    import subprocess
+    import sys
+    import tempfile
+
+    from sweep.sandbox.supervisor import _remove_stale_workdirs
+
+    gone = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    )
+    dead_pid = int(gone.stdout)
+    stale = tmp_path / f"sweep-sandbox-{dead_pid}-abc"
+    (stale / "task-1").mkdir(parents=True)
+    (stale / "sandbox-1.log").write_text("old")
+    live = tmp_path / f"sweep-sandbox-{os.getpid()}-def"
+    live.mkdir()
+    other = tmp_path / "sweep-sandbox-notapid-x"
+    other.mkdir()
+    target = tmp_path / "keep-me"
+    target.mkdir()
+    link = tmp_path / f"sweep-sandbox-{dead_pid}-link"
+    link.symlink_to(target)
+    assert _remove_stale_workdirs(tmp_path) == 1
+    assert not stale.exists()
+    assert live.exists() and other.exists() and link.is_symlink() and target.exists()
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    (stale / "task-1").mkdir(parents=True)
+    sb = Sandbox(SandboxSpec(backend=FAKE_BACKEND, preload=()))
+    try:
+        own = sb._workdir
+        assert own.parent == tmp_path and own.name.startswith(f"sweep-sandbox-{os.getpid()}-")
+        assert not stale.exists()
+    finally:
+        sb.close()
+    assert not own.exists()

@@ -311,7 +311,7 @@ def ingest_export(store: WritableStore, folder: Path, *, batch_rows: int) -> Add
                                     raise _Refused(f"row {n + 1}: {e}") from None
                                 n += 1
                                 if len(batch) >= batch_rows:
-                                    _add(counts, insert_batch(con, batch, transaction=False))
+                                    counts.add(insert_batch(con, batch, transaction=False))
                                     batch = RowBatch()
                     except _Refused as e:
                         raise StoreError(
@@ -324,17 +324,9 @@ def ingest_export(store: WritableStore, folder: Path, *, batch_rows: int) -> Add
                         f"files hold {read}: the export is incomplete; nothing of it was stored "
                         f"({_REEXPORT})"
                     )
-            _add(counts, insert_batch(con, batch, transaction=False))
+            counts.add(insert_batch(con, batch, transaction=False))
             con.execute("COMMIT")
         except BaseException:
             con.execute("ROLLBACK")
             raise
     return counts
-
-
-def _add(total: AddCounts, c: AddCounts) -> None:
-    total.traces += c.traces
-    total.present += c.present
-    total.workloads += c.workloads
-    total.definitions += c.definitions
-    total.solutions += c.solutions

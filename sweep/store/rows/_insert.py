@@ -4,7 +4,7 @@ and the progress of JSONL logs it records in the same transaction."""
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import TYPE_CHECKING
 
 from sweep.store.db import (
@@ -50,6 +50,11 @@ class AddCounts:
     workloads: int = 0
     definitions: int = 0
     solutions: int = 0
+
+    def add(self, other: AddCounts) -> None:
+        """Count ``other`` in too (the totals of several inserts): every count, a new one too."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
 
 
 _FILLED = {

@@ -14,6 +14,7 @@ from sweep.sandbox import Sandbox, SandboxSpec
 from sweep.schema import Status, Trace
 
 from ..cluster.conftest import toy_tasks
+from ..conftest import wait_until
 
 pytestmark = pytest.mark.hostile
 
@@ -53,15 +54,6 @@ def _alive(pid: int) -> bool:
             return f.read().split(") ", 1)[1][0] != "Z"
     except OSError:
         return False
-
-
-def _gone_soon(pid: int, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.1)
-    return False
 
 
 KILL_PARENT = "    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    y.copy_(x + 1)\n"
@@ -118,7 +110,7 @@ def test_children_left_behind_are_killed_with_double_forked_orphans(engine: Sand
     assert found
     _ok(engine)  # the zygote culls orphans when it next hears from the supervisor
     for pid in found:
-        assert _gone_soon(pid), f"process {pid} left by the solution still runs"
+        assert wait_until(lambda p=pid: not _alive(p)), f"process {pid} left by the solution still runs"
 
 
 def test_closing_every_descriptor_fails_that_task_only(engine: Sandbox) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -172,3 +174,24 @@ def fuzz_settings(max_examples: int, *, slow_ok: bool = False) -> hypothesis.set
 
     checks = [HealthCheck.function_scoped_fixture, *([HealthCheck.too_slow] if slow_ok else [])]
     return settings(max_examples=max_examples, deadline=None, derandomize=True, suppress_health_check=checks)
+
+
+#: The bound of the hostile tests' "refused quickly" checks: far above what a loaded machine takes
+#: (a busy CI runner stretches milliseconds to seconds), far below what a runaway case takes
+#: (exponential work, a hang), which is what those checks are for.
+QUICK_S = 30.0
+
+#: How long a test waits for a state another thread or process brings about: generous, so that a
+#: loaded machine (CI's two shared cores) only makes the test slower, never makes it fail.
+WAIT_S = 120.0
+
+
+def wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S, every_s: float = 0.02) -> bool:
+    """Poll ``condition`` until it holds (True) or ``timeout_s`` has passed (False): for a state
+    that comes about in its own time, where a fixed sleep or a short deadline would be flaky."""
+    deadline = time.monotonic() + timeout_s
+    while not condition():
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(every_s)
+    return True

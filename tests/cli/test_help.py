@@ -64,19 +64,36 @@ def test_cli_import_is_light() -> None:
     assert out.stdout.strip() == ""
 
 
-def test_help_runs_without_heavy_imports() -> None:
-    code = (
-        "import sys\n"
-        "from sweep.cli import app\n"
-        "try:\n"
-        "    app(['plan', '--help'])\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('HEAVY:' + ','.join(m for m in ('torch', 'ray', 'triton', 'duckdb') if m in sys.modules))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "Example: sweep plan" in out.stdout
-    assert out.stdout.splitlines()[-1] == "HEAVY:"
+@pytest.mark.parametrize(
+    ("setup", "call", "report", "example", "last"),
+    [
+        pytest.param(
+            "from sweep.cli import app",
+            "app(['plan', '--help'])",
+            "'HEAVY:' + ','.join(m for m in ('torch', 'ray', 'triton', 'duckdb') if m in sys.modules)",
+            "Example: sweep plan",
+            "HEAVY:",
+            id="help runs without heavy imports",
+        ),
+        pytest.param(
+            "sys.argv = ['sweep', 'import-backendbench', '--help']\nfrom sweep.cli import main",
+            "main()",
+            "'CLI:' + ','.join(sorted(m for m in sys.modules if m.startswith('sweep._cli.') and m != 'sweep._cli.app'))",
+            "Example: sweep",
+            "CLI:sweep._cli.backendbench",
+            id="one command's run imports only its module",
+        ),
+    ],
+)
+def test_a_help_in_a_fresh_process_imports_only_what_it_needs(
+    setup: str, call: str, report: str, example: str, last: str
+) -> None:
+    """A fresh Python runs ``setup``, then ``call`` (a help, which exits), then prints ``report``
+    (what the help imported): the help's text is there, and the report is ``last``."""
+    code = f"import sys\n{setup}\ntry:\n    {call}\nexcept SystemExit:\n    pass\nprint({report})\n"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert example in out
+    assert out.splitlines()[-1] == last
 
 
 def test_command_modules_name_where_each_command_is_defined() -> None:
@@ -95,19 +112,3 @@ def test_command_modules_name_where_each_command_is_defined() -> None:
         assert first is not None
         defined[group.name] = first.__module__
     assert {n: f"sweep._cli.{m}" for n, m in COMMAND_MODULES.items()} == defined
-
-
-def test_one_command_run_imports_only_its_module() -> None:
-    code = (
-        "import sys\n"
-        "sys.argv = ['sweep', 'import-backendbench', '--help']\n"
-        "from sweep.cli import main\n"
-        "try:\n"
-        "    main()\n"
-        "except SystemExit:\n"
-        "    pass\n"
-        "print('CLI:' + ','.join(sorted(m for m in sys.modules if m.startswith('sweep._cli.') and m != 'sweep._cli.app')))\n"
-    )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert "Example: sweep" in out.stdout
-    assert out.stdout.splitlines()[-1] == "CLI:sweep._cli.backendbench"

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -72,50 +72,48 @@ def _until(condition: Callable[[], bool], timeout_s: float = 300) -> None:
         time.sleep(0.05)
 
 
-def test_a_task_asked_for_while_the_pool_starts_waits_for_its_first_process() -> None:
+@pytest.fixture
+def pool() -> Iterator[CompilePool]:
+    """A pool of one compile process, preloading torch (so that it starts slowly), closed after."""
     pool = CompilePool(SandboxSpec(device_kind="cpu", preload=("torch",)), 1, Provenance())
     try:
-        broken = Envelope.of(_task("broken", _BROKEN))
-        envs = [Envelope.of(_task(f"good{i}", f"# variant {i}\n{_GOOD}")) for i in range(3)]
-        pool.submit([*envs, broken])
-        assert pool._up == 0  # its one process is still starting (importing torch)
-        # Not taken back: the pool's to end, ahead of the tasks queued before it (but for the
-        # one its process may have taken as it came up).
-        done = pool.outcome(broken)
-        assert done is not None and json.loads(done.trace_json)["evaluation"]["status"] == "COMPILE_ERROR"
-        assert pool.stats.taken_back == 0 and pool.stats.compile_errors == 1 and pool.stats.compiled <= 1
+        yield pool
     finally:
         pool.close()
 
 
-def test_a_task_still_queued_is_taken_back_when_every_process_is_busy() -> None:
-    pool = CompilePool(SandboxSpec(device_kind="cpu", preload=("torch",)), 1, Provenance())
-    try:
-        pool.wait_started(300)
-        envs = [Envelope.of(_task(f"good{i}", f"# variant {i}\n{_GOOD}")) for i in range(4)]
-        assert len({e.task_id for e in envs}) == 4
-        pool.submit(envs)
-        _until(lambda: pool._slots[envs[0].task_id].state != "queued")
-        # Its one process is busy with the first: the GPU takes the last back.
-        assert pool.outcome(envs[-1]) is None
-        assert pool.stats.taken_back == 1
-        _until(lambda: pool.stats.compiled == 3)  # the others are compiled; the last is skipped
-        assert [pool.outcome(e) for e in envs[:-1]] == [None, None, None]
-    finally:
-        pool.close()
+def test_a_task_asked_for_while_the_pool_starts_waits_for_its_first_process(pool: CompilePool) -> None:
+    broken = Envelope.of(_task("broken", _BROKEN))
+    envs = [Envelope.of(_task(f"good{i}", f"# variant {i}\n{_GOOD}")) for i in range(3)]
+    pool.submit([*envs, broken])
+    assert pool._up == 0  # its one process is still starting (importing torch)
+    # Not taken back: the pool's to end, ahead of the tasks queued before it (but for the
+    # one its process may have taken as it came up).
+    done = pool.outcome(broken)
+    assert done is not None and json.loads(done.trace_json)["evaluation"]["status"] == "COMPILE_ERROR"
+    assert pool.stats.taken_back == 0 and pool.stats.compile_errors == 1 and pool.stats.compiled <= 1
 
 
-def test_a_queued_task_the_gpu_needs_goes_first_when_a_process_is_idle() -> None:
-    pool = CompilePool(SandboxSpec(device_kind="cpu", preload=("torch",)), 1, Provenance())
-    try:
-        pool.wait_started(300)
-        _until(lambda: pool._idle == 1)
-        broken = Envelope.of(_task("broken", _BROKEN))
-        pool.submit([broken])
-        done = pool.outcome(broken)  # queued or running: either way the pool's result
-        assert done is not None and pool.stats.taken_back == 0
-    finally:
-        pool.close()
+def test_a_task_still_queued_is_taken_back_when_every_process_is_busy(pool: CompilePool) -> None:
+    pool.wait_started(300)
+    envs = [Envelope.of(_task(f"good{i}", f"# variant {i}\n{_GOOD}")) for i in range(4)]
+    assert len({e.task_id for e in envs}) == 4
+    pool.submit(envs)
+    _until(lambda: pool._slots[envs[0].task_id].state != "queued")
+    # Its one process is busy with the first: the GPU takes the last back.
+    assert pool.outcome(envs[-1]) is None
+    assert pool.stats.taken_back == 1
+    _until(lambda: pool.stats.compiled == 3)  # the others are compiled; the last is skipped
+    assert [pool.outcome(e) for e in envs[:-1]] == [None, None, None]
+
+
+def test_a_queued_task_the_gpu_needs_goes_first_when_a_process_is_idle(pool: CompilePool) -> None:
+    pool.wait_started(300)
+    _until(lambda: pool._idle == 1)
+    broken = Envelope.of(_task("broken", _BROKEN))
+    pool.submit([broken])
+    done = pool.outcome(broken)  # queued or running: either way the pool's result
+    assert done is not None and pool.stats.taken_back == 0
 
 
 def test_a_task_never_submitted_is_the_gpus() -> None:

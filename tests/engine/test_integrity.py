@@ -15,6 +15,8 @@ import torch
 from sweep.engine.guard import _integrity
 from sweep.engine.guard._integrity import Guard
 
+from ..conftest import wait_until
+
 
 @pytest.fixture
 def guard() -> Iterator[Guard]:
@@ -161,9 +163,6 @@ def test_a_thread_started_with_the_low_level_module_is_seen() -> None:
     stop = threading.Event()
     _thread.start_new_thread(lambda: [None for _ in iter(stop.is_set, True)], ())
     try:
-        deadline = time.monotonic() + 10
-        while not g.busy_threads() and time.monotonic() < deadline:
-            time.sleep(0.01)
-        assert g.busy_threads()
+        assert wait_until(lambda: bool(g.busy_threads()))
     finally:
         stop.set()

@@ -4,6 +4,7 @@ gets one RUNTIME_ERROR trace naming what happened, the next task runs as if noth
 from __future__ import annotations
 
 import os
+import resource
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,6 +15,7 @@ from sweep.sandbox import Sandbox, SandboxSpec
 from sweep.schema import Status, Trace
 
 from ..cluster.conftest import toy_tasks
+from ..conftest import wait_until
 
 pytestmark = pytest.mark.hostile
 
@@ -47,21 +49,17 @@ def _status(trace: Trace) -> tuple[Status, str]:
     return trace.evaluation.status, trace.evaluation.log
 
 
+def _passes(sb: Sandbox, name: str, body: str) -> None:
+    status, log = _status(_run(sb, name, body))
+    assert status is Status.PASSED, log
+
+
 def _alive(pid: int) -> bool:
     try:
         with open(f"/proc/{pid}/stat") as f:
             return f.read().split(") ", 1)[1][0] != "Z"
     except OSError:
         return False
-
-
-def _gone_soon(pid: int, seconds: float = 10.0) -> bool:
-    deadline = time.monotonic() + seconds
-    while time.monotonic() < deadline:
-        if not _alive(pid):
-            return True
-        time.sleep(0.1)
-    return False
 
 
 KILL_PARENT = "    import os, signal\n    os.kill(os.getppid(), signal.SIGKILL)\n    y.copy_(x + 1)\n"
@@ -118,7 +116,7 @@ def test_children_left_behind_are_killed_with_double_forked_orphans(engine: Sand
     assert found
     _ok(engine)  # the zygote culls orphans when it next hears from the supervisor
     for pid in found:
-        assert _gone_soon(pid), f"process {pid} left by the solution still runs"
+        assert wait_until(lambda p=pid: not _alive(p)), f"process {pid} left by the solution still runs"
 
 
 def test_closing_every_descriptor_fails_that_task_only(engine: Sandbox) -> None:
@@ -142,30 +140,50 @@ def test_exhausting_memory_fails_that_task_and_limits_do_not_outlive_it(engine: 
     assert status is Status.RUNTIME_ERROR and "MemoryError" in log, log
     # The limit it set is lifted again: a task that needs the memory still gets it.
     big = "    import torch\n    z = torch.ones(1 << 29, dtype=torch.uint8)\n    y.copy_(x + 1 + 0 * z[0])\n"
-    status, log = _status(_run(engine, "needs_memory", big))
-    assert status is Status.PASSED, log
+    _passes(engine, "needs_memory", big)
 
 
-def test_a_hard_limit_it_lowers_for_good_does_not_reach_the_next_task(engine: Sandbox) -> None:
-    import resource
+# What a task changes in its process, and a check that the next task finds it put back; the
+# values to find are this process's, computed once here (the sandbox starts from them).
+_LIMIT = resource.getrlimit(resource.RLIMIT_NOFILE)
+_NICE = os.nice(0)
+_CHANGED_STATE = [
+    pytest.param(
+        "    import resource\n    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\n    y.copy_(x + 1)\n",
+        f"    import resource\n    assert resource.getrlimit(resource.RLIMIT_NOFILE) == {_LIMIT!r}\n    y.copy_(x + 1)\n",
+        id="a hard limit lowered for good",
+    ),
+    pytest.param(
+        "    import os\n    os.nice(5)\n    y.copy_(x + 1)\n",
+        f"    import os\n    assert os.nice(0) == {_NICE}\n    y.copy_(x + 1)\n",
+        id="a raised nice value",
+    ),
+    pytest.param(
+        "    import os, signal\n"
+        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "    signal.signal(signal.SIGUSR1, signal.SIG_IGN)\n"
+        "    os.umask(0o777)\n"
+        "    os.environ['SWEEP_HOSTILE'] = '1'\n"
+        "    os.chdir('/')\n"
+        "    y.copy_(x + 1)\n",
+        "    import os, signal\n"
+        "    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN\n"
+        "    assert signal.getsignal(signal.SIGUSR1) is not signal.SIG_IGN\n"
+        "    old = os.umask(0o022); os.umask(old)\n"
+        "    assert old != 0o777\n"
+        "    assert 'SWEEP_HOSTILE' not in os.environ\n"
+        "    y.copy_(x + 1)\n",
+        id="signal handlers, umask and environment",
+    ),
+]
 
-    limit = resource.getrlimit(resource.RLIMIT_NOFILE)
-    body = (
-        "    import resource\n    resource.setrlimit(resource.RLIMIT_NOFILE, (64, 64))\n    y.copy_(x + 1)\n"
-    )
-    status, log = _status(_run(engine, "lowers_limit", body))
-    assert status is Status.PASSED, log
-    check = f"    import resource\n    assert resource.getrlimit(resource.RLIMIT_NOFILE) == {limit!r}\n    y.copy_(x + 1)\n"
-    status, log = _status(_run(engine, "checks_limit", check))
-    assert status is Status.PASSED, log
 
-
-def test_a_raised_nice_value_does_not_reach_the_next_task(engine: Sandbox) -> None:
-    status, log = _status(_run(engine, "renices", "    import os\n    os.nice(5)\n    y.copy_(x + 1)\n"))
-    assert status is Status.PASSED, log
-    check = f"    import os\n    assert os.nice(0) == {os.nice(0)}\n    y.copy_(x + 1)\n"
-    status, log = _status(_run(engine, "checks_nice", check))
-    assert status is Status.PASSED, log
+@pytest.mark.parametrize(("change", "check"), _CHANGED_STATE)
+def test_what_a_task_changes_in_its_process_does_not_reach_the_next_task(
+    engine: Sandbox, change: str, check: str
+) -> None:
+    _passes(engine, "changes_state", change)
+    _passes(engine, "checks_state", check)
 
 
 def test_a_thread_left_running_is_tampering_and_dies_with_its_process(engine: Sandbox) -> None:
@@ -186,30 +204,6 @@ def test_a_thread_left_running_is_tampering_and_dies_with_its_process(engine: Sa
         time.sleep(1.2)
 
 
-def test_signal_handlers_umask_and_environment_are_put_back(engine: Sandbox) -> None:
-    body = (
-        "    import os, signal\n"
-        "    signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
-        "    signal.signal(signal.SIGUSR1, signal.SIG_IGN)\n"
-        "    os.umask(0o777)\n"
-        "    os.environ['SWEEP_HOSTILE'] = '1'\n"
-        "    os.chdir('/')\n"
-        "    y.copy_(x + 1)\n"
-    )
-    assert _status(_run(engine, "changes_state", body))[0] is Status.PASSED
-    check = (
-        "    import os, signal\n"
-        "    assert signal.getsignal(signal.SIGTERM) is not signal.SIG_IGN\n"
-        "    assert signal.getsignal(signal.SIGUSR1) is not signal.SIG_IGN\n"
-        "    old = os.umask(0o022); os.umask(old)\n"
-        "    assert old != 0o777\n"
-        "    assert 'SWEEP_HOSTILE' not in os.environ\n"
-        "    y.copy_(x + 1)\n"
-    )
-    status, log = _status(_run(engine, "checks_state", check))
-    assert status is Status.PASSED, log
-
-
 def test_the_sandbox_leads_its_own_session_and_is_the_oom_killers_first_choice(engine: Sandbox) -> None:
     check = (
         "    import os\n"
@@ -217,8 +211,7 @@ def test_the_sandbox_leads_its_own_session_and_is_the_oom_killers_first_choice(e
         "    assert open('/proc/self/oom_score_adj').read().strip() == '1000'\n"
         "    y.copy_(x + 1)\n"
     )
-    status, log = _status(_run(engine, "checks_session", check))
-    assert status is Status.PASSED, log
+    _passes(engine, "checks_session", check)
 
 
 def test_a_socket_closed_by_a_living_sandbox_is_named_even_when_it_is_killed() -> None:

@@ -10,22 +10,14 @@ from pydantic import ValidationError
 
 from sweep.schema import Energy, EnergySide, Trace
 
+from .conftest import EVALUATION, WORKLOAD
+
 
 def _trace(evaluation_extra: dict[str, object]) -> Trace:
+    """The suite's valid PASSED trace, its evaluation with ``evaluation_extra``."""
+    evaluation = {**EVALUATION, **evaluation_extra}
     return Trace.model_validate(
-        {
-            "definition": "d",
-            "workload": {"uuid": "w", "axes": {}, "inputs": {}},
-            "solution": "s",
-            "evaluation": {
-                "status": "PASSED",
-                "environment": {"hardware": "NVIDIA_H100"},
-                "timestamp": "2026-01-01T00:00:00Z",
-                "correctness": {"max_relative_error": 0.0, "max_absolute_error": 0.0},
-                "performance": {"latency_ms": 1.0, "reference_latency_ms": 2.0, "speedup_factor": 2.0},
-                **evaluation_extra,
-            },
-        }
+        {"definition": "d", "workload": WORKLOAD, "solution": "s", "evaluation": evaluation}
     )
 
 

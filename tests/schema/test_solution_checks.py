@@ -86,19 +86,14 @@ def test_far_unknown_keys_stay_silent_and_round_trip() -> None:
     assert not p.error and "(did you mean 'description'?)" in p.message
 
 
-def test_missing_required_key_with_a_near_miss_says_did_you_mean() -> None:
-    data = {
-        "name": "s",
-        "definition": "mul",
-        "author": "t",
-        "spec": {"language": "python", "target_hardware": ["cpu"], "entrypoint": "main.py::run"},
-        "sources": [{"path": "main.py", "content": ""}],
-    }
+def test_missing_required_key_with_a_near_miss_says_did_you_mean(solution_data: dict[str, Any]) -> None:
+    spec = solution_data["spec"]
+    spec["entrypoint"] = spec.pop("entry_point")  # "main.py::run", under a misspelt key
     with pytest.raises(
         pydantic.ValidationError,
         match=r"missing 'entry_point'; found the unknown key 'entrypoint' \(did you mean 'entry_point'\?\)",
     ):
-        Solution.model_validate(data)
+        Solution.model_validate(solution_data)
 
 
 # ---- parameter spaces ------------------------------------------------------------------------

@@ -69,6 +69,18 @@ def _install() -> str:
     return ""
 
 
+@pytest.fixture
+def binary() -> str:
+    """The headless browser, installed if it can be; the test is skipped, saying why, if not."""
+    found = _chromium()
+    if found is None:
+        why = _install()
+        found = _chromium()
+        if found is None:
+            pytest.skip(f"{why or 'chromium installed but not found on the PATH'} (set SWEEP_CHROMIUM)")
+    return found
+
+
 def _run(binary: str, *args: str, width: int = 1400) -> subprocess.CompletedProcess[str]:
     flags = [
         "--headless",
@@ -80,13 +92,7 @@ def _run(binary: str, *args: str, width: int = 1400) -> subprocess.CompletedProc
     return subprocess.run([binary, *flags, *args], capture_output=True, text=True, timeout=120, check=False)
 
 
-def test_report_in_a_headless_browser(tmp_path: Path) -> None:
-    binary = _chromium()
-    if binary is None:
-        why = _install()
-        binary = _chromium()
-        if binary is None:
-            pytest.skip(f"{why or 'chromium installed but not found on the PATH'} (set SWEEP_CHROMIUM)")
+def test_report_in_a_headless_browser(tmp_path: Path, binary: str) -> None:
     page = render_html(build_report(make_report_store(tmp_path / "sweep.duckdb")))
     measured = tmp_path / "measured.html"
     measured.write_text(page.replace("</body>", _MEASURE + "</body>"), encoding="utf-8")
@@ -140,13 +146,7 @@ addEventListener('load', () => {
 
 
 @pytest.mark.parametrize("width", [1400, 900])
-def test_no_horizontal_overflow_and_a_legend_on_every_chart(tmp_path: Path, width: int) -> None:
-    binary = _chromium()
-    if binary is None:
-        why = _install()
-        binary = _chromium()
-        if binary is None:
-            pytest.skip(f"{why or 'chromium installed but not found on the PATH'} (set SWEEP_CHROMIUM)")
+def test_no_horizontal_overflow_and_a_legend_on_every_chart(tmp_path: Path, binary: str, width: int) -> None:
     rep = build_report(make_report_store(tmp_path / "sweep.duckdb"))
     # A wide table, as the leaderboard of long names and many columns is: it scrolls in its box.
     rep.add_table("wide", [f"column_{i}" for i in range(40)], [tuple(LONG_B for _ in range(40))])

@@ -59,36 +59,39 @@ def model_store(tmp_path: Path) -> Path:
     return path
 
 
-def test_time_share_is_weight_times_reference_latency(model_store: Path) -> None:
-    got = rows(
-        Store(model_store),
-        "SELECT definition, workload_uuid, weight, reference_ms, weighted_ms, share, definition_share "
-        "FROM time_share ORDER BY workload_uuid",
-    )
-    assert got == [
-        ("A", "a1", 3.0, 2.0, 6.0, pytest.approx(0.5), pytest.approx(10 / 12)),
-        ("A", "a2", 1.0, 4.0, 4.0, pytest.approx(1 / 3), pytest.approx(10 / 12)),
-        ("B", "b1", 2.0, 1.0, 2.0, pytest.approx(1 / 6), pytest.approx(2 / 12)),
-    ]
-
-
-def test_projection_counts_failures_and_gaps_at_reference_time(model_store: Path) -> None:
-    got = rows(
-        Store(model_store),
-        "SELECT solution_set, workloads, passed, failed, not_run, covered_reference_ms, "
-        "covered_projected_ms, covered_speedup, share_at_reference_time FROM projection ORDER BY 1",
-    )
-    assert got == [
-        # fast: a1 3*1, a2 failed at 1*4, b1 never run at 2*1 -> 9; 12/9; (4 + 2)/12 at reference.
-        ("fast", 3, 1, 1, 1, 12.0, 9.0, pytest.approx(4 / 3), pytest.approx(0.5)),
-        # slow: 3*4 + 1*4 + 2*0.5 = 17 (a slower kernel counts as slower).
-        ("slow", 3, 3, 0, 0, 12.0, 17.0, pytest.approx(12 / 17), 0.0),
-    ]
-    outcomes = rows(
-        Store(model_store),
-        "SELECT workload_uuid, outcome, solution FROM set_projection WHERE solution_set = 'fast' ORDER BY 1",
-    )
-    assert outcomes == [("a1", "passed", "fa"), ("a2", "failed", None), ("b1", "not_run", None)]
+@pytest.mark.parametrize(
+    ("sql", "expected"),
+    [
+        pytest.param(
+            "SELECT definition, workload_uuid, weight, reference_ms, weighted_ms, share, definition_share "
+            "FROM time_share ORDER BY workload_uuid",
+            [
+                ("A", "a1", 3.0, 2.0, 6.0, pytest.approx(0.5), pytest.approx(10 / 12)),
+                ("A", "a2", 1.0, 4.0, 4.0, pytest.approx(1 / 3), pytest.approx(10 / 12)),
+                ("B", "b1", 2.0, 1.0, 2.0, pytest.approx(1 / 6), pytest.approx(2 / 12)),
+            ],
+            id="time share is weight times reference latency",
+        ),
+        pytest.param(
+            "SELECT solution_set, workloads, passed, failed, not_run, covered_reference_ms, "
+            "covered_projected_ms, covered_speedup, share_at_reference_time FROM projection ORDER BY 1",
+            [
+                # fast: a1 3*1, a2 failed at 1*4, b1 never run at 2*1 -> 9; 12/9; (4 + 2)/12 at reference.
+                ("fast", 3, 1, 1, 1, 12.0, 9.0, pytest.approx(4 / 3), pytest.approx(0.5)),
+                # slow: 3*4 + 1*4 + 2*0.5 = 17 (a slower kernel counts as slower).
+                ("slow", 3, 3, 0, 0, 12.0, 17.0, pytest.approx(12 / 17), 0.0),
+            ],
+            id="projection counts failures and gaps at reference time",
+        ),
+        pytest.param(
+            "SELECT workload_uuid, outcome, solution FROM set_projection WHERE solution_set = 'fast' ORDER BY 1",
+            [("a1", "passed", "fa"), ("a2", "failed", None), ("b1", "not_run", None)],
+            id="the set projection names each workload's outcome",
+        ),
+    ],
+)
+def test_a_view_of_the_model_store(model_store: Path, sql: str, expected: list[tuple[object, ...]]) -> None:
+    assert rows(Store(model_store), sql) == expected
 
 
 def test_model_projection_end_to_end_and_bound(model_store: Path) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -14,6 +13,7 @@ from sweep.errors import StoreError
 from sweep.schema import Definition, Solution, Trace
 from sweep.store import ResultsWriter, Store, StoreContext, completed_task_ids, ingest, query
 
+from ..conftest import wait_until
 from .conftest import make_definition, make_solution, make_trace
 
 _HOLD = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)"
@@ -70,15 +70,13 @@ def test_context_records_are_stored_at_start(tmp_path: Path, ctx: StoreContext) 
     ).rows == [(1, 1, ["wl-ctx"])]
 
 
-def test_store_sees_a_trace_within_a_second_without_flush(tmp_path: Path) -> None:
+def test_store_sees_a_trace_without_flush(tmp_path: Path) -> None:
     results, db = _paths(tmp_path)
     with ResultsWriter(results, db, sweep="s", run_id="r", flush_interval_s=0.2) as w:
         w.write(make_trace())
         w.write(make_trace("s1", "wl-2"))  # synced a moment after the first: its end held back
-        start = time.monotonic()
-        while w.pending and time.monotonic() - start < 5:
-            time.sleep(0.02)
-        assert w.pending == 0
+        # The follower stores them on its own (no flush); how soon is the machine's business.
+        assert wait_until(lambda: w.pending == 0), f"{w.pending} traces never reached the store"
         # Read the file alone (no log tail) to prove the row itself is in it.
         with Store(db).session(tmp_path / "elsewhere") as s:
             assert s.con.execute("SELECT count(*) FROM traces").fetchall() == [(2,)]

@@ -21,6 +21,7 @@ from sweep.store import ResultsWriter, StoreContext, ingest, query
 from sweep.store.write import _follower
 from sweep.store.write._follower import Start, Stored, _catch_up, _Follower
 
+from ..conftest import wait_until
 from .conftest import make_trace
 
 HERE = Path(__file__).resolve().parent
@@ -133,17 +134,12 @@ def test_an_ingest_beside_the_follower_stores_nothing_twice(tmp_path: Path) -> N
     assert query(db, "SELECT count(*), count(DISTINCT task_id) FROM traces").rows == [(200, 200)]
 
 
-def _gone(pid: int, timeout_s: float) -> bool:
-    deadline = time.monotonic() + timeout_s
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
-        except FileNotFoundError:
-            return True
-        if state in ("Z", "X"):
-            return True
-        time.sleep(0.05)
-    return False
+def _gone(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().split(")")[-1].split()[0]
+    except FileNotFoundError:
+        return True
+    return state in ("Z", "X")
 
 
 def test_a_killed_driver_resumes_with_no_trace_lost_or_doubled(tmp_path: Path) -> None:
@@ -164,7 +160,7 @@ def test_a_killed_driver_resumes_with_no_trace_lost_or_doubled(tmp_path: Path) -
     driver.stdout.close()
     assert len(acknowledged) < n, "the driver finished before it was killed"
     # Its follower sees its parent gone (the end of its stdin), stores what was synced, exits.
-    assert _gone(follower, 30)
+    assert wait_until(lambda: _gone(follower))
     logged = _logged_task_ids(results)
     assert set(acknowledged) <= set(logged), "a trace counted done is not in the log"
     assert len(logged) == len(set(logged))

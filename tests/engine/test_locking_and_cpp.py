@@ -23,9 +23,9 @@ HOLDER = textwrap.dedent(
 )
 
 
-def _holder(lock: object) -> subprocess.Popen[str]:
+def _holder(lock: object, code: str = HOLDER) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(lock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", code, str(lock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
 
 
@@ -79,6 +79,49 @@ def test_lock_dies_with_its_process(tmp_path) -> None:
     subprocess.run([sys.executable, "-c", code, str(tmp_path / "z.lock")], check=False, timeout=60)
     with FileLock(tmp_path / "z.lock", timeout_s=1.0) as lock:
         assert lock.waited_s < 0.5
+
+
+def test_build_lock_test_hook_holds_until_another_process_asks(tmp_path, monkeypatch) -> None:
+    # The hook of the two-process build tests: the first holder keeps the lock, before its
+    # build, until a second process has found it taken, however late that one comes.
+    import select
+    import threading
+
+    from sweep.engine.builds._lock import RENDEZVOUS_ENV, FileLock, build_lock
+    from sweep.errors import EngineError
+
+    meet = tmp_path / "meet"
+    monkeypatch.setenv(RENDEZVOUS_ENV, str(meet))
+    code = HOLDER.replace("import FileLock", "import build_lock").replace(
+        "FileLock(sys.argv[1])", "build_lock(__import__('pathlib').Path(sys.argv[1]), timeout_s=60)"
+    )
+    first = _holder(tmp_path, code)
+    try:
+        _said(first, "waiting")
+        while True:  # until it holds the lock (a probe without the hook does not count as asking)
+            probe = FileLock(tmp_path / ".build.lock", timeout_s=0.05)
+            try:
+                probe.acquire()
+            except EngineError:
+                break
+            probe.release()
+        assert first.stdout is not None
+        assert select.select([first.stdout], [], [], 0.5)[0] == []  # it holds, and has not gone on
+        assert not (meet / "contended").exists()
+        second = build_lock(tmp_path, timeout_s=60)
+        asking = threading.Thread(target=second.acquire)
+        asking.start()  # finds the lock taken, says so: the first goes on
+        _said(first, "held")
+        assert (meet / "contended").is_file()
+        assert first.stdin is not None
+        first.stdin.write("go\n")
+        first.stdin.flush()
+        _said(first, "released")
+        asking.join(60)
+        assert second.waited_s > 0
+        second.release()
+    finally:
+        first.communicate("go\n", timeout=60)
 
 
 CPP = r"""

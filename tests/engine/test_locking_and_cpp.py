@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -87,8 +88,7 @@ def test_build_lock_test_hook_holds_until_another_process_asks(tmp_path, monkeyp
     import select
     import threading
 
-    from sweep.engine.builds._lock import RENDEZVOUS_ENV, FileLock, build_lock
-    from sweep.errors import EngineError
+    from sweep.engine.builds._lock import RENDEZVOUS_ENV, build_lock
 
     meet = tmp_path / "meet"
     monkeypatch.setenv(RENDEZVOUS_ENV, str(meet))
@@ -98,21 +98,17 @@ def test_build_lock_test_hook_holds_until_another_process_asks(tmp_path, monkeyp
     first = _holder(tmp_path, code)
     try:
         _said(first, "waiting")
-        while True:  # until it holds the lock (a probe without the hook does not count as asking)
-            probe = FileLock(tmp_path / ".build.lock", timeout_s=0.05)
-            try:
-                probe.acquire()
-            except EngineError:
-                break
-            probe.release()
+        while not (meet / "holding").exists():  # it holds the lock, waiting to be asked
+            assert first.poll() is None, "the holder exited"
+            time.sleep(0.02)
         assert first.stdout is not None
         assert select.select([first.stdout], [], [], 0.5)[0] == []  # it holds, and has not gone on
         assert not (meet / "contended").exists()
         second = build_lock(tmp_path, timeout_s=60)
         asking = threading.Thread(target=second.acquire)
         asking.start()  # finds the lock taken, says so: the first goes on
-        _said(first, "held")
-        assert (meet / "contended").is_file()
+        held = float(_said(first, "held")[1])
+        assert held >= (meet / "contended").stat().st_mtime  # it went on only once asked
         assert first.stdin is not None
         first.stdin.write("go\n")
         first.stdin.flush()

@@ -16,8 +16,9 @@ from sweep.errors import EngineError
 __all__ = ["RENDEZVOUS_ENV", "FileLock", "build_lock"]
 
 #: Test hook of the two-process build tests: a folder. A build lock taken at once is then held
-#: until another process has found it taken (it leaves ``contended`` in that folder), so the two
-#: builds overlap however late the second process starts on a loaded machine.
+#: (``holding`` written in that folder) until another process has found it taken (it leaves
+#: ``contended`` there), so the two builds overlap however late the second process starts on a
+#: loaded machine.
 RENDEZVOUS_ENV = "SWEEP_TEST_BUILD_RENDEZVOUS"
 #: The longest a holder waits for that other process (then the test fails instead of hanging).
 _RENDEZVOUS_S = 300.0
@@ -83,7 +84,10 @@ class FileLock:
             self._meet(self.rendezvous / "contended")
 
     def _meet(self, contended: Path) -> None:
-        """Hold the lock until another process has found it taken (the test hook)."""
+        """Hold the lock until another process has found it taken (the test hook); says so
+        with ``holding`` beside ``contended``."""
+        contended.parent.mkdir(parents=True, exist_ok=True)
+        (contended.parent / "holding").touch()
         start = time.monotonic()
         while not contended.is_file():
             if time.monotonic() - start > _RENDEZVOUS_S:

@@ -212,9 +212,18 @@ class Kit:
         defn: Definition, sol: Solution, wl: Workload, tmp_path: Path, env: dict[str, str] | None = None
     ) -> list[Trace]:
         """Evaluate one task in two fresh processes at once (sharing ``tmp_path/cache`` as the
-        build cache, and ``env``); both must exit cleanly."""
+        build cache, and ``env``); both must exit cleanly. Whichever takes the build lock first
+        holds it until the other has asked for it (the build's test hook), so their builds
+        overlap under any load, and one of them waits for the other."""
+        from sweep.engine.builds._lock import RENDEZVOUS_ENV
+
         files = Kit.record_files(tmp_path, defn, sol, wl)
-        env = {**os.environ, "SWEEP_CACHE_DIR": str(tmp_path / "cache"), **(env or {})}
+        env = {
+            **os.environ,
+            "SWEEP_CACHE_DIR": str(tmp_path / "cache"),
+            RENDEZVOUS_ENV: str(tmp_path / "rendezvous"),
+            **(env or {}),
+        }
         procs = [
             subprocess.Popen(
                 [sys.executable, "-c", _EVAL_ONE, *files],

@@ -5,6 +5,7 @@ from __future__ import annotations
 import subprocess
 import sys
 import textwrap
+import time
 
 import pytest
 
@@ -23,9 +24,9 @@ HOLDER = textwrap.dedent(
 )
 
 
-def _holder(lock: object) -> subprocess.Popen[str]:
+def _holder(lock: object, code: str = HOLDER) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-c", HOLDER, str(lock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", code, str(lock)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
     )
 
 
@@ -81,11 +82,52 @@ def test_lock_dies_with_its_process(tmp_path) -> None:
         assert lock.waited_s < 0.5
 
 
+def test_build_lock_test_hook_holds_until_another_process_asks(tmp_path, monkeypatch) -> None:
+    # The hook of the two-process build tests: the first holder keeps the lock, before its
+    # build, until a second process has found it taken, however late that one comes.
+    import select
+    import threading
+
+    from sweep.engine.builds._lock import RENDEZVOUS_ENV, build_lock
+
+    meet = tmp_path / "meet"
+    monkeypatch.setenv(RENDEZVOUS_ENV, str(meet))
+    code = HOLDER.replace("import FileLock", "import build_lock").replace(
+        "FileLock(sys.argv[1])", "build_lock(__import__('pathlib').Path(sys.argv[1]), timeout_s=60)"
+    )
+    first = _holder(tmp_path, code)
+    try:
+        _said(first, "waiting")
+        while not (meet / "holding").exists():  # it holds the lock, waiting to be asked
+            assert first.poll() is None, "the holder exited"
+            time.sleep(0.02)
+        assert first.stdout is not None
+        assert select.select([first.stdout], [], [], 0.5)[0] == []  # it holds, and has not gone on
+        assert not (meet / "contended").exists()
+        second = build_lock(tmp_path, timeout_s=60)
+        asking = threading.Thread(target=second.acquire)
+        asking.start()  # finds the lock taken, says so: the first goes on
+        held = float(_said(first, "held")[1])
+        assert held >= (meet / "contended").stat().st_mtime  # it went on only once asked
+        assert first.stdin is not None
+        first.stdin.write("go\n")
+        first.stdin.flush()
+        _said(first, "released")
+        asking.join(60)
+        assert second.waited_s > 0
+        second.release()
+    finally:
+        first.communicate("go\n", timeout=60)
+
+
 CPP = r"""
-#include <torch/extension.h>
+// The tensor and its pybind11 caster only: torch/extension.h (all of torch's C++ API) takes four
+// times as long to compile, and what is tested is the build being shared, not what it includes.
+#include <ATen/core/Tensor.h>
+#include <torch/csrc/utils/pybind.h>
 
 // Destination-passing: z = x + y, plain C++ loop over float32 data.
-void run(torch::Tensor x, torch::Tensor y, torch::Tensor z) {
+void run(at::Tensor x, at::Tensor y, at::Tensor z) {
     TORCH_CHECK(x.is_contiguous() && y.is_contiguous() && z.is_contiguous(), "contiguous tensors only");
     const float* a = x.data_ptr<float>();
     const float* b = y.data_ptr<float>();

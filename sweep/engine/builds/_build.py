@@ -29,7 +29,7 @@ from pathlib import Path
 
 from sweep.engine.builds._build_tvm_ffi import build_tvm_ffi
 from sweep.engine.builds._built import CPP_SUFFIXES, BuildError, Built, cache_root, solution_folder
-from sweep.engine.builds._lock import FileLock
+from sweep.engine.builds._lock import FileLock, build_lock
 from sweep.engine.builds._pyimport import forget_package, import_entry, package_name
 from sweep.engine.builds._triton_interp import patch as patch_triton_interpreter
 from sweep.schema import BuildSpec, Definition, Language, Solution, SourceFile
@@ -175,7 +175,7 @@ def _build_extension(solution: Solution, folder: Path, cuda_ok: bool, lock_timeo
     name = f"sweep_ext_{solution.content_hash}"
     build_dir = folder / "build"
     build_dir.mkdir(exist_ok=True)
-    lock = FileLock(folder / ".build.lock", timeout_s=lock_timeout_s)
+    lock = build_lock(folder, timeout_s=lock_timeout_s)
     with lock:
         try:
             module = load(

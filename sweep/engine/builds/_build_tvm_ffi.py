@@ -35,7 +35,7 @@ from types import ModuleType
 from typing import cast
 
 from sweep.engine.builds._built import CPP_SUFFIXES, BuildError, Built
-from sweep.engine.builds._lock import FileLock
+from sweep.engine.builds._lock import build_lock
 from sweep.schema import Solution
 from sweep.schema.files import write_atomic
 from sweep.schema.limits import read_text
@@ -173,7 +173,7 @@ def build_tvm_ffi(solution: Solution, folder: Path, cuda_ok: bool, lock_timeout_
     tag = "tvm-ffi" if arch is None else "tvm-ffi-sm" + re.sub(r"[^0-9A-Za-z]+", "_", arch.replace(".", ""))
     build_dir = folder / tag
     marker = build_dir / _MARKER
-    lock = FileLock(folder / ".build.lock", timeout_s=lock_timeout_s)
+    lock = build_lock(folder, timeout_s=lock_timeout_s)
     start = time.monotonic()
     name = read_text(marker, _MARKER_BYTES).strip() if marker.is_file() else None
     if name is None:

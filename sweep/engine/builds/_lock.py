@@ -13,7 +13,15 @@ from typing_extensions import Self
 
 from sweep.errors import EngineError
 
-__all__ = ["FileLock"]
+__all__ = ["RENDEZVOUS_ENV", "FileLock", "build_lock"]
+
+#: Test hook of the two-process build tests: a folder. A build lock taken at once is then held
+#: (``holding`` written in that folder) until another process has found it taken (it leaves
+#: ``contended`` there), so the two builds overlap however late the second process starts on a
+#: loaded machine.
+RENDEZVOUS_ENV = "SWEEP_TEST_BUILD_RENDEZVOUS"
+#: The longest a holder waits for that other process (then the test fails instead of hanging).
+_RENDEZVOUS_S = 300.0
 
 
 class FileLock:
@@ -26,12 +34,21 @@ class FileLock:
         path: The lock file.
         timeout_s: Give up (raise :class:`EngineError`) after this many seconds.
         poll_s: How often to retry while another process holds the lock.
+        rendezvous: The test hook's folder (:data:`RENDEZVOUS_ENV`), or None.
     """
 
-    def __init__(self, path: str | Path, *, timeout_s: float = 3600.0, poll_s: float = 0.05) -> None:
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        timeout_s: float = 3600.0,
+        poll_s: float = 0.05,
+        rendezvous: Path | None = None,
+    ) -> None:
         self.path = Path(path)
         self.timeout_s = timeout_s
         self.poll_s = poll_s
+        self.rendezvous = rendezvous
         self._fd: int | None = None
         #: Seconds spent waiting for another holder, for the log.
         self.waited_s = 0.0
@@ -41,6 +58,7 @@ class FileLock:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         start = time.monotonic()
+        contended = False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -49,6 +67,10 @@ class FileLock:
                 if e.errno not in (errno.EAGAIN, errno.EACCES):
                     os.close(fd)
                     raise
+                if self.rendezvous is not None and not contended:
+                    self.rendezvous.mkdir(parents=True, exist_ok=True)
+                    (self.rendezvous / "contended").touch()
+                contended = True
                 if time.monotonic() - start > self.timeout_s:
                     os.close(fd)
                     raise EngineError(
@@ -58,6 +80,23 @@ class FileLock:
                 time.sleep(self.poll_s)
         self.waited_s = time.monotonic() - start
         self._fd = fd
+        if self.rendezvous is not None and not contended:
+            self._meet(self.rendezvous / "contended")
+
+    def _meet(self, contended: Path) -> None:
+        """Hold the lock until another process has found it taken (the test hook); says so
+        with ``holding`` beside ``contended``."""
+        contended.parent.mkdir(parents=True, exist_ok=True)
+        (contended.parent / "holding").touch()
+        start = time.monotonic()
+        while not contended.is_file():
+            if time.monotonic() - start > _RENDEZVOUS_S:
+                self.release()
+                raise EngineError(
+                    f"{RENDEZVOUS_ENV} is set but no other process asked for the lock {self.path} "
+                    f"within {_RENDEZVOUS_S:.0f} s (unset it outside the two-process build tests)"
+                )
+            time.sleep(self.poll_s)
 
     def release(self) -> None:
         """Let go of the lock (no-op when not held)."""
@@ -74,3 +113,10 @@ class FileLock:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+
+def build_lock(folder: Path, *, timeout_s: float) -> FileLock:
+    """The lock of building the solution whose sources are in ``folder``
+    (with the test hook of :data:`RENDEZVOUS_ENV` when that is set)."""
+    meet = os.environ.get(RENDEZVOUS_ENV)
+    return FileLock(folder / ".build.lock", timeout_s=timeout_s, rendezvous=Path(meet) if meet else None)

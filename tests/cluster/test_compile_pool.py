@@ -5,7 +5,6 @@ pool gives exactly the traces a launch without one gives."""
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ from sweep.sandbox.packing import Envelope
 from sweep.schema import EvalSettings, Provenance, Solution, Timeouts
 from sweep.schema.task import Task
 
+from ..conftest import wait_until
 from .conftest import read_traces, toy_definition, write_config
 
 _BROKEN = "raise RuntimeError('BLOCK_M=512 does not fit this GPU')\n"
@@ -65,11 +65,8 @@ def test_the_pool_ends_a_variant_that_cannot_compile_and_passes_the_others_on() 
         pool.close()
 
 
-def _until(condition: Callable[[], bool], timeout_s: float = 300) -> None:
-    deadline = time.monotonic() + timeout_s
-    while not condition():
-        assert time.monotonic() < deadline, "the pool did not get there in time"
-        time.sleep(0.05)
+def _until(condition: Callable[[], bool]) -> None:
+    assert wait_until(condition, 300, every_s=0.05), "the pool did not get there in time"
 
 
 @pytest.fixture

@@ -25,6 +25,7 @@ from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import Trace
 from sweep.schema.task import Task
 
+from ..conftest import wait_until
 from .conftest import FAKE_BACKEND, toy_tasks, write_config, write_dataset
 
 runner = CliRunner()
@@ -43,10 +44,7 @@ def no_warm_workers(two_nodes: dict[str, str]) -> Iterator[None]:
 
     def clear() -> None:
         stop_warm_workers(stale_only=False, force=True)
-        deadline = time.monotonic() + 120
-        while _names() and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not _names(), "warm workers did not stop"
+        assert wait_until(lambda: not _names(), 120, every_s=0.2), "warm workers did not stop"
 
     clear()
     yield
@@ -146,10 +144,7 @@ def test_stale_idle_workers_of_the_pool_are_stopped_and_replaced() -> None:
 def test_an_unused_worker_stops_itself_after_its_idle_timeout() -> None:
     tasks = toy_tasks(["ok"], n_workloads=1, hardware="H200")
     _run(tasks, _pools("H200", 1), "run-1", WarmWorkers("run-1", idle_timeout_s=1.0))
-    deadline = time.monotonic() + 120
-    while _names() and time.monotonic() < deadline:
-        time.sleep(0.5)
-    assert not _names(), "the idle worker is still running"
+    assert wait_until(lambda: not _names(), 120, every_s=0.5), "the idle worker is still running"
 
 
 def test_a_worker_killed_mid_run_is_replaced_and_never_kept() -> None:
@@ -191,9 +186,7 @@ def test_sweep_workers_lists_and_stops_them() -> None:
     assert "running: leased by run run-held (--force stops it too)" in idle.stdout
     forced = runner.invoke(app, ["workers", "stop", "--all", "--force"])
     assert forced.exit_code == 0 and "1 stopped, 0 left running" in forced.stdout
-    deadline = time.monotonic() + 60
-    while _names() and time.monotonic() < deadline:
-        time.sleep(0.2)
+    wait_until(lambda: not _names(), 60, every_s=0.2)
     assert runner.invoke(app, ["workers"]).stdout.strip() == "no warm workers on this cluster"
     holder.finish([])  # its renewing thread ends
 

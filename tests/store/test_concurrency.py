@@ -8,10 +8,11 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 from sweep.store import ingest, query
+
+from ..conftest import wait_until
 
 HERE = Path(__file__).resolve().parent
 
@@ -72,9 +73,7 @@ def test_sigkill_mid_run_loses_nothing(tmp_path: Path) -> None:
         text=True,
     )
     assert writer.stdout is not None
-    deadline = time.monotonic() + 60
-    while _complete_lines(results) < 400 and time.monotonic() < deadline:
-        time.sleep(0.05)
+    wait_until(lambda: _complete_lines(results) >= 400, 60, every_s=0.05)
     os.kill(writer.pid, signal.SIGKILL)
     writer.wait(timeout=30)
     writer.stdout.close()

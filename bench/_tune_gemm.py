@@ -112,4 +112,5 @@ def autotuned_gemm(
         )
         return c
 
+    run.tuner = tuned  # type: ignore[attr-defined]  # the bench reads its timings and winner
     return run

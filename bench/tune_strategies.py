@@ -47,6 +47,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+import _tune_autotune
 import _tune_grid
 import _tune_kt
 import _tune_replay as rp
@@ -333,6 +334,14 @@ def main() -> None:
     ap.add_argument("--strategies", default=",".join(STRATEGIES))
     ap.add_argument("--no-autotune", action="store_true", help="live, measured: skip @triton.autotune")
     ap.add_argument(
+        "--autotune-only", action="store_true",
+        help="measured: only @triton.autotune over the whole space, in --gpus slices (one process a GPU)",
+    )  # fmt: skip
+    ap.add_argument(
+        "--autotune-chunk", type=int, default=250, help="--autotune-only: configs per autotune call"
+    )
+    ap.add_argument("--grid", type=Path, help="--autotune-only: a saved grid to compare the winner with")
+    ap.add_argument(
         "--compile-jobs", type=int, default=None,
         help="CPU processes compiling configs ahead of the GPUs (default min(cores - 2, 48); 0: live, the "
         "GPU processes compile; --replay: the table's)",
@@ -379,6 +388,20 @@ def main() -> None:
         + (f" ({len(points)} sampled)" if len(points) < n_valid else "")
         + f"; M=N=K={args.size}; {label}"
     )
+    if args.autotune_only:
+        if objective != "measured":
+            ap.error("--autotune-only needs --device cuda")
+        res = _tune_autotune.autotune_sliced(
+            points, args.size, gpus=args.gpus, chunk=args.autotune_chunk, deadline_s=args.deadline_s,
+            warmup_ms=args.warmup_ms, rep_ms=args.rep_ms,
+        )  # fmt: skip
+        if args.grid:
+            table = rp.load_table(args.grid)
+            print(
+                f"grid best {table.best:.5f} ms ({args.grid.name}); autotune's winner re-timed "
+                f"{res['best_ms_retimed'] / table.best:.3f}x it"
+            )
+        return
     if args.save_grid:
         jobs = max(args.compile_jobs, 1)
         if objective == "simulated":

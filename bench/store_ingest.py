@@ -7,15 +7,22 @@ timing statistics), then, each in a fresh process (so its peak memory is its own
 
 - ``baseline``: main's ingest of the folder into a new store (``bench/_store_ingest_baseline.py``:
   one process, tuple rows, 20,000-row inserts);
-- ``ingest``: :func:`sweep.store.ingestion` of the folder into a new store, with the number of
-  parsing processes it picks (one per usable CPU, one less past two, for logs this large), and again with
-  ``workers=1`` (this process parses: the cost of one core);
+- ``ingest``: :func:`sweep.store.ingest` of the folder into a new store, with the number of
+  parsing processes it picks (one per usable CPU, one less past two, for logs this large): the
+  workers write their rows as Parquet files that DuckDB's scan inserts (``spool``, the product's
+  path); again with the workers sending their rows back as Arrow, batched in the ingesting
+  process (``spool=False``, the path before, the baseline the new one is measured against in
+  the same run); and with ``workers=1`` (this process parses: the cost of one core);
 - ``re-ingest``: the same folder into the store again (every trace present: the idempotency
   check; nothing may be added);
 - ``writing process alone``: the folder's chunks parsed beforehand (by worker processes,
   untimed) into a spool file of their answers, then only what the one writing process of an
   ingest does, timed: read each answer, batch, insert into a new store. With many cores the
-  parsing workers keep up and this is what bounds an ingest.
+  parsing workers keep up and this is what bounds an ingest. Measured for both hand-overs:
+  Arrow answers, and Parquet files (the files written beforehand too).
+
+``--methods`` picks which of these run (default: all; ``ingest`` always runs, the queries use
+its store).
 
 Peak memory is the process's maximum resident set; with workers, the largest worker's is
 shown beside it. CPU µs/trace counts every thread and worker process of the ingest (user and
@@ -36,8 +43,8 @@ temporary folder); ``--queries-only`` (with ``--keep``) then runs only the queri
 kept there, so a 1M store need not be written and ingested again. A kept store of an older
 schema is migrated by the first open, timed on a line of its own.
 
-Usage: ``.venv/bin/python bench/store_ingest.py [--sizes 100000 1000000] [--repeat 5]
-[--keep DIR [--queries-only]]``
+Usage: ``.venv/bin/python bench/store_ingest.py [--sizes 100000,1000000] [--repeat 5]
+[--methods baseline,arrow,one,again,writer,writer-arrow] [--keep DIR [--queries-only]]``
 """
 
 from __future__ import annotations
@@ -193,11 +200,14 @@ def write_logs(results: Path, n: int) -> int:
 def _child(mode: str, results: Path, store: Path) -> None:
     """Run one ingest here and print what it took as JSON (the parent reads the last line)."""
     logs = sorted((results / "traces").rglob("*.jsonl"))
-    spool = _spool(logs, store.with_suffix(".spool")) if mode == "writer" else None
+    files = store.parent / (store.stem + ".parquet") if mode == "writer" else None
+    spool = _spool(logs, store.with_suffix(".spool"), files) if mode.startswith("writer") else None
     before = _cpu()
     start = time.perf_counter()
     if spool is not None:
         added, present, workers = _insert_spooled(spool, store)
+        if files is not None:
+            shutil.rmtree(files, ignore_errors=True)
     elif mode == "baseline":
         sys.path.insert(0, str(Path(__file__).parent))
         from _store_ingest_baseline import baseline_ingest
@@ -208,7 +218,15 @@ def _child(mode: str, results: Path, store: Path) -> None:
         from sweep.store.ingestion import CHUNK_BYTES, auto_workers
 
         workers = 1 if mode == "ingest-1" else auto_workers(sum(p.stat().st_size for p in logs), CHUNK_BYTES)
-        rep = ingest([results / "traces"], store, workers=workers)
+        if mode == "ingest-arrow":
+            from sweep.store.ingestion import ingest_into
+            from sweep.store.rows import WritableStore
+
+            ws = WritableStore(store)
+            rep = ingest_into(ws, [results / "traces"], workers=workers, spool=False)
+            ws.close()
+        else:
+            rep = ingest([results / "traces"], store, workers=workers)
         added, present = rep.traces_added, rep.traces_present
     seconds = time.perf_counter() - start
     cpu = _cpu() - before
@@ -225,17 +243,20 @@ def _child(mode: str, results: Path, store: Path) -> None:
     print(json.dumps(out), flush=True)
 
 
-def _spool(logs: list[Path], spool: Path) -> Path:
+def _spool(logs: list[Path], spool: Path, files: Path | None) -> Path:
     """Parse every chunk of the logs (worker processes, as ingest does) into a file of the
-    answers the writing process reads, in order; not timed."""
+    answers the writing process reads, in order (with ``files``, the workers write their rows
+    there as Parquet, as ingest has them do); not timed."""
     import pickle
 
     from sweep.store.ingestion import CHUNK_BYTES, auto_workers, parse_in_order, split_log, write_frame
 
     items = (item for log in logs for item in split_log(log, CHUNK_BYTES))
-    workers = auto_workers(sum(p.stat().st_size for p in logs), CHUNK_BYTES)
+    workers = max(2, auto_workers(sum(p.stat().st_size for p in logs), CHUNK_BYTES))
+    if files is not None:
+        files.mkdir(parents=True, exist_ok=True)
     with spool.open("wb") as out:
-        for parsed in parse_in_order(items, workers):
+        for parsed in parse_in_order(items, workers, files):
             write_frame(out, pickle.dumps(parsed, protocol=pickle.HIGHEST_PROTOCOL))
     return spool
 
@@ -245,7 +266,7 @@ def _insert_spooled(spool: Path, store: Path) -> tuple[int, int, int]:
     worker answers it, batch and insert (as ``sweep.store.ingestion`` does); (added, present, 1)."""
     import pickle
 
-    from sweep.store.ingestion import BATCH_ROWS, IngestJob, IngestReport, LogEnd, read_frame
+    from sweep.store.ingestion import BATCH_ROWS, IngestJob, IngestReport, LogEnd, SpooledChunk, read_frame
     from sweep.store.rows import WritableStore
 
     ws = WritableStore(store)
@@ -256,6 +277,8 @@ def _insert_spooled(spool: Path, store: Path) -> tuple[int, int, int]:
             item = pickle.loads(frame)  # written by _spool above
             if isinstance(item, LogEnd):
                 job.log_end(item)
+            elif isinstance(item, SpooledChunk):
+                job.spooled_chunk(item)
             else:
                 job.parsed(item)
     job.flush(wait=True)
@@ -317,7 +340,7 @@ def run_queries(n: int, store: Path, repeat: int) -> list[tuple[str, ...]]:
     """The query table's rows of one size, over ``store``, after checking its pairs."""
     pairs = check_same_rows(store)
     print(f"[{n:,}] cross_hardware: {pairs:,} pairs, the same rows as main's view", flush=True)
-    qrows = []
+    qrows: list[tuple[str, ...]] = []
     for label, sql in QUERIES.items():
         med, fastest, cpu, nrows = query_latency(store, sql, repeat)
         # The same query over main's view: a CTE of that name shadows the view.
@@ -353,6 +376,10 @@ def _open_kept(n: int, store: Path) -> None:
     print(f"[{n:,}] opened the kept store {store} in {time.perf_counter() - start:.1f} s", flush=True)
 
 
+#: The ingests ``--methods`` picks from (``ingest``, the product's path, always runs).
+_METHODS = ("baseline", "arrow", "one", "again", "writer-arrow", "writer")
+
+
 def _rate(n: float, seconds: float) -> str:
     return f"{n / seconds:,.0f}" if seconds > 0 else "-"
 
@@ -373,7 +400,17 @@ def _table(header: tuple[str, ...], body: list[tuple[str, ...]]) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[100_000, 1_000_000])
+    ap.add_argument(
+        "--sizes",
+        nargs="+",
+        default=["100000,1000000"],
+        help="traces per size: 100000,1000000 or 100000 1000000",
+    )
+    ap.add_argument(
+        "--methods",
+        default=",".join(_METHODS),
+        help=f"which ingests to time, of {','.join(_METHODS)} (ingest, the new path, always runs)",
+    )
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--keep", type=Path, default=None, help="keep each size's folder under DIR/<size>/")
@@ -383,6 +420,11 @@ def main() -> None:
     if args.child:
         _child(args.child[0], Path(args.child[1]), Path(args.child[2]))
         return
+    sizes = [int(x) for arg in args.sizes for x in str(arg).replace(",", " ").split()]
+    methods = {m.strip() for m in args.methods.split(",") if m.strip()} | {"ingest"}
+    unknown = methods - set(_METHODS) - {"ingest"}
+    if unknown:
+        ap.error(f"--methods: unknown {sorted(unknown)}; choose from {','.join(_METHODS)}")
     if args.queries_only and args.keep is None:
         ap.error("--queries-only needs --keep DIR (where an earlier run kept its stores)")
 
@@ -393,7 +435,7 @@ def main() -> None:
     )
     rows: list[tuple[str, ...]] = []
     qrows: list[tuple[str, ...]] = []
-    for n in args.sizes:
+    for n in sizes:
         if args.queries_only:
             store = args.keep / str(n) / "results" / "sweep.duckdb"
             _open_kept(n, store)
@@ -412,28 +454,52 @@ def main() -> None:
             print(
                 f"[{n:,}] wrote {size / 1e6:.0f} MB of JSONL in {time.perf_counter() - t:.1f} s", flush=True
             )
-            base = _measure("baseline", results, work / "baseline.duckdb")
-            print(f"[{n:,}] baseline {base['seconds']:.1f} s", flush=True)
-            new = _measure("ingest", results, results / "sweep.duckdb")
-            print(f"[{n:,}] ingest {new['seconds']:.1f} s", flush=True)
-            one = _measure("ingest-1", results, work / "one.duckdb")
-            print(f"[{n:,}] ingest, workers=1 {one['seconds']:.1f} s", flush=True)
-            again = _measure("ingest", results, results / "sweep.duckdb")
-            print(f"[{n:,}] re-ingest {again['seconds']:.1f} s", flush=True)
-            writer = _measure("writer", results, work / "writer.duckdb")
-            print(f"[{n:,}] writing process alone {writer['seconds']:.1f} s", flush=True)
-            for label, m in (("baseline", base), ("ingest", new), ("ingest-1", one), ("writer", writer)):
-                if m["added"] != n:
-                    raise SystemExit(f"{label} stored {m['added']:,} of {n:,} traces")
-            if again["added"] != 0 or again["present"] != n:
-                raise SystemExit(f"re-ingest added {again['added']:,}, found {again['present']:,} of {n:,}")
-            for method, m, note in (
-                ("baseline (main's ingest)", base, "one process, 20,000-row inserts"),
-                (f"ingest (auto: {new['workers']:.0f} parsing processes)", new, "chunks parsed by workers"),
-                ("ingest, workers=1", one, "parsed in the ingesting process"),
-                ("re-ingest (all present)", again, "0 added: idempotent"),
-                ("writing process alone", writer, "parsed beforehand: the bound with many cores"),
+            measured: dict[str, dict[str, float]] = {}
+            for key, mode, store, label in (
+                ("baseline", "baseline", work / "baseline.duckdb", "baseline (main's ingest)"),
+                ("arrow", "ingest-arrow", work / "arrow.duckdb", "ingest, Arrow answers (before)"),
+                ("ingest", "ingest", results / "sweep.duckdb", "ingest, Parquet files (new)"),
+                ("one", "ingest-1", work / "one.duckdb", "ingest, workers=1"),
+                ("again", "ingest", results / "sweep.duckdb", "re-ingest"),
+                (
+                    "writer-arrow",
+                    "writer-arrow",
+                    work / "writer-arrow.duckdb",
+                    "writing process alone, Arrow",
+                ),
+                ("writer", "writer", work / "writer.duckdb", "writing process alone, Parquet"),
             ):
+                if key in methods:
+                    measured[key] = _measure(mode, results, store)
+                    m = measured[key]
+                    print(
+                        f"[{n:,}] {label} {m['seconds']:.1f} s, {m['peak_mb']:.0f} MB peak "
+                        f"(workers' largest {m['worker_peak_mb']:.0f} MB)",
+                        flush=True,
+                    )
+                    for extra in ("arrow", "baseline", "one"):
+                        (work / f"{extra}.duckdb").unlink(missing_ok=True)
+            for key, m in measured.items():
+                if key != "again" and m["added"] != n:
+                    raise SystemExit(f"{key} stored {m['added']:,} of {n:,} traces")
+            again = measured.get("again")
+            if again is not None and (again["added"] != 0 or again["present"] != n):
+                raise SystemExit(f"re-ingest added {again['added']:,}, found {again['present']:,} of {n:,}")
+            ref_key = "arrow" if "arrow" in measured else "ingest"
+            ref = measured[ref_key]["seconds"]
+            notes = {
+                "baseline": ("baseline (main's ingest)", "one process, 20,000-row inserts"),
+                "arrow": ("ingest, workers answer Arrow (before)", "rows batched in the ingesting process"),
+                "ingest": ("ingest, workers write Parquet (new)", "DuckDB's scan inserts the files"),
+                "one": ("ingest, workers=1", "parsed in the ingesting process"),
+                "again": ("re-ingest (all present)", "0 added: idempotent"),
+                "writer-arrow": ("writing process alone, Arrow (before)", "parsed beforehand"),
+                "writer": ("writing process alone, Parquet (new)", "parsed and spooled beforehand"),
+            }
+            for key, m in measured.items():
+                method, note = notes[key]
+                if key in ("arrow", "ingest"):
+                    method += f" ({m['workers']:.0f} parsing processes)"
                 workers = f", largest worker {m['worker_peak_mb']:.0f} MB" if m["workers"] > 1 else ""
                 rows.append(
                     (
@@ -441,7 +507,7 @@ def main() -> None:
                         method,
                         f"{m['seconds']:.1f}",
                         _rate(n, m["seconds"]),
-                        _ratio(base["seconds"], m["seconds"]),
+                        _ratio(ref, m["seconds"]),
                         f"{m['cpu_seconds'] / n * 1e6:.0f}",
                         f"{m['peak_mb']:.0f} MB{workers}",
                         note,
@@ -463,7 +529,7 @@ def main() -> None:
                     "method",
                     "seconds",
                     "traces/s",
-                    "vs baseline",
+                    "vs before",
                     "CPU µs/trace",
                     "peak memory",
                     "note",

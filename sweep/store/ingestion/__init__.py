@@ -1,5 +1,5 @@
 """Files into the store: JSONL logs and export folders read as bounded regular files, split into
-chunks, parsed in a pool of processes, lines already stored counted present."""
+chunks, parsed in a pool of processes (their rows handed over as Parquet files), lines already stored counted present."""
 
 from __future__ import annotations
 
@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from sweep.store.ingestion._jsonl_chunks import (
         split_log as split_log,
     )
+    from sweep.store.ingestion._spool import (
+        SpooledChunk as SpooledChunk,
+    )
     from sweep.store.ingestion._trace_files import (
         MAX_LINE_BYTES as MAX_LINE_BYTES,
     )
@@ -78,6 +81,7 @@ _WHERE = {
     "parse_in_order": "_ingest_pool",
     "read_frame": "_ingest_pool",
     "split_log": "_jsonl_chunks",
+    "SpooledChunk": "_spool",
     "write_frame": "_ingest_pool",
 }
 __all__ = [
@@ -88,6 +92,7 @@ __all__ = [
     "IngestReport",
     "LogEnd",
     "LogReader",
+    "SpooledChunk",
     "auto_workers",
     "file_problem",
     "head_hash",

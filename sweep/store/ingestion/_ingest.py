@@ -18,6 +18,8 @@ of the logs.
 from __future__ import annotations
 
 import itertools
+import shutil
+import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -34,6 +36,7 @@ from sweep.store.ingestion._ingest_export import ingest_export
 from sweep.store.ingestion._ingest_pool import auto_workers, parse_in_order
 from sweep.store.ingestion._jsonl_chunks import CHUNK_BYTES, Chunk, LineSink, LogEnd, ParsedChunk, split_log
 from sweep.store.ingestion._present_lines import mark_present
+from sweep.store.ingestion._spool import SpoolBatch, SpooledChunk, insert_spooled
 from sweep.store.ingestion._trace_files import (
     MAX_LINE_BYTES,
     MAX_RECORD_FILE_BYTES,
@@ -106,16 +109,24 @@ class _Inserter:
         self._thread: threading.Thread | None = None
         self._result: list[AddCounts | BaseException] = []
 
-    def submit(self, batch: RowBatch, marks: list[LogMark]) -> None:
+    def submit(self, batch: RowBatch | SpoolBatch, marks: list[LogMark]) -> None:
         self.wait()
         self._thread = threading.Thread(target=self._run, args=(batch, marks), name="sweep-ingest-insert")
         self._thread.start()
 
-    def _run(self, batch: RowBatch, marks: list[LogMark]) -> None:
+    def _run(self, batch: RowBatch | SpoolBatch, marks: list[LogMark]) -> None:
         try:
-            self._result.append(self.store.add(batch, marks))
+            if isinstance(batch, SpoolBatch):
+                self._result.append(insert_spooled(self.store, batch, marks))
+            else:
+                self._result.append(self.store.add(batch, marks))
         except BaseException as e:  # noqa: BLE001 - raised in the ingesting thread by wait()
             self._result.append(e)
+
+    def join(self) -> None:
+        """Wait for the insert in flight, if any, without raising what it raised (cleanup on an error)."""
+        if self._thread is not None:
+            self._thread.join()
 
     def wait(self) -> None:
         """Wait for the insert in flight; raise what it raised."""
@@ -130,13 +141,19 @@ class _Inserter:
 
 
 class IngestJob:
-    """One ingest's batches into a writable store: rows gathered, inserted every ``batch_rows``."""
+    """One ingest's batches into a writable store: rows gathered, inserted every ``batch_rows``.
+
+    Rows come built here (:attr:`batch`) or spooled to files by worker processes
+    (:attr:`spooled`, :mod:`sweep.store.ingestion._spool`); one of the two holds rows at a time
+    (the other is inserted first), so inserts keep the order of the lines.
+    """
 
     def __init__(self, store: WritableStore, report: IngestReport, batch_rows: int) -> None:
         self.store = store
         self.report = report
         self.batch_rows = batch_rows
         self.batch = RowBatch()
+        self.spooled = SpoolBatch()
         self.marks: list[LogMark] = []
         self.inserter = _Inserter(store, report)
 
@@ -146,20 +163,39 @@ class IngestJob:
 
     def full(self) -> bool:
         """Whether the batch holds a whole insert of traces or of workloads."""
-        return max(self.batch.count("traces"), self.batch.count("workloads")) >= self.batch_rows
+        return (
+            max(self.batch.count("traces"), self.batch.count("workloads"), self.spooled.trace_rows)
+            >= self.batch_rows
+        )
 
     def flush(self, *, wait: bool = False) -> None:
         """Hand the batch to the inserter; with ``wait``, return once it is stored."""
-        if len(self.batch) or self.marks:
+        if len(self.spooled) or self.spooled.duplicates:
+            # Stored chunks counted while files were gathered (their lines all present).
+            self.spooled.duplicates += self.batch.duplicates
+            self.inserter.submit(self.spooled, self.marks)
+        elif len(self.batch) or self.marks:
             self.inserter.submit(self.batch, self.marks)
         self.batch = RowBatch()
+        self.spooled = SpoolBatch()
         self.marks = []
         if wait:
             self.inserter.wait()
 
+    def _rows_here(self) -> None:
+        """Before rows are built here: the spooled rows, read before them, go first."""
+        if len(self.spooled) or self.spooled.duplicates:
+            self.flush()
+
+    def _rows_spooled(self) -> None:
+        """Before rows are spooled: the rows built here, read before them, go first."""
+        if len(self.batch):
+            self.flush()
+
     def add(self, record: Definition | Solution | Trace, source: str, where: str) -> None:
         """Add one parsed record, or skip it (with ``where`` and the reason) if the store
         cannot hold it (:mod:`sweep.store.db._checks`)."""
+        self._rows_here()
         try:
             if isinstance(record, Definition):
                 self.batch.add_definition(record)
@@ -177,8 +213,9 @@ class IngestJob:
         if self.full():
             self.flush()
 
-    def logs(self, paths: list[Path], workers: int | None, chunk_bytes: int) -> None:
-        """Read JSONL logs, in order, their chunks parsed by ``workers`` processes."""
+    def logs(self, paths: list[Path], workers: int | None, chunk_bytes: int, *, spool: bool = True) -> None:
+        """Read JSONL logs, in order, their chunks parsed by ``workers`` processes (which,
+        with ``spool``, hand their rows over as Parquet files: :mod:`sweep.store.ingestion._spool`)."""
         if workers is None:
             workers = auto_workers(sum(p.stat().st_size for p in paths), chunk_bytes)
 
@@ -194,14 +231,51 @@ class IngestJob:
         chunks: Iterable[Chunk | ParsedChunk | LogEnd] = (
             mark_present(items(), marks, self.store.present_keys) if marks else items()
         )
-        for item in parse_in_order(chunks, workers):
-            if isinstance(item, LogEnd):
-                self.log_end(item)
-            elif isinstance(item, ParsedChunk):
-                self.parsed(item)
+        # With workers, rows reach the store as Parquet files they write (_spool.py): beside
+        # a file store (its disk, not a memory-backed /tmp), deleted once inserted.
+        folder = (
+            Path(tempfile.mkdtemp(prefix=".sweep-ingest-", dir=self._spool_parent()))
+            if workers > 1 and spool
+            else None
+        )
+        try:
+            for item in parse_in_order(chunks, workers, folder):
+                if isinstance(item, LogEnd):
+                    self.log_end(item)
+                elif isinstance(item, SpooledChunk):
+                    self.spooled_chunk(item)
+                elif isinstance(item, ParsedChunk):
+                    self.parsed(item)
+            if folder is not None:
+                # The spooled files are read by the insert: it ends before their folder goes.
+                self.flush(wait=True)
+        finally:
+            if folder is not None:
+                self.inserter.join()
+                shutil.rmtree(folder, ignore_errors=True)
+
+    def _spool_parent(self) -> Path | None:
+        path = self.store.path
+        if path is None:
+            return None
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path.parent
+
+    def spooled_chunk(self, chunk: SpooledChunk) -> None:
+        """Take the files, counts and warnings of a chunk a worker spooled."""
+        self._rows_spooled()
+        self.spooled.add(chunk)
+        self.report.traces_read += chunk.traces_read
+        self.report.workload_records += chunk.workload_records
+        self.report.skipped += len(chunk.warnings)
+        self.report.warnings.extend(chunk.warnings)
+        if self.full():
+            self.flush()
 
     def parsed(self, chunk: ParsedChunk) -> None:
         """Take the rows, counts and warnings of a parsed chunk."""
+        if chunk.traces.num_rows or chunk.workloads.num_rows:
+            self._rows_here()
         self.batch.add_arrow("traces", chunk.traces, duplicates=chunk.duplicates)
         self.batch.add_arrow("workloads", chunk.workloads)
         self.report.traces_read += chunk.traces_read
@@ -226,6 +300,7 @@ class IngestJob:
             # A last line without its newline is a write cut short only if it does not parse
             # (no prefix of a JSON object is one); a hand-written file may just lack the newline.
             if is_json(end.torn):
+                self._rows_here()
                 sink = LineSink(self.batch)
                 sink.line(where, end.torn, end.source)
                 self.report.traces_read += sink.traces_read
@@ -278,6 +353,7 @@ def ingest_into(
     batch_rows: int = BATCH_ROWS,
     workers: int | None = None,
     chunk_bytes: int = CHUNK_BYTES,
+    spool: bool = True,
 ) -> IngestReport:
     """Ingest files and folders into an open store (see :func:`ingest`).
 
@@ -289,6 +365,9 @@ def ingest_into(
         workers: Processes that parse JSONL logs (default: one per usable CPU, one less past two, when the logs
             are large, else none besides this one); 1 parses here.
         chunk_bytes: Bytes of whole lines a worker parses at a time.
+        spool: Workers write their rows to Parquet files beside the store, which DuckDB's scan
+            inserts (False: they send them back as Arrow, built into batches here; the same
+            rows, counts and warnings, with more work for this process).
     """
     report = IngestReport(store=store.where)
     if allow_empty:
@@ -307,7 +386,7 @@ def ingest_into(
         # Consecutive logs go through one stream of chunks, so workers stay busy across files.
         for is_log, group in itertools.groupby(sources, key=lambda src: src.kind == "jsonl"):
             if is_log:
-                job.logs([src.path for src in group], workers, chunk_bytes)
+                job.logs([src.path for src in group], workers, chunk_bytes, spool=spool)
                 continue
             for src in group:
                 if src.kind == "json":
@@ -317,8 +396,7 @@ def ingest_into(
         job.flush(wait=True)
     finally:
         # Never leave an insert running past the return (or the error) of this call.
-        if job.inserter._thread is not None:
-            job.inserter._thread.join()
+        job.inserter.join()
     return report
 
 

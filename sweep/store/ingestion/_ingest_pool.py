@@ -24,11 +24,15 @@ import subprocess
 import sys
 from collections import deque
 from collections.abc import Iterable, Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import IO, NamedTuple, TypeVar
+from typing import IO, TYPE_CHECKING, NamedTuple, TypeVar
 
 from sweep.errors import StoreError
 from sweep.store.ingestion._jsonl_chunks import Chunk, ParsedChunk, parse_chunk
+
+if TYPE_CHECKING:
+    from sweep.store.ingestion._spool import SpooledChunk
 
 __all__ = [
     "PARALLEL_MIN_BYTES",
@@ -114,7 +118,7 @@ class _Worker:
         assert self.proc.stdin is not None
         write_frame(self.proc.stdin, pickle.dumps(chunk.without_data(), protocol=pickle.HIGHEST_PROTOCOL))
 
-    def receive(self) -> ParsedChunk:
+    def receive(self) -> ParsedChunk | SpooledChunk:
         assert self.proc.stdout is not None
         frame = read_frame(self.proc.stdout)
         if frame is None:
@@ -123,8 +127,8 @@ class _Worker:
                 f"an ingest worker process (pid {self.proc.pid}) stopped with exit code {code} "
                 "(its message, if any, is above); ingest again, or with workers=1 to parse here"
             )
-        answer: ParsedChunk | ChunkFailed = pickle.loads(frame)  # our own child's answer
-        if isinstance(answer, ParsedChunk):
+        answer: ParsedChunk | SpooledChunk | ChunkFailed = pickle.loads(frame)  # our own child's answer
+        if not isinstance(answer, ChunkFailed):
             return answer
         if isinstance(answer.error, StoreError):
             raise answer.error
@@ -147,12 +151,17 @@ class _Worker:
             self.proc.stdout.close()
 
 
-def parse_in_order(items: Iterable[Chunk | _T], workers: int) -> Iterator[ParsedChunk | _T]:
+def parse_in_order(
+    items: Iterable[Chunk | _T], workers: int, spool: Path | None = None
+) -> Iterator[ParsedChunk | SpooledChunk | _T]:
     """Each :class:`Chunk` of ``items`` parsed, other items passed through, in input order.
 
     Args:
         items: Chunks, and markers (a log's end) that keep their place among them.
         workers: Processes that parse; 1 parses in this process, one chunk at a time.
+        spool: With workers, a folder where they write each chunk's rows as Parquet files,
+            named in input order, answering with a :class:`~sweep.store.ingestion._spool.SpooledChunk`
+            (:mod:`sweep.store.ingestion._spool`); ``None``: the rows come back as Arrow.
 
     Raises:
         StoreError: A worker stopped, or a log changed while it was read.
@@ -175,6 +184,9 @@ def parse_in_order(items: Iterable[Chunk | _T], workers: int) -> Iterator[Parsed
                     # (:mod:`sweep.store.ingestion._present_lines`) parses nothing and starts none.
                     pool.append(_Worker())
                 worker = pool[turn % workers]
+                if spool is not None:
+                    # Zero-padded: the files' names sort in the order of the lines.
+                    item = replace(item, spool=str(spool / f"{turn:010d}"))
                 turn += 1
                 worker.send(item)
                 window.append(worker)

@@ -62,6 +62,8 @@ class Chunk:
         present: Lines (0-based within the chunk) that are, byte for byte, the canonical
             record of a trace the store holds (:mod:`sweep.store.ingestion._present_lines`): counted as
             read and present without being parsed.
+        spool: Where a worker writes the chunk's rows (``<spool>.traces.parquet`` ...) instead
+            of answering with them (:mod:`sweep.store.ingestion._spool`); "" to answer with them.
     """
 
     path: str
@@ -71,10 +73,13 @@ class Chunk:
     size: int
     data: bytes = b""
     present: frozenset[int] = frozenset()
+    spool: str = ""
 
     def without_data(self) -> Chunk:
         """The chunk as a worker gets it: where to read, not the bytes."""
-        return Chunk(self.path, self.source, self.first_line, self.offset, self.size, b"", self.present)
+        return Chunk(
+            self.path, self.source, self.first_line, self.offset, self.size, b"", self.present, self.spool
+        )
 
 
 class ChunkReadError(StoreError):

@@ -18,6 +18,9 @@ if TYPE_CHECKING:
         insert_batch as insert_batch,
     )
     from sweep.store.rows._insert import (
+        insert_relations as insert_relations,
+    )
+    from sweep.store.rows._insert import (
         new_traces_sql as new_traces_sql,
     )
     from sweep.store.rows._row_batch import (
@@ -38,6 +41,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "AddCounts": "_insert",
     "insert_batch": "_insert",
+    "insert_relations": "_insert",
     "Known": "_row_batch",
     "LogMark": "_insert",
     "new_traces_sql": "_insert",
@@ -53,6 +57,7 @@ __all__ = [
     "RowBatch",
     "WritableStore",
     "insert_batch",
+    "insert_relations",
     "new_traces_sql",
     "trace_key",
     "trace_keys",

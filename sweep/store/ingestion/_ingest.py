@@ -265,12 +265,7 @@ class IngestJob:
         """Take the files, counts and warnings of a chunk a worker spooled."""
         self._rows_spooled()
         self.spooled.add(chunk)
-        self.report.traces_read += chunk.traces_read
-        self.report.workload_records += chunk.workload_records
-        self.report.skipped += len(chunk.warnings)
-        self.report.warnings.extend(chunk.warnings)
-        if self.full():
-            self.flush()
+        self._counted(chunk)
 
     def parsed(self, chunk: ParsedChunk) -> None:
         """Take the rows, counts and warnings of a parsed chunk."""
@@ -278,6 +273,10 @@ class IngestJob:
             self._rows_here()
         self.batch.add_arrow("traces", chunk.traces, duplicates=chunk.duplicates)
         self.batch.add_arrow("workloads", chunk.workloads)
+        self._counted(chunk)
+
+    def _counted(self, chunk: ParsedChunk | SpooledChunk) -> None:
+        """Add a chunk's counts and warnings to the report; insert once the batch is full."""
         self.report.traces_read += chunk.traces_read
         self.report.workload_records += chunk.workload_records
         self.report.skipped += len(chunk.warnings)

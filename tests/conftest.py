@@ -8,7 +8,7 @@ import json
 import os
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -195,3 +195,66 @@ def wait_until(condition: Callable[[], bool], timeout_s: float = WAIT_S, every_s
             return False
         time.sleep(every_s)
     return True
+
+
+# ---- One sandbox for a module's `sweep eval` calls ----
+
+
+class _Borrowed:
+    """A started sandbox lent to one ``sweep eval``: its ``with`` block leaves it running."""
+
+    def __init__(self, sandbox: object) -> None:
+        self.sandbox = sandbox
+
+    def __enter__(self) -> object:
+        return self.sandbox
+
+    def __exit__(self, *exc: object) -> None:
+        pass
+
+
+class SharedSandboxes:
+    """Stands in for ``Sandbox`` in :mod:`sweep.launch.local`: one sandbox per spec, kept
+    across the calls of a module. Each task still runs in a process of its own, forked
+    from the zygote (what a launch's worker does task after task); what is shared is the
+    zygote's start and preload (about 7 s of CPU), which is not what these tests test.
+    ``calls`` counts the evaluations that borrowed one, so a test can tell it was used."""
+
+    def __init__(self) -> None:
+        from sweep.sandbox import Sandbox, SandboxSpec
+
+        self._make = Sandbox
+        self.by_spec: dict[SandboxSpec, Sandbox] = {}
+        self.calls = 0
+
+    def __call__(self, spec: object, stamp: object = None) -> _Borrowed:
+        if spec not in self.by_spec:
+            self.by_spec[spec] = self._make(spec, stamp)  # type: ignore[arg-type]
+        self.calls += 1
+        return _Borrowed(self.by_spec[spec])
+
+    def close(self) -> None:
+        for sb in self.by_spec.values():
+            sb.close()
+        self.by_spec.clear()
+
+
+@pytest.fixture(scope="module")
+def _eval_sandboxes() -> Iterator[SharedSandboxes]:
+    shared = SharedSandboxes()
+    try:
+        yield shared
+    finally:
+        shared.close()
+
+
+@pytest.fixture
+def shared_eval_sandbox(_eval_sandboxes: SharedSandboxes, monkeypatch: pytest.MonkeyPatch) -> SharedSandboxes:
+    """For a test: every ``sweep eval`` (``evaluate_from_dataset``) runs its tasks in the
+    module's one sandbox per spec instead of starting its own. For tests whose subject is the
+    command (its output, errors, exit codes), not a fresh sandbox's start, which
+    ``tests/engine/test_cli_eval.py::test_eval_prints_a_table_of_traces`` keeps."""
+    import sweep.launch.local
+
+    monkeypatch.setattr(sweep.launch.local, "Sandbox", _eval_sandboxes)
+    return _eval_sandboxes

@@ -26,11 +26,15 @@ import sys
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from typer.testing import CliRunner
 
 from sweep.cli import app
+
+if TYPE_CHECKING:
+    from .conftest import SharedSandboxes
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO / "docs"
@@ -226,12 +230,21 @@ def _failures(outcomes: list[Outcome]) -> str:
 
 
 @pytest.fixture(scope="module")
-def walked(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, list[Outcome]]]:
-    """A copy of the shipped dataset after the README's walkthrough ran in it."""
+def walked(
+    tmp_path_factory: pytest.TempPathFactory, _eval_sandboxes: SharedSandboxes
+) -> Iterator[tuple[Path, list[Outcome]]]:
+    """A copy of the shipped dataset after the README's walkthrough ran in it. Its ``sweep
+    eval`` lines share one sandbox (``shared_eval_sandbox``): what they show is the command,
+    and tests/engine/test_cli_eval.py keeps an eval that starts its own."""
+    import sweep.launch.local
+
     root = tmp_path_factory.mktemp("readme")
     for name in SHIPPED:
         shutil.copytree(REPO / name, root / name, ignore=shutil.ignore_patterns("results"))
-    yield root, run_page(README, root)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(sweep.launch.local, "Sandbox", _eval_sandboxes)
+        outcomes = run_page(README, root)
+    yield root, outcomes
 
 
 def test_readme_runs(walked: tuple[Path, list[Outcome]]) -> None:

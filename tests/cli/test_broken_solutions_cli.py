@@ -7,11 +7,15 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pytest
 from typer.testing import CliRunner
 
 from sweep.cli import app
+
+if TYPE_CHECKING:
+    from ..conftest import SharedSandboxes
 
 GOOD = Path(__file__).resolve().parents[1] / "data" / "dataset" / "good"
 runner = CliRunner()
@@ -69,7 +73,9 @@ def test_plan_warns_once_each_and_plans_compile_error_tasks(root: Path, tmp_path
             assert "broken" not in r
 
 
-def test_eval_of_a_good_solution_warns_once_and_runs(root: Path) -> None:
+def test_eval_of_a_good_solution_warns_once_and_runs(
+    root: Path, shared_eval_sandbox: SharedSandboxes
+) -> None:
     result = runner.invoke(
         app, ["eval", "vec_add", "vec_add_py", "-r", str(root), "--device", "cpu", "--trials", "1"]
     )
@@ -78,7 +84,9 @@ def test_eval_of_a_good_solution_warns_once_and_runs(root: Path) -> None:
     assert len([x for x in result.stdout.splitlines() if " PASSED " in x]) == 3
 
 
-def test_eval_of_the_broken_solution_gives_compile_error_traces(root: Path) -> None:
+def test_eval_of_the_broken_solution_gives_compile_error_traces(
+    root: Path, shared_eval_sandbox: SharedSandboxes
+) -> None:
     result = runner.invoke(app, ["eval", "vec_add", "syntax", "-r", str(root), "--device", "cpu", "--json"])
     assert result.exit_code == 1, result.output  # no trace PASSED (--no-fail would exit 0)
     traces = [json.loads(x) for x in result.stdout.splitlines()]

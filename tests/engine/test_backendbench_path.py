@@ -11,7 +11,7 @@ import filecmp
 import os
 from collections import Counter
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 import torch
@@ -28,6 +28,9 @@ from sweep.schema import Definition, Trace, Workload
 from sweep.schema.task import Task
 
 from .conftest import FAST
+
+if TYPE_CHECKING:
+    from ..conftest import SharedSandboxes
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLE = REPO / "examples" / "backendbench"
@@ -163,7 +166,7 @@ def test_sweep_report_shows_backendbench_scores_of_the_example(
     assert "BackendBench imports" in out.output
 
 
-def test_sweep_eval_cli_on_the_example() -> None:
+def test_sweep_eval_cli_on_the_example(shared_eval_sandbox: SharedSandboxes) -> None:
     runner = CliRunner()
     root = str(EXAMPLE / "dataset")
     ok = runner.invoke(

@@ -1,14 +1,22 @@
-"""``sweep eval`` in-process: table, JSON lines, errors."""
+"""``sweep eval`` in-process: table, JSON lines, errors.
+
+The first test's eval starts its own sandbox, as ``sweep eval`` does; the others borrow one
+sandbox for the module (``shared_eval_sandbox``): their subject is the command's output and
+exit codes, and each of their tasks still runs in a process of its own."""
 
 from __future__ import annotations
 
 import json
 import os
+from typing import TYPE_CHECKING
 
 from typer.testing import CliRunner
 
 from sweep.cli import app
 from sweep.schema import Trace
+
+if TYPE_CHECKING:
+    from ..conftest import SharedSandboxes
 
 
 def _invoke(kit, *args: str):
@@ -32,7 +40,9 @@ def test_eval_prints_a_table_of_traces(kit) -> None:
     assert len([line for line in lines if " PASSED " in line]) == 2
 
 
-def test_eval_json_prints_one_trace_per_line_and_failures_in_the_table(kit) -> None:
+def test_eval_json_prints_one_trace_per_line_and_failures_in_the_table(
+    kit, shared_eval_sandbox: SharedSandboxes
+) -> None:
     result = _invoke(
         kit,
         "eval",
@@ -61,7 +71,9 @@ def test_eval_json_prints_one_trace_per_line_and_failures_in_the_table(kit) -> N
     assert "traces did not pass (exit 1; --no-fail exits 0)" in table.output
 
 
-def test_eval_a_kernel_file_directly_writes_nothing(kit, tmp_path) -> None:
+def test_eval_a_kernel_file_directly_writes_nothing(
+    kit, tmp_path, shared_eval_sandbox: SharedSandboxes
+) -> None:
     before = sorted(p.relative_to(kit.data) for p in kit.data.rglob("*"))
     dps = tmp_path / "my_add.py"
     dps.write_text("def run(x, y, z):\n    z.copy_(x + y)\n")
@@ -81,7 +93,7 @@ def test_eval_a_kernel_file_directly_writes_nothing(kit, tmp_path) -> None:
     assert sorted(p.relative_to(kit.data) for p in kit.data.rglob("*")) == before
 
 
-def test_eval_default_root_is_the_current_directory(kit) -> None:
+def test_eval_default_root_is_the_current_directory(kit, shared_eval_sandbox: SharedSandboxes) -> None:
     result = _invoke(
         kit, "eval", "softmax_f32", "softmax_f32_torch", "--device", "cpu", "-w", "cdde48a5", "--trials", "1"
     )

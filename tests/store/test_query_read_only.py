@@ -12,6 +12,7 @@ from typer.testing import CliRunner
 from sweep.cli import app
 from sweep.errors import StoreError
 from sweep.store import NODE_TABLES, TABLES, VIEW_NAMES, Store, export_parquet, ingest, query
+from sweep.store.read import run_sql
 
 from .conftest import counts, make_definition, make_solution, make_trace
 
@@ -142,9 +143,12 @@ _RELATIONS = [*TABLES, *NODE_TABLES, *VIEW_NAMES, "perf_at(1.0)"]
 
 
 def _every_relation_answers(db: Path, results: Path | None = None) -> dict[str, int]:
+    """Rows of each relation, each read as ``query`` reads it (``run_sql`` in a read session),
+    in one session: opening one per relation (with its log tail) repeated the same set-up."""
     got = {}
-    for rel in _RELATIONS:
-        got[rel] = len(query(db, f"SELECT * FROM {rel}", results_dir=results).rows)
+    with Store(db).session(results) as session:
+        for rel in _RELATIONS:
+            got[rel] = len(run_sql(session, f"SELECT * FROM {rel}").rows)
     return got
 
 

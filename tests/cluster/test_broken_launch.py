@@ -1,5 +1,5 @@
 """``sweep launch`` of a dataset with broken solutions, on the two-node Ray cluster with the real
-engine: every good task runs, each broken solution's tasks are COMPILE_ERROR traces carrying
+engine (on the 2-GPU node): every good task runs, each broken solution's tasks are COMPILE_ERROR traces carrying
 its problem, the problems are warned about once, and a second launch stores nothing twice."""
 
 from __future__ import annotations
@@ -30,12 +30,13 @@ def test_a_launch_runs_the_good_and_records_the_broken_as_compile_errors(
     )
     (folder / "zzz.json").write_text("{")
     results = tmp_path / "results"
-    cfg = write_config(tmp_path / "c.yaml", [data], results, hardware="H100")
+    # H200: the node with 2 GPUs, so 2 workers start, not 4 (the GPU type is not the subject).
+    cfg = write_config(tmp_path / "c.yaml", [data], results, hardware="H200")
 
     out = runner.invoke(app, ["launch", str(cfg), "--quiet"])
     assert out.exit_code == 0, out.output
     assert (
-        "sweep 'c' on H100: 10 planned, 0 already stored (skipped), 10 ran (COMPILE_ERROR 4, PASSED 6)"
+        "sweep 'c' on H200: 10 planned, 0 already stored (skipped), 10 ran (COMPILE_ERROR 4, PASSED 6)"
         in (out.stdout)
     )
     syntax_file, spec_file, zzz_file = (folder / f"{n}.json" for n in ("syntax", "no_spec", "zzz"))

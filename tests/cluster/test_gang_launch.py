@@ -1,5 +1,5 @@
 """A launch with distributed tasks on the session's two-node Ray cluster (logical GPUs): 2- and
-4-rank all-reduces beside single-GPU tasks, an 8-rank one left out (no node has 8 GPUs); each
+4-rank all-reduces beside a single-GPU task, an 8-rank one left out (no node has 8 GPUs); each
 gang's ranks forked by a zygote of its own (``run_gang``'s default)."""
 
 from __future__ import annotations
@@ -36,7 +36,8 @@ def test_a_launch_runs_gangs_beside_single_gpu_tasks(two_nodes: dict[str, str], 
 
     from sweep.cli import app
 
-    data = write_dataset(tmp_path / "data", {"ok": _OK}, n_workloads=2)
+    # One single-GPU task: one worker of the pool starts beside the gangs' zygotes.
+    data = write_dataset(tmp_path / "data", {"ok": _OK}, n_workloads=1)
     _write_allreduce(data, [2, 4, 8])
     results = tmp_path / "results"
     cfg = write_config(tmp_path / "mixed.yaml", [data], results, hardware="H100", run_s=60)
@@ -51,11 +52,11 @@ def test_a_launch_runs_gangs_beside_single_gpu_tasks(two_nodes: dict[str, str], 
     assert all(t["evaluation"]["status"] == "PASSED" for t in traces), [
         t["evaluation"]["log"] for t in traces
     ]  # type: ignore[index]
-    assert len(traces) == 4  # 2 single-GPU, 2 gangs; the 8-rank one cannot be placed
-    # The counts add up (5 = 0 + 4 + 1), the cause once, the task under it (--verbose).
+    assert len(traces) == 3  # 1 single-GPU, 2 gangs; the 8-rank one cannot be placed
+    # The counts add up (4 = 0 + 3 + 1), the cause once, the task under it (--verbose).
     text = out.stdout
     assert (
-        "5 planned, 0 already stored (skipped), 4 ran (PASSED 4), 1 cannot be placed on this cluster" in text
+        "4 planned, 0 already stored (skipped), 3 ran (PASSED 3), 1 cannot be placed on this cluster" in text
     )
     cause = "needs more H100 GPUs of one node than there are (the largest H100 node has 4); world size 8"
     assert f"cannot be placed: 1\n  1 task: {cause}\n    all_reduce_sum / ar_good / " in text

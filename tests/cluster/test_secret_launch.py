@@ -20,7 +20,8 @@ SECRET = "kernel-sweep-test-secret-7f3a9c2e41d8"
 def test_secret_launch_writes_no_secret_and_keeps_runs_apart(
     two_nodes: dict[str, str], tmp_path: Path
 ) -> None:
-    data = write_dataset(tmp_path / "data", {"ok": "def run(x):\n    return x + 1\n"})
+    # One task: each launch starts one worker (and its zygote), not one per workload.
+    data = write_dataset(tmp_path / "data", {"ok": "def run(x):\n    return x + 1\n"}, n_workloads=1)
     results = tmp_path / "results"
     cfg = write_config(tmp_path / "secret.yaml", [data], results, hardware="H100")
     secret_file = tmp_path / "secret" / "secret.txt"

@@ -63,7 +63,8 @@ class Outcome:
     winner_changes: int = 0
     remeasured: list[dict[str, object]] = field(default_factory=list)
     held_back: list[dict[str, object]] = field(default_factory=list)
-    trajectory: list[float] = field(default_factory=list)
+    #: The best objective after each evaluation; ``None`` while no point has passed (JSON has no infinity).
+    trajectory: list[float | None] = field(default_factory=list)
 
 
 def _geomean(values: Sequence[float | None]) -> float | None:
@@ -98,7 +99,7 @@ def search_group(group: Group, settings: SearchSettings, runner: Runner, known: 
         strategy.tell(i, v, counted=False)
     best: float | None = None
     since, evaluations, ran, resumed, stopped = 0, 0, 0, 0, "space used up"
-    trajectory: list[float] = []
+    trajectory: list[float | None] = []
     while True:
         if settings.budget_evaluations is not None and evaluations >= settings.budget_evaluations:
             stopped = f"budget of {settings.budget_evaluations} evaluations"
@@ -132,7 +133,7 @@ def search_group(group: Group, settings: SearchSettings, runner: Runner, known: 
                 best, since = value, 0
             else:
                 since += 1
-            trajectory.append(best if best is not None else math.inf)
+            trajectory.append(best)
     ranked = sorted(
         (v, i) for i in strategy.proposed if (v := _objective(group, cands[i], latency)) is not None
     )

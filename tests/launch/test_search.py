@@ -197,3 +197,24 @@ def test_buckets_and_held_back_shapes(tmp_path: Path) -> None:
     check = out.held_back[0]
     gap = check["gap"]
     assert check["grid_best_ms"] is not None and isinstance(gap, float) and gap >= 0
+
+
+def test_failed_points_leave_a_trajectory_json_can_write(tmp_path: Path) -> None:
+    """Points that fail (no latency) before any passes: the trajectory says None, not infinity,
+    so the decisions file (strict JSON) is written whatever failed first."""
+    import json
+    from dataclasses import asdict
+
+    group = groups_of([_plan(tmp_path)], SearchSettings())[0]
+    failing = {t.task_id for p in group.candidates[:4] for t in [group.task(p, w) for w in group.train]}
+
+    class FirstFail(Sim):
+        def __call__(self, tasks: Sequence[Task], again: bool) -> Mapping[str, float | None]:
+            got = super().__call__(tasks, again)
+            return {k: (None if k in failing else v) for k, v in got.items()}
+
+    settings = SearchSettings(strategy="grid", budget_evaluations=8, parallel=4, remeasure_top=0)
+    out = search_group(group, settings, FirstFail(), Known())
+    assert out.trajectory[:4] == [None] * 4
+    assert all(isinstance(v, float) for v in out.trajectory[4:])
+    json.dumps(asdict(out), allow_nan=False, default=str)  # what sweep tune writes

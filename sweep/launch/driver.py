@@ -300,11 +300,15 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
 
 
 def warm_workers_for(
-    config: SweepConfig, address: str | None, conn: RayConnection, run_id: str
+    config: SweepConfig, address: str | None, conn: RayConnection, run_id: str, *, rounds: bool = False
 ) -> WarmWorkers | None:
     """Warm workers for a launch on an existing cluster (``ray.keep_workers``); ``None``
-    on an embedded Ray, which ends with the command."""
-    if not config.ray.keep_workers or not address or conn.info.embedded:
+    on an embedded Ray, which ends with the command, unless the command runs ``rounds`` of
+    launches (``sweep tune``): each round then reuses the workers of the round before instead
+    of starting its own (a worker start is a Ray worker, a zygote and a sandbox)."""
+    if not config.ray.keep_workers:
+        return None
+    if not rounds and (not address or conn.info.embedded):
         return None
     return WarmWorkers(run_id, idle_timeout_s=config.ray.idle_timeout_s)
 

@@ -46,7 +46,7 @@ class ClusterRunner:
         address: str | None,
     ) -> None:
         self.config, self.dataset, self.plans, self.conn, self.opts = config, dataset, plans, conn, opts
-        self.warm = warm_workers_for(config, address, conn, new_run_id())
+        self.address = address
         compile_workers = config.ray.compile_workers
         self.spec = SandboxSpec(
             backend=opts.backend,
@@ -64,6 +64,9 @@ class ClusterRunner:
         work = Counter(t.hardware for t in todo)
         pools = pools_for_targets(dict(work), self.conn.info)
         opening = StoreOpening(self.config, self.dataset, run_id, todo)
+        # Each round is a launch of its own (its run id on its traces, read back below); its
+        # warm workers, even on an embedded Ray, are the previous round's, claimed again.
+        warm = warm_workers_for(self.config, self.address, self.conn, run_id, rounds=True)
         try:
             run_sweep(
                 run_id,
@@ -72,7 +75,7 @@ class ClusterRunner:
                 opening,
                 pools,
                 (self.spec, self.opts.scheduler, None),
-                self.warm,
+                warm,
                 StartClock(),
             )
         finally:

@@ -152,6 +152,13 @@ class RaySettings(StrictModel):
             "auto: the node's CPUs per GPU less one, at most 8, and none on CPU)"
         ),
     )
+    zygote_handover: bool = Field(
+        default=True,
+        description=(
+            "embedded Ray only: the command starts its workers' zygotes (import torch and the "
+            "engine) beside Ray's start, and each worker adopts one"
+        ),
+    )
     keep_workers: bool = Field(
         default=True, description="existing cluster only: workers outlive the launch, reused by the next"
     )

@@ -197,6 +197,7 @@ def test_an_unclaimed_zygote_exits_when_its_driver_dies(folder: Path) -> None:
     proc = subprocess.run(
         [sys.executable, "-c", _DRIVER, str(folder), FAKE_BACKEND],
         env=env,
+        check=True,
         capture_output=True,
         text=True,
         timeout=120,

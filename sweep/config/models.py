@@ -271,11 +271,16 @@ class SweepConfig(StrictModel):
         return hardware_choice(self.hardware)
 
     def config_hash(self) -> str:
-        """Stable hash of the whole config (but ``profile``, whether workers are kept and how
-        many processes compile ahead: they change no result)."""
+        """Stable hash of the whole config (but ``profile``, whether workers are kept, how
+        many processes compile ahead and whether zygotes are handed over: they change no result)."""
         skip: dict[str, Any] = {
             "profile": True,
-            "ray": {"keep_workers": True, "idle_timeout_s": True, "compile_workers": True},
+            "ray": {
+                "keep_workers": True,
+                "idle_timeout_s": True,
+                "compile_workers": True,
+                "zygote_handover": True,
+            },
             # How points are chosen changes no result of a point; and configs written before
             # there was a search keep their hash.
             "solutions": {"search": True},

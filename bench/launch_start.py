@@ -49,7 +49,9 @@ for f in Path(sys.argv[2]).rglob("*.jsonl"):
         p = json.loads(line).get("provenance") or {}
         if p.get("finished_at"):
             ends.append(datetime.fromisoformat(p["finished_at"]).timestamp())
+w = r.stats.workers[0] if r.stats is not None and r.stats.workers else None
 print(json.dumps({"first_trace_s": min(ends) - t_wall if ends else None, "startup_s": r.startup_s,
+                  "refused": w.handover_refused if w is not None else None,
                   "phases": dict(r.phases), "wall_s": r.wall_s, "statuses": dict(r.statuses)}))
 """
 
@@ -93,6 +95,7 @@ def main() -> None:
                 f"round {i}{label}: first trace {row['first_trace_s']:.2f} s after the command's start; "
                 f"first worker ready {row['startup_s'] or float('nan'):.2f} s; wall {row['wall_s']:.2f} s; "
                 f"start steps (s since start): {steps}; {row['statuses']}"
+                + (f"; hand-over refused: {row['refused']}" if row.get("refused") else "")
             )
             if row["first_trace_s"] is not None:
                 firsts[pool].append(row["first_trace_s"])

@@ -345,6 +345,7 @@ class _Foreign:
     def __init__(self, pid: int) -> None:
         self.pid = pid
         self._fd: int | None = os.pidfd_open(pid)
+        self.ours = True  # ours to kill
 
     def dead(self, timeout: float = 0.0) -> bool:
         if self._fd is None:
@@ -397,14 +398,18 @@ class ZygoteClient:
         self = cls.__new__(cls)
         self._ctl = ctl
         try:
-            self._proc = _Foreign(pid)
+            foreign = _Foreign(pid)
         except OSError as e:
             ctl.close()
             raise ZygoteError(f"the handed-over zygote {pid} cannot be watched: {e}") from None
+        # Until it has said it is process ``pid``, ``pid`` is not known to be it: never killed.
+        self._proc = foreign
+        foreign.ours = False
         self.ready = self._await_ready(start_timeout_s)
         if self.ready.pid != pid:
             self.close()
             raise ZygoteError(f"the handed-over zygote says it is process {self.ready.pid}, not {pid}")
+        foreign.ours = True
         return self
 
     def _await_ready(self, timeout: float) -> ZygoteReady:
@@ -491,7 +496,7 @@ class ZygoteClient:
         finally:
             proc = self._proc
             if isinstance(proc, _Foreign):
-                if not proc.dead(10.0):
+                if proc.ours and not proc.dead(10.0):
                     proc.kill()
                     proc.dead(10.0)
                 proc.release()

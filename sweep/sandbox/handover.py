@@ -189,14 +189,26 @@ def offer_zygote(
     try:
         listener.bind(path)
         listener.listen(1)
-        proc = subprocess.Popen(
-            [sys.executable, "-c", _ENTRY, str(listener.fileno()), str(os.getpid()), f"{bound_s:.3f}", path]
-            + [backend, kind, ",".join(preload)],
-            pass_fds=[listener.fileno()],
-            env=env,
-            stdin=subprocess.DEVNULL,
-            start_new_session=True,  # as a worker's own zygote: signals to a group miss it
-        )
+        # Its own output (a preload that failed) in the folder, not on the launch's terminal.
+        with open(f"{path}.log", "ab") as log:
+            proc = subprocess.Popen(
+                [
+                    sys.executable,
+                    "-c",
+                    _ENTRY,
+                    str(listener.fileno()),
+                    str(os.getpid()),
+                    f"{bound_s:.3f}",
+                    path,
+                ]
+                + [backend, kind, ",".join(preload)],
+                pass_fds=[listener.fileno()],
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=log,
+                start_new_session=True,  # as a worker's own zygote: signals to a group miss it
+            )
     finally:
         listener.close()
     offer = ZygoteOffer(
@@ -297,7 +309,8 @@ def adopt_zygote(
     env = zygote_environment(env_over)
     why = _refusal(offer, recipe_for(backend, device_kind, preload, env, offer.per_child, offer.loose))
     if why is not None:
-        dismiss(offer)
+        if offer.host == this_host():  # elsewhere its path names nothing of its
+            dismiss(offer)
         return f"the offered zygote was refused: {why}"
     ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:

@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -58,6 +59,8 @@ def test_an_embedded_launch_runs_on_handed_over_zygotes(tmp_path: Path, handover
 
 def test_where_the_handover_applies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR", raising=False)
+    # Whether a session cluster of other tests is up in this process does not matter here.
+    monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(is_initialized=lambda: False))
     data = write_dataset(tmp_path / "data", {"ok": _OK})
 
     def config(extra: str) -> object:
@@ -78,6 +81,10 @@ def test_where_the_handover_applies(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     renv = config("ray: {num_cpus: 2, num_gpus: 2, runtime_env: {env_vars: {A: b}}}\n")
     assert offer_counts(renv, None, gpu) == (0, 0)  # type: ignore[arg-type]
     monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}")
+    assert offer_counts(on, None, gpu) == (0, 0)  # type: ignore[arg-type]
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR")
+    # A Ray this process initialised already (a test, a notebook): not the command's own.
+    monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(is_initialized=lambda: True))
     assert offer_counts(on, None, gpu) == (0, 0)  # type: ignore[arg-type]
 
 

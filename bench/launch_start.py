@@ -13,8 +13,13 @@ costs the start (on a 16-core host with one GPU, ``auto`` is 8 processes, each f
 of its own; they start once the worker's sandbox is ready, where they used to start beside
 its zygote and be waited for).
 
+``--handover on,off`` (the default) alternates, round by round, ``ray.zygote_handover: true``
+and ``false``: the driver starts the workers' zygotes beside Ray's start and each worker adopts
+one (``zygote_preloaded``: when the handed zygote had imported everything, ``zygote_adopted``:
+when the worker had it), against each worker starting its own once it is up (``zygote``).
+
 Usage: ``python bench/launch_start.py [--tasks 4] [--rounds 2] [--device cpu|cuda]
-[--compile-workers auto,0]`` (on a GPU host after ``source bench/gpu_site.sh``).
+[--compile-workers auto,0] [--handover on,off]`` (on a GPU host after ``source bench/gpu_site.sh``).
 """
 
 from __future__ import annotations
@@ -44,7 +49,9 @@ for f in Path(sys.argv[2]).rglob("*.jsonl"):
         p = json.loads(line).get("provenance") or {}
         if p.get("finished_at"):
             ends.append(datetime.fromisoformat(p["finished_at"]).timestamp())
+w = r.stats.workers[0] if r.stats is not None and r.stats.workers else None
 print(json.dumps({"first_trace_s": min(ends) - t_wall if ends else None, "startup_s": r.startup_s,
+                  "refused": w.handover_refused if w is not None else None,
                   "phases": dict(r.phases), "wall_s": r.wall_s, "statuses": dict(r.statuses)}))
 """
 
@@ -55,8 +62,12 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--compile-workers", default="", help="comma-separated ray.compile_workers values")
+    ap.add_argument("--handover", default="on,off", help="comma-separated on/off: ray.zygote_handover")
     args = ap.parse_args()
-    pools = [p for p in args.compile_workers.split(",") if p] or [""]
+    handovers = [h for h in args.handover.split(",") if h in ("on", "off")] or ["on"]
+    compile_values = [p for p in args.compile_workers.split(",") if p] or [""]
+    # Each configuration: "compile_workers value|on/off"; rounds go through them in turn.
+    pools = [f"{p}|{h}" for p in compile_values for h in handovers]
     firsts: dict[str, list[float]] = {p: [] for p in pools}
     readies: dict[str, list[float]] = {p: [] for p in pools}
     with tempfile.TemporaryDirectory(prefix="launch-start-") as tmp:
@@ -68,26 +79,32 @@ def main() -> None:
             cfg = Path(tmp) / f"sweep-{i}.yaml"
             write_config(cfg, data, results, "cpu" if args.device == "cpu" else "H100")
             pool = pools[i % len(pools)]
-            if pool:
-                cfg.write_text(
-                    cfg.read_text().replace(
-                        "ray: {num_cpus: 1}", f"ray: {{num_cpus: 1, compile_workers: {pool}}}"
-                    )
-                )
+            workers, handover = pool.split("|")
+            settings = f"num_cpus: 1, zygote_handover: {'true' if handover == 'on' else 'false'}"
+            if workers:
+                settings += f", compile_workers: {workers}"
+            cfg.write_text(cfg.read_text().replace("ray: {num_cpus: 1}", f"ray: {{{settings}}}"))
             row, _ = run_python(_LAUNCH, [str(cfg), str(results)], env)
             steps = ", ".join(f"{k} {v:.2f}" for k, v in row["phases"].items())
-            label = f" (compile_workers {pool})" if pool else ""
+            label = (
+                f" (compile_workers {workers}, hand-over {handover})"
+                if workers
+                else f" (hand-over {handover})"
+            )
             print(
                 f"round {i}{label}: first trace {row['first_trace_s']:.2f} s after the command's start; "
                 f"first worker ready {row['startup_s'] or float('nan'):.2f} s; wall {row['wall_s']:.2f} s; "
                 f"start steps (s since start): {steps}; {row['statuses']}"
+                + (f"; hand-over refused: {row['refused']}" if row.get("refused") else "")
             )
             if row["first_trace_s"] is not None:
                 firsts[pool].append(row["first_trace_s"])
             if row["startup_s"] is not None:
                 readies[pool].append(row["startup_s"])
     for pool in pools:
-        label = f" with compile_workers {pool}" if pool else ""
+        workers, handover = pool.split("|")
+        label = f" with compile_workers {workers}," if workers else " with"
+        label += f" hand-over {handover}"
         if firsts[pool]:
             print(
                 f"median time to first trace{label} over {len(firsts[pool])} rounds: "

@@ -7,7 +7,8 @@
 - :mod:`sweep.cluster.workers`: where the loop gets workers (new actors per launch), and
   :mod:`sweep.cluster.warm`: warm workers of an existing cluster, reused by the next launch
   when their code and setup match (lease, fingerprint, idle timeout); listed and stopped
-  by :mod:`sweep.cluster.warm_admin` (``sweep workers``).
+  by :mod:`sweep.cluster.warm_admin` (``sweep workers``); :mod:`sweep.cluster.zygote_offers`:
+  the zygotes an embedded launch starts for its workers before Ray is up.
 
 Each task runs in a sandbox (:mod:`sweep.sandbox`), the evaluating code a backend module named
 by the caller (``sweep.engine``); nothing here imports ray or torch at module level.

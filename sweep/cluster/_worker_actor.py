@@ -28,6 +28,7 @@ from typing import Any, NamedTuple
 from sweep.cluster._lease import Claim, Wanted, WarmState
 from sweep.cluster._warm_keeper import Place, WarmKeeper
 from sweep.sandbox.compile_pool import CompilePool, PoolStats, compile_workers_for, run_with_pool
+from sweep.sandbox.handover import ZygoteOffer
 from sweep.sandbox.packing import Done, Envelope
 from sweep.sandbox.supervisor import Sandbox, SandboxSpec, SandboxStats
 from sweep.schema import Provenance
@@ -60,6 +61,11 @@ class WorkerInfo:
     zygote_ready_at: float | None = None
     sandbox_ready_at: float | None = None
     ready_at: float | None = None
+    #: Its zygote was one the driver started and handed over (``sweep.sandbox.handover``):
+    #: when that one had preloaded; else why an offer was refused (``None``: none made).
+    zygote_adopted: bool = False
+    zygote_preloaded_at: float | None = None
+    handover_refused: str | None = None
 
 
 def resolve_device_kind(requested: str, gpu_ids: list[str]) -> str:
@@ -90,9 +96,13 @@ class SweepWorker:
         spec: How to start sandboxes (``device_kind="auto"`` is resolved here).
         run_id: The sweep run, stamped on every trace.
         warm: What the launch asked, for a warm worker (``None``: a worker of one launch).
+        offer: A zygote the driver of an embedded launch started for it on this node,
+            adopted if it is the one this worker would start (``sweep.sandbox.handover``).
     """
 
-    def __init__(self, spec: SandboxSpec, run_id: str, warm: Wanted | None = None) -> None:
+    def __init__(
+        self, spec: SandboxSpec, run_id: str, warm: Wanted | None = None, offer: ZygoteOffer | None = None
+    ) -> None:
         self._actor_started_at = time.time()
         import ray
 
@@ -102,7 +112,7 @@ class SweepWorker:
         self._gpu_id = ",".join(gpu_ids) or None
         spec = replace(spec, device_kind=resolve_device_kind(spec.device_kind, gpu_ids))
         stamp = Provenance(run_id=run_id, node_id=self._node_id, gpu_id=self._gpu_id)
-        self._sandbox = Sandbox(spec, stamp)
+        self._sandbox = Sandbox(spec, stamp, offer)
         self._pool_size = compile_workers_for(
             spec.compile_workers,
             spec.device_kind,
@@ -142,6 +152,9 @@ class SweepWorker:
             zygote_ready_at=max(self._sandbox.stats.zygote_ready_at, default=None),
             sandbox_ready_at=sandbox_ready_at,
             ready_at=time.time(),
+            zygote_adopted=self._sandbox.stats.zygote_adopted,
+            zygote_preloaded_at=self._sandbox.stats.zygote_preloaded_at,
+            handover_refused=self._sandbox.stats.handover_refused,
         )
 
     def evaluate_batch(

@@ -18,11 +18,14 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from sweep.cluster._worker_actor import SweepWorker, actor_class
 from sweep.cluster.connect import Pool
 from sweep.sandbox.supervisor import SandboxSpec
+
+if TYPE_CHECKING:
+    from sweep.cluster.zygote_offers import ZygoteOffers
 
 __all__ = ["FreshWorkers", "Started", "WorkerSource"]
 
@@ -58,9 +61,11 @@ class FreshWorkers:
     Args:
         run_id: Stamped on every trace.
         ray_api: The ``ray`` module (default), or a stand-in that simulates a cluster.
+        offers: Zygotes the driver of an embedded launch started, one offered to each new
+            worker while they last (``zygote_offers``).
     """
 
-    def __init__(self, run_id: str, ray_api: Any | None = None) -> None:
+    def __init__(self, run_id: str, ray_api: Any | None = None, offers: ZygoteOffers | None = None) -> None:
         if ray_api is None:
             import ray
 
@@ -70,10 +75,15 @@ class FreshWorkers:
             self._ray = ray_api
             self._cls = ray_api.remote(SweepWorker)
         self._run_id = run_id
+        self._offers = offers
 
     def start(self, pool: Pool, spec: SandboxSpec) -> Started:
-        """A new actor with ``pool``'s Ray options."""
-        return Started(self._cls.options(**pool.options()).remote(spec, self._run_id))
+        """A new actor with ``pool``'s Ray options (and a zygote offered to it, if any left)."""
+        actor = self._cls.options(**pool.options())
+        offer = self._offers.take(pool) if self._offers is not None else None
+        if offer is None:
+            return Started(actor.remote(spec, self._run_id))
+        return Started(actor.remote(spec, self._run_id, None, offer))
 
     def stop(self, handle: Any) -> None:
         """Kill it (it may be gone already)."""

@@ -152,6 +152,13 @@ class RaySettings(StrictModel):
             "auto: the node's CPUs per GPU less one, at most 8, and none on CPU)"
         ),
     )
+    zygote_handover: bool = Field(
+        default=True,
+        description=(
+            "embedded Ray only: the command starts its workers' zygotes (import torch and the "
+            "engine) beside Ray's start, and each worker adopts one"
+        ),
+    )
     keep_workers: bool = Field(
         default=True, description="existing cluster only: workers outlive the launch, reused by the next"
     )
@@ -264,11 +271,16 @@ class SweepConfig(StrictModel):
         return hardware_choice(self.hardware)
 
     def config_hash(self) -> str:
-        """Stable hash of the whole config (but ``profile``, whether workers are kept and how
-        many processes compile ahead: they change no result)."""
+        """Stable hash of the whole config (but ``profile``, whether workers are kept, how
+        many processes compile ahead and whether zygotes are handed over: they change no result)."""
         skip: dict[str, Any] = {
             "profile": True,
-            "ray": {"keep_workers": True, "idle_timeout_s": True, "compile_workers": True},
+            "ray": {
+                "keep_workers": True,
+                "idle_timeout_s": True,
+                "compile_workers": True,
+                "zygote_handover": True,
+            },
             # How points are chosen changes no result of a point; and configs written before
             # there was a search keep their hash.
             "solutions": {"search": True},

@@ -22,6 +22,8 @@ from sweep.cluster import WorkerInfo
 from sweep.cluster.connect import Pool
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
 from sweep.cluster.warm import WarmWorkers
+from sweep.cluster.workers import FreshWorkers
+from sweep.cluster.zygote_offers import ZygoteOffers
 from sweep.config import SweepConfig
 from sweep.launch._estimates import estimated_for
 from sweep.launch._storing import Storing
@@ -65,12 +67,20 @@ class StartClock:
         ``worker_process`` (Ray started its process), ``worker_actor`` (its actor began:
         the worker's imports done), ``zygote`` (its zygote imported torch and the engine),
         ``sandbox`` (its first sandbox process ready on the device), ``worker_ready`` (it
-        answered ready; its compile pool starts after). A reused warm worker
+        answered ready; its compile pool starts after); ``zygote_preloaded`` and
+        ``zygote_adopted`` in place of ``zygote`` for a zygote the driver handed over
+        (``sweep.cluster.zygote_offers``). A reused warm worker
         started before the launch: its steps are left out."""
+        zygote = [("zygote", info.zygote_ready_at)]
+        if info.zygote_adopted:  # handed over: when it had preloaded, when the worker had it
+            zygote = [
+                ("zygote_preloaded", info.zygote_preloaded_at),
+                ("zygote_adopted", info.zygote_ready_at),
+            ]
         for step, wall in (
             ("worker_process", info.process_started_at),
             ("worker_actor", info.actor_started_at),
-            ("zygote", info.zygote_ready_at),
+            *zygote,
             ("sandbox", info.sandbox_ready_at),
             ("worker_ready", info.ready_at),
         ):
@@ -169,8 +179,10 @@ def run_sweep(
     options: tuple[SandboxSpec, SchedulerOptions, Progress | None],
     warm: WarmWorkers | None,
     clock: StartClock,
+    offers: ZygoteOffers | None = None,
 ) -> tuple[Tally, SchedulerStats]:
-    """Run ``todo`` on ``pools``, each trace written to the store as it comes.
+    """Run ``todo`` on ``pools``, each trace written to the store as it comes (``offers``:
+    zygotes started for the new workers of an embedded launch).
 
     Returns what ran (per status and target) and the scheduler's figures.
     """
@@ -212,7 +224,7 @@ def run_sweep(
                 on_traces=storing.on_traces,
                 options=scheduler,
                 on_tick=storing.on_tick,
-                workers=warm,
+                workers=warm if warm is not None or not offers else FreshWorkers(run_id, offers=offers),
                 estimated_s=estimated,
             )
             storing.drain()

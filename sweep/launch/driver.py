@@ -40,6 +40,7 @@ from sweep.cluster.connect import (
 )
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats
 from sweep.cluster.warm import WarmWorkers
+from sweep.cluster.zygote_offers import ZygoteOffers, offer_counts
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
 from sweep.launch._placing import Placing, split_unplaceable
@@ -251,9 +252,21 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         # The store opens while Ray starts (each takes a good part of a second or more).
         opening = StoreOpening(config, dataset, run_id, todo)
     clock.mark("plan")
+    spec = SandboxSpec(
+        backend=opts.backend,
+        device_kind="auto",
+        preload=opts.preload,
+        compile_workers=-1 if config.ray.compile_workers == "auto" else config.ray.compile_workers,
+    )
+    offers: ZygoteOffers | None = None
     try:
         flag = opts.overrides.address if opts.overrides is not None else None
         address = resolve_address(flag, config)
+        # An embedded Ray's workers adopt zygotes started now, whose imports overlap Ray's start.
+        gpus, cpus = offer_counts(config, address, todo if plans else None)
+        if gpus or cpus:
+            offers = ZygoteOffers.start(spec, gpus, cpus)
+            clock.mark("zygotes_offered")
         conn: RayConnection = connect(config, address)
         clock.mark("ray")
         try:
@@ -278,15 +291,9 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
                 runnable = portable_tasks(runnable, Path(os.getcwd()).resolve())
             warm = warm_workers_for(config, address, conn, run_id)
             progress = _progress(config, run_id, plans, todo, runnable, pools, opts)
-            spec = SandboxSpec(
-                backend=opts.backend,
-                device_kind="auto",
-                preload=opts.preload,
-                compile_workers=-1 if config.ray.compile_workers == "auto" else config.ray.compile_workers,
-            )
             assert opening is not None
             tally, stats = run_sweep(
-                run_id, plans, runnable, opening, pools, (spec, opts.scheduler, progress), warm, clock
+                run_id, plans, runnable, opening, pools, (spec, opts.scheduler, progress), warm, clock, offers
             )
             result = _result(run_id, plans, todo, tally, clock, conn.info, stats, placing)
             if warm is not None:
@@ -295,6 +302,8 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         finally:
             conn.close()
     finally:
+        if offers is not None:  # after Ray's end: adopted ones exit with their workers
+            offers.close()
         if opening is not None:
             opening.discard()
 

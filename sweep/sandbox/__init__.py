@@ -8,6 +8,7 @@ No Ray here (the cluster stage schedules; this stage runs one task safely on a n
 - :mod:`sweep.sandbox.packing`: the typed messages between a worker and its sandbox.
 - :mod:`sweep.sandbox.failure_traces`: the one trace a task gets when it cannot produce its own.
 - :mod:`sweep.sandbox.compile_pool`: sandboxes that compile the next tasks ahead.
+- :mod:`sweep.sandbox.handover`: a zygote started by one process, adopted by the worker it was for.
 - :mod:`sweep.sandbox.profile_tools`: a profiling tool (ncu, compute-sanitizer) over one process.
 """
 

@@ -65,11 +65,27 @@ __all__ = [
 
 @dataclass(frozen=True)
 class ChildParams:
-    """What a forked sandbox needs to start: its backend module, device kind and working folder."""
+    """What a forked sandbox needs to start: its backend module, device kind and working folder;
+    ``env`` and ``unset``: environment variables to set and to remove first, before anything
+    touches the device (a zygote handed over by the driver does not have the worker's
+    ``CUDA_VISIBLE_DEVICES``: ``sweep.sandbox.handover``)."""
 
     backend: str
     device_kind: str = "cpu"
     folder: str | None = None
+    env: tuple[tuple[str, str], ...] = ()
+    unset: tuple[str, ...] = ()
+
+    @classmethod
+    def from_json(cls, obj: dict[str, object]) -> ChildParams:
+        """The params from their JSON object (lists back to tuples); ``TypeError`` or
+        ``ValueError`` when it is not one."""
+        env = obj.get("env", [])
+        unset = obj.get("unset", [])
+        if not isinstance(env, list) or not isinstance(unset, list):
+            raise TypeError("env and unset must be lists")
+        pairs = tuple((str(k), str(v)) for k, v in env)
+        return cls(**{**obj, "env": pairs, "unset": tuple(str(k) for k in unset)})  # type: ignore[arg-type]
 
 
 @dataclass(frozen=True)
@@ -289,6 +305,9 @@ def _enter_folder(folder: str | None) -> None:
 def child_main(conn_fd: int, log_path: str, params: ChildParams) -> int:
     """Run one evaluation, once the supervisor sends it. Returns the exit code."""
     global _CRASH_LOG
+    for name in params.unset:
+        os.environ.pop(name, None)
+    os.environ.update(params.env)
     isolate()
     set_parent_death_signal()
     log_fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW, 0o644)

@@ -54,6 +54,11 @@ class SandboxStats:
     start_seconds: list[float] = field(default_factory=list)
     #: Wall time (``time.time()``) each zygote this supervisor started was ready to fork.
     zygote_ready_at: list[float] = field(default_factory=list)
+    #: Its first zygote was handed over by the driver (``handover``): when that one's preload
+    #: ended, or why the offer was refused (``None``: no offer, or adopted).
+    zygote_adopted: bool = False
+    zygote_preloaded_at: float | None = None
+    handover_refused: str | None = None
     #: The phase clock of the last tasks, newest last: ``(phase, time.monotonic() when it
     #: ended)``, the supervisor's marks and its sandbox's on one clock; the first is the
     #: task's turn beginning (``bench/eval_phases.py`` reads them).

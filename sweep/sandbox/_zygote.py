@@ -25,6 +25,7 @@ import gc
 import importlib
 import json
 import os
+import select
 import signal
 import socket
 import subprocess
@@ -58,6 +59,8 @@ class ExitState:
         """Human words: ``"killed by signal 11 (SIGSEGV)"``, ``"exited with code 3"``."""
         if self.running:
             return "still running"
+        if self.code is None and self.signal is None:
+            return "ended (exit status unknown: not this process's child)"
         if self.signal is not None:
             try:
                 name = signal.Signals(self.signal).name
@@ -99,9 +102,10 @@ class Forked:
 
 @dataclass(frozen=True)
 class ZygoteReady:
-    """The zygote started and preloaded: its pid."""
+    """The zygote started and preloaded: its pid, and the wall time its preload ended."""
 
     pid: int
+    ready_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -135,7 +139,7 @@ def _decode(data: bytes) -> _Message:
         obj = json.loads(data)
         cls = _OPS[obj.pop("op")]
         if cls is Fork:
-            return Fork(log=obj["log"], child=ChildParams(**obj["child"]))
+            return Fork(log=obj["log"], child=ChildParams.from_json(obj["child"]))
         return cls(**obj)
     except (ValueError, KeyError, TypeError, AttributeError) as e:
         raise ValueError(f"not a zygote message: {data[:200]!r} ({e!r})") from None
@@ -263,16 +267,24 @@ def kill_descendants_except(keep: set[int]) -> list[int]:
 def zygote_main(argv: list[str]) -> int:
     """Entry point of the zygote process; ``argv`` is ``[CTL_FD, BACKEND, DEVICE_KIND, "mod1,mod2"]``.
 
-    The backend's ``prepare_process(DEVICE_KIND)`` runs first (it must be fork-safe: no CUDA),
-    so e.g. ``TRITON_INTERPRET`` is set before anything imports triton; then the modules
-    named are imported and the backend's ``preload(DEVICE_KIND)`` runs, so every sandbox
-    forked afterwards starts with them loaded.
+    See :func:`preload_zygote` for what it loads before it says it is ready.
 
     No parent-death signal here: Linux ties it to the *thread* that started us, and a Ray
     worker may start us from a thread that ends. The closed control socket is the signal.
     """
     ctl = socket.socket(fileno=int(argv[0]))
-    backend, kind, preload = argv[1], argv[2], argv[3]
+    ready_at = preload_zygote(argv[1], argv[2], argv[3])
+    ctl.send(_encode(ZygoteReady(os.getpid(), ready_at)))
+    _serve(ctl)
+    return 0
+
+
+def preload_zygote(backend: str, kind: str, preload: str) -> float:
+    """Make this process a zygote: the backend's ``prepare_process(kind)`` runs first (it must
+    be fork-safe: no CUDA), so e.g. ``TRITON_INTERPRET`` is set before anything imports
+    triton; then the modules named (``"mod1,mod2"``) are imported and the backend's
+    ``preload(kind)`` runs, so every sandbox forked afterwards starts with them loaded.
+    Returns the wall time it was done."""
     _become_subreaper()
     try:
         module = importlib.import_module(backend)
@@ -292,9 +304,29 @@ def zygote_main(argv: list[str]) -> int:
     # sandboxes neither walk nor copy (copy-on-write) those pages at each collection.
     gc.collect()
     gc.freeze()
-    ctl.send(_encode(ZygoteReady(os.getpid())))
+    return time.time()
+
+
+def serve_owner(ctl: socket.socket, ready_at: float) -> None:
+    """Say ready to the owner on ``ctl`` and serve it until it closes (a handed-over zygote)."""
+    ctl.send(_encode(ZygoteReady(os.getpid(), ready_at)))
     _serve(ctl)
-    return 0
+
+
+def zygote_environment(
+    env_over: tuple[tuple[str, str], ...], base: dict[str, str] | None = None
+) -> dict[str, str]:
+    """The environment a zygote runs in: ``base`` (this process's by default) with ``env_over``
+    on top, and the sweep package importable (it may have reached this worker through a
+    runtime_env: on sys.path, not on PYTHONPATH)."""
+    env = {**(os.environ if base is None else base), **dict(env_over)}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent(), env.get("PYTHONPATH", "")]))
+    return env
+
+
+def package_parent() -> str:
+    """The folder the ``sweep`` package is imported from."""
+    return str(Path(__file__).resolve().parents[2])
 
 
 # ---------------------------------------------------------------------------------------
@@ -305,8 +337,37 @@ class ZygoteError(RuntimeError):
     """The zygote could not be started or stopped answering."""
 
 
+class _Foreign:
+    """A zygote this process did not start (handed over, see ``handover``): watched through a
+    pidfd, so it is neither confused with a later process of the same pid nor reaped here
+    (its parent reaps it); how it ended is unknown."""
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+        self._fd: int | None = os.pidfd_open(pid)
+        self.ours = True  # ours to kill
+
+    def dead(self, timeout: float = 0.0) -> bool:
+        if self._fd is None:
+            return True
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN)
+        return bool(poller.poll(max(0, int(timeout * 1000))))
+
+    def kill(self) -> None:
+        if self._fd is not None:
+            with contextlib.suppress(OSError):
+                signal.pidfd_send_signal(self._fd, signal.SIGKILL)
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            os.close(fd)
+
+
 class ZygoteClient:
-    """Starts a zygote subprocess and asks it to fork, wait for and kill sandboxes."""
+    """Starts a zygote subprocess and asks it to fork, wait for and kill sandboxes
+    (:meth:`adopt`: one started by another process, handed over)."""
 
     def __init__(
         self,
@@ -318,45 +379,78 @@ class ZygoteClient:
         env_over: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self._ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
-        env = {**os.environ, **dict(env_over)}
-        # The sweep package must be importable in the zygote even when it reached this
-        # worker through a runtime_env (on sys.path, not on PYTHONPATH).
-        pkg_parent = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [pkg_parent, env.get("PYTHONPATH", "")]))
-        self._proc = subprocess.Popen(
+        self._proc: subprocess.Popen[bytes] | _Foreign = subprocess.Popen(
             [sys.executable, "-c", _ENTRY, str(theirs.fileno()), backend, device_kind, ",".join(preload)],
             pass_fds=[theirs.fileno()],
-            env=env,
+            env=zygote_environment(env_over),
             stdin=subprocess.DEVNULL,
             # A session of its own: a solution that signals its parent's process group
             # reaches the zygote, not the worker that owns it.
             start_new_session=True,
         )
         theirs.close()
-        self._ctl.settimeout(start_timeout_s)
+        self.ready = self._await_ready(start_timeout_s)
+
+    @classmethod
+    def adopt(cls, ctl: socket.socket, pid: int, start_timeout_s: float) -> ZygoteClient:
+        """The client of zygote ``pid``, already connected on ``ctl`` (its owner now), once it
+        says it is ready; ``ZygoteError`` if it does not in time, or is another process."""
+        self = cls.__new__(cls)
+        self._ctl = ctl
         try:
-            self._recv(ZygoteReady)
+            foreign = _Foreign(pid)
+        except OSError as e:
+            ctl.close()
+            raise ZygoteError(f"the handed-over zygote {pid} cannot be watched: {e}") from None
+        # Until it has said it is process ``pid``, ``pid`` is not known to be it: never killed.
+        self._proc = foreign
+        foreign.ours = False
+        self.ready = self._await_ready(start_timeout_s)
+        if self.ready.pid != pid:
+            self.close()
+            raise ZygoteError(f"the handed-over zygote says it is process {self.ready.pid}, not {pid}")
+        foreign.ours = True
+        return self
+
+    def _await_ready(self, timeout: float) -> ZygoteReady:
+        self._ctl.settimeout(timeout)
+        try:
+            ready = self._recv(ZygoteReady)
         except (OSError, ZygoteError) as e:
             self.close()
             raise ZygoteError(f"the sandbox zygote did not start: {e}") from None
         self._ctl.settimeout(None)
+        return ready
 
     @property
     def pid(self) -> int:
         """The zygote's process id."""
         return self._proc.pid
 
+    @property
+    def adopted(self) -> bool:
+        """Whether this zygote was handed over (not started by this process)."""
+        return isinstance(self._proc, _Foreign)
+
     def alive(self) -> bool:
         """Whether the zygote process is still running."""
+        if isinstance(self._proc, _Foreign):
+            return not self._proc.dead()
         return self._proc.poll() is None
 
     def wait_dead(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the zygote process to end (and be reaped)."""
+        if isinstance(self._proc, _Foreign):
+            self._proc.dead(timeout)
+            return
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._proc.wait(timeout=timeout)
 
     def exit_state(self) -> ExitState:
-        """How the zygote ended (``running`` while it has not)."""
+        """How the zygote ended (``running`` while it has not; code and signal unknown for
+        a handed-over one)."""
+        if isinstance(self._proc, _Foreign):
+            return ExitState(running=not self._proc.dead())
         code = self._proc.poll()
         if code is None:
             return ExitState(running=True)
@@ -367,7 +461,7 @@ class ZygoteClient:
     def _recv(self, kind: type[_R]) -> _R:
         data = self._ctl.recv(_MAX_MSG)
         if not data:
-            raise ZygoteError(f"the sandbox zygote exited (code {self._proc.poll()})")
+            raise ZygoteError(f"the sandbox zygote exited ({self.exit_state().describe()})")
         try:
             msg = _decode(data)
         except ValueError as e:
@@ -400,8 +494,15 @@ class ZygoteClient:
         try:
             self._ctl.close()
         finally:
-            try:
-                self._proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            proc = self._proc
+            if isinstance(proc, _Foreign):
+                if proc.ours and not proc.dead(10.0):
+                    proc.kill()
+                    proc.dead(10.0)
+                proc.release()
+            else:
+                try:
+                    proc.wait(timeout=10)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()

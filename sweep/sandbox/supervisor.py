@@ -53,6 +53,7 @@ from sweep.sandbox._process_guard import kill_group
 from sweep.sandbox._spec import SandboxSpec, SandboxStartError, SandboxStats
 from sweep.sandbox._zygote import ExitState, ZygoteClient, ZygoteError
 from sweep.sandbox.failure_traces import failure_trace, now_iso
+from sweep.sandbox.handover import Adopted, ZygoteOffer, adopt_zygote
 from sweep.sandbox.packing import Done, Envelope
 from sweep.schema import Provenance, Status, Trace
 from sweep.schema.task import Task
@@ -115,9 +116,13 @@ class Sandbox:
     Args:
         spec: How to start sandboxes.
         stamp: Where this supervisor runs (node, GPU, run id); copied into each trace.
+        offer: A zygote started for it by the launch's driver, adopted if it is the one it
+            would start (``handover``).
     """
 
-    def __init__(self, spec: SandboxSpec, stamp: Provenance | None = None) -> None:
+    def __init__(
+        self, spec: SandboxSpec, stamp: Provenance | None = None, offer: ZygoteOffer | None = None
+    ) -> None:
         self.spec = spec
         self.stamp = stamp or Provenance()
         self.stats = SandboxStats()
@@ -129,6 +134,8 @@ class Sandbox:
             self._workdir = Path(spec.workdir)
             self._workdir.mkdir(parents=True, exist_ok=True)
         self._zygote: ZygoteClient | None = None
+        self._offer = offer
+        self._child_env: tuple[tuple[tuple[str, str], ...], tuple[str, ...]] = ((), ())
         self._spare: _Child | None = None
         self._info: SandboxInfo | None = None
         self._marks: list[tuple[str, float]] = []  # the phase clock of the task running
@@ -170,8 +177,28 @@ class Sandbox:
         if self._zygote is None or not self._zygote.alive():
             if self._zygote is not None:
                 self._zygote.close()
+            self._zygote, self._child_env = None, ((), ())
+            offer, self._offer = self._offer, None
+            spec = self.spec
+            if offer is not None:
+                got = adopt_zygote(
+                    offer,
+                    spec.backend,
+                    spec.device_kind,
+                    spec.preload,
+                    env_over=spec.env,
+                    start_timeout_s=spec.start_timeout_s,
+                )
+                if isinstance(got, Adopted):
+                    self._zygote, self._child_env = got.client, (got.child_env, got.child_unset)
+                    self.stats.zygote_adopted, self.stats.zygote_preloaded_at = (
+                        True,
+                        got.client.ready.ready_at,
+                    )
+                else:
+                    self.stats.handover_refused = got
             try:
-                self._zygote = ZygoteClient(
+                self._zygote = self._zygote or ZygoteClient(
                     self.spec.backend,
                     self.spec.device_kind,
                     self.spec.preload,
@@ -191,7 +218,7 @@ class Sandbox:
         n = self.stats.started
         log = self._workdir / f"sandbox-{n}.log"
         folder = self._workdir / f"task-{n}"
-        params = ChildParams(self.spec.backend, self.spec.device_kind, str(folder))
+        params = ChildParams(self.spec.backend, self.spec.device_kind, str(folder), *self._child_env)
         try:
             pid = zygote.fork(theirs.fileno(), str(log), params)
         except ZygoteError as e:

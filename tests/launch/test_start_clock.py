@@ -40,3 +40,34 @@ def test_a_worker_started_before_the_launch_and_unknown_steps_are_left_out() -> 
     assert [s for s, _ in clock.phases] == ["worker_ready"]
     clock.mark_at("nothing", None)
     assert len(clock.phases) == 1
+
+
+def test_a_handed_over_zygote_says_when_it_had_preloaded_and_when_it_was_adopted() -> None:
+    clock = StartClock()
+    t0 = clock.t0_wall
+    clock.mark("plan")
+    clock.mark("zygotes_offered")
+    clock.mark_at("ray", t0 + 4.0)
+    clock.mark_worker(
+        _info(
+            process_started_at=t0 + 3.5,
+            actor_started_at=t0 + 4.3,
+            zygote_ready_at=t0 + 4.35,
+            zygote_preloaded_at=t0 + 3.0,
+            zygote_adopted=True,
+            sandbox_ready_at=t0 + 4.7,
+            ready_at=t0 + 4.8,
+        )
+    )
+    steps = [s for s, _ in clock.phases]
+    assert steps == [
+        "plan",
+        "zygotes_offered",
+        "zygote_preloaded",
+        "worker_process",
+        "ray",
+        "worker_actor",
+        "zygote_adopted",
+        "sandbox",
+        "worker_ready",
+    ]

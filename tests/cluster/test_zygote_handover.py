@@ -1,0 +1,99 @@
+"""An embedded launch hands its workers zygotes it started beside Ray's start
+(``sweep.cluster.zygote_offers``); where the hand-over does not apply, no zygote is offered."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from sweep.cluster.zygote_offers import offer_counts
+from sweep.config import load_config
+
+from .conftest import REPO, toy_tasks, write_config, write_dataset
+
+_OK = "def run(x):\n    return x + 1\n"
+_LAUNCH = """
+import json, sys
+from sweep.launch.driver import LaunchOptions, launch
+r = launch(sys.argv[1], LaunchOptions(quiet=True, backend="tests.cluster.labelled_backend", preload=()))
+print(json.dumps({"phases": [k for k, _ in r.phases], "statuses": dict(r.statuses)}))
+"""
+
+
+def _launch(cfg: Path) -> dict[str, object]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("RAY_ADDRESS", None)
+    out = subprocess.run(
+        [sys.executable, "-c", _LAUNCH, str(cfg)],
+        env=env,
+        check=True,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("handover", [True, False])
+def test_an_embedded_launch_runs_on_handed_over_zygotes(tmp_path: Path, handover: bool) -> None:
+    data = write_dataset(tmp_path / "data", {"ok": _OK}, n_workloads=2)
+    extra = f"ray: {{num_cpus: 1, zygote_handover: {str(handover).lower()}}}\n"
+    cfg = write_config(tmp_path / "c.yaml", [data], tmp_path / "results", hardware="cpu", extra=extra)
+    row = _launch(cfg)
+    assert row["statuses"] == {"PASSED": 2}
+    phases = row["phases"]
+    assert isinstance(phases, list)
+    if handover:
+        assert "zygotes_offered" in phases and "zygote_adopted" in phases, phases
+        assert phases.index("zygotes_offered") < phases.index("ray")
+        assert "zygote" not in phases
+    else:
+        assert "zygote" in phases and "zygote_adopted" not in phases and "zygotes_offered" not in phases
+
+
+def test_where_the_handover_applies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR", raising=False)
+    # Whether a session cluster of other tests is up in this process does not matter here.
+    monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(is_initialized=lambda: False))
+    data = write_dataset(tmp_path / "data", {"ok": _OK})
+
+    def config(extra: str) -> object:
+        return load_config(
+            write_config(tmp_path / "c.yaml", [data], tmp_path / "r", hardware="cpu", extra=extra)
+        )
+
+    cpu = toy_tasks(["ok"], n_workloads=3, hardware="CPU")
+    gpu = toy_tasks(["ok"], n_workloads=3, hardware="H100")
+    on = config("ray: {num_cpus: 2, num_gpus: 2}\n")
+    assert offer_counts(on, None, cpu) == (0, 2)  # type: ignore[arg-type]
+    assert offer_counts(on, "local", gpu) == (2, 0)  # type: ignore[arg-type]
+    assert offer_counts(on, None, None) == (2, 0)  # type: ignore[arg-type]
+    # An existing cluster, the switch off, a runtime_env: today's path.
+    assert offer_counts(on, "10.0.0.1:6379", gpu) == (0, 0)  # type: ignore[arg-type]
+    off = config("ray: {num_cpus: 2, num_gpus: 2, zygote_handover: false}\n")
+    assert offer_counts(off, None, gpu) == (0, 0)  # type: ignore[arg-type]
+    renv = config("ray: {num_cpus: 2, num_gpus: 2, runtime_env: {env_vars: {A: b}}}\n")
+    assert offer_counts(renv, None, gpu) == (0, 0)  # type: ignore[arg-type]
+    monkeypatch.setenv("RAY_JOB_CONFIG_JSON_ENV_VAR", "{}")
+    assert offer_counts(on, None, gpu) == (0, 0)  # type: ignore[arg-type]
+    monkeypatch.delenv("RAY_JOB_CONFIG_JSON_ENV_VAR")
+    # A Ray this process initialised already (a test, a notebook): not the command's own.
+    monkeypatch.setitem(sys.modules, "ray", SimpleNamespace(is_initialized=lambda: True))
+    assert offer_counts(on, None, gpu) == (0, 0)  # type: ignore[arg-type]
+
+
+def test_the_switch_is_a_strict_boolean(tmp_path: Path) -> None:
+    from sweep.errors import ConfigError
+
+    data = write_dataset(tmp_path / "data", {"ok": _OK})
+    cfg = write_config(
+        tmp_path / "c.yaml", [data], tmp_path / "r", hardware="cpu", extra="ray: {zygote_handover: maybe}\n"
+    )
+    with pytest.raises(ConfigError, match="zygote_handover"):
+        load_config(cfg)

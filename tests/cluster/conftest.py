@@ -8,6 +8,8 @@ label, for the backend that poses as that GPU (``labelled_backend.py``). Startin
 
 from __future__ import annotations
 
+import os
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -20,6 +22,14 @@ from sweep.schema.task import Task
 REPO = Path(__file__).resolve().parents[2]
 DATA = REPO / "tests" / "data" / "cluster"
 FAKE_BACKEND = "tests.cluster.fake_backend"
+
+
+def run_fresh(args: list[str], timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
+    """``args`` in a new process with this checkout on its path, outside the session's Ray
+    cluster and Triton interpreter setting (a command as a user runs it: its own embedded Ray)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "TRITON_INTERPRET")}
+    env["PYTHONPATH"] = str(REPO)
+    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout_s, check=False)
 
 
 @pytest.fixture(scope="session")

@@ -4,8 +4,6 @@ embedded Ray, the Triton interpreter), then ``best_params`` and ``sweep export-t
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -14,23 +12,14 @@ import pytest
 from sweep.store import query
 from sweep.tuning import lookup
 
-REPO = Path(__file__).resolve().parents[2]
+from .conftest import REPO, run_fresh
 
 
 @pytest.mark.slow
 def test_params_cpu_sweep_end_to_end(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "TRITON_INTERPRET")}
-    env["PYTHONPATH"] = str(REPO)
     results = tmp_path / "results"
     cmd = [sys.executable, "-m", "sweep.cli", "launch", str(REPO / "configs" / "params-cpu.yaml")]
-    out = subprocess.run(
-        [*cmd, "--results-dir", str(results)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
+    out = run_fresh([*cmd, "--results-dir", str(results)])
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     assert "7 ran (PASSED 7)" in out.stdout
     store = results / "sweep.duckdb"
@@ -40,7 +29,7 @@ def test_params_cpu_sweep_end_to_end(tmp_path: Path) -> None:
     assert len(best) == 4 and all(p is not None for _, p in best)
     table = tmp_path / "tuning.json"
     cmd = [sys.executable, "-m", "sweep.cli", "export-tuning", "--store", str(store), "--out", str(table)]
-    done = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300, check=False)
+    done = run_fresh(cmd, timeout_s=300)
     assert done.returncode == 0, done.stderr
     assert json.loads(table.read_text())["format"] == "kernel-sweep-tuning"
     point = lookup(table, "gemm_n512_k512", "gemm_n512_k512_triton", "CPU", {"M": 8})

@@ -4,8 +4,6 @@ interpreter): every round's traces are read back, and the rounds share their wor
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -13,8 +11,7 @@ import pytest
 
 from sweep.store import query
 
-REPO = Path(__file__).resolve().parents[2]
-
+from .conftest import REPO, run_fresh
 
 # The driver, with every worker the rounds ask for counted by kind (new, or a warm one reused).
 _DRIVER = """
@@ -37,20 +34,11 @@ print(json.dumps({"new": starts.count(False), "reused": starts.count(True)}))
 
 @pytest.mark.slow
 def test_a_guided_search_reads_every_round_and_reuses_its_workers(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "TRITON_INTERPRET")}
-    env["PYTHONPATH"] = str(REPO)
     results = tmp_path / "results"
     config = tmp_path / "tune-cpu.yaml"
     text = (REPO / "configs" / "tune-cpu.yaml").read_text()
     config.write_text(text.replace("  - ..\n", f"  - {REPO}\n").replace("../results/tune-cpu", str(results)))
-    out = subprocess.run(
-        [sys.executable, "-c", _DRIVER, str(config)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=600,
-        check=False,
-    )
+    out = run_fresh([sys.executable, "-c", _DRIVER, str(config)])
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     starts = json.loads(out.stdout.strip().splitlines()[-1])
     decisions = json.loads((results / "tuning" / "tune-cpu.search.json").read_text())["decisions"]

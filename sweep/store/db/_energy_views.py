@@ -13,12 +13,17 @@ simply do not appear.
   Pareto front of its definition and hardware (no other solution is at least as good on
   both and better on one); ``dominated_by`` names one that beats it. Both are ratios over the
   reference, so solutions measured on different workloads can still be set side by side
-  (the reference itself sits at 1, 1).
+  (the reference itself sits at 1, 1). Figures within a relative :data:`PARETO_TIE` of each
+  other are equal there: a geometric mean (``exp(avg(ln x))``) moves the last bits of a
+  double, and no measurement of time or energy resolves a part in a billion.
 """
 
 from __future__ import annotations
 
-__all__ = ["ENERGY_DEPENDS", "energy_views"]
+__all__ = ["ENERGY_DEPENDS", "PARETO_TIE", "energy_views"]
+
+#: Relative difference under which two solutions' figures count as equal on the Pareto front.
+PARETO_TIE = 1e-9
 
 
 def _num(path: str) -> str:
@@ -51,8 +56,10 @@ FROM per p
 LEFT JOIN LATERAL (
     SELECT q.solution FROM per q
     WHERE q.definition = p.definition AND q.hardware = p.hardware
-      AND q.geomean_speedup >= p.geomean_speedup AND q.geomean_energy_speedup >= p.geomean_energy_speedup
-      AND (q.geomean_speedup > p.geomean_speedup OR q.geomean_energy_speedup > p.geomean_energy_speedup)
+      AND q.geomean_speedup >= p.geomean_speedup * (1 - {tie})
+      AND q.geomean_energy_speedup >= p.geomean_energy_speedup * (1 - {tie})
+      AND (q.geomean_speedup > p.geomean_speedup * (1 + {tie})
+           OR q.geomean_energy_speedup > p.geomean_energy_speedup * (1 + {tie}))
     ORDER BY q.geomean_speedup * q.geomean_energy_speedup DESC, q.solution
     LIMIT 1
 ) d ON true"""
@@ -70,7 +77,7 @@ def energy_views(ranked: str) -> list[tuple[str, str]]:
         ref_mhz=_num("reference.mean_sm_clock_mhz"),
         ranked=ranked,
     )
-    return [("energy", body), ("energy_pareto", _PARETO)]
+    return [("energy", body), ("energy_pareto", _PARETO.format(tie=repr(PARETO_TIE)))]
 
 
 #: The views each energy view reads.

@@ -35,7 +35,7 @@ from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema.hardware import CPU, short_name
 from sweep.schema.task import Task
 
-__all__ = ["PER_CHILD", "RAY_LOOSE", "ZygoteOffers", "local_gpus", "offer_counts"]
+__all__ = ["PER_CHILD", "RAY_LOOSE", "ZygoteOffers", "auto_is_cpu", "local_gpus", "offer_counts"]
 
 #: The variables by which Ray gives a worker its accelerators: set in each sandbox.
 PER_CHILD = (
@@ -68,17 +68,32 @@ def local_gpus(num_gpus: int | None) -> int:
     return len(devices)
 
 
+def _embedded(address: str | None) -> bool:
+    """Whether the launch starts its own Ray here (not a cluster by address, a Ray job's
+    driver, or a Ray this process initialised already)."""
+    if address not in (None, "local") or in_ray_job():
+        return False
+    ray = sys.modules.get("ray")
+    return ray is None or not ray.is_initialized()
+
+
+def auto_is_cpu(config: SweepConfig, address: str | None) -> bool:
+    """Whether ``hardware: auto`` is sure to pick CPU before Ray starts: an embedded Ray on a
+    machine without GPUs (none given by ``ray.num_gpus`` either), whose only target is CPU.
+    The plan can then be made before Ray, so only the workers its tasks fill are started."""
+    return (
+        config.hardware_choice().mode == "auto" and _embedded(address) and not local_gpus(config.ray.num_gpus)
+    )
+
+
 def offer_counts(config: SweepConfig, address: str | None, todo: Sequence[Task] | None) -> tuple[int, int]:
     """``(GPU, CPU)`` workers of an embedded launch to start zygotes for before Ray; ``(0, 0)``
-    where the hand-over does not apply (see the module docstring). ``todo``: the tasks to run,
-    or ``None`` when the cluster picks the target (``hardware: auto``: GPUs if this machine has
-    some; ``all``: GPUs)."""
+    where the hand-over does not apply (see the module docstring). ``todo``: the tasks to run
+    (at most one zygote a task), or ``None`` when the cluster picks the target (``hardware:
+    auto`` on a machine with GPUs: one a GPU; ``all``: GPUs)."""
     from sweep.sandbox.gang import world_size
 
-    if not config.ray.zygote_handover or address not in (None, "local") or config.ray.runtime_env:
-        return 0, 0
-    ray = sys.modules.get("ray")
-    if in_ray_job() or (ray is not None and ray.is_initialized()):
+    if not config.ray.zygote_handover or config.ray.runtime_env or not _embedded(address):
         return 0, 0
     gpus = local_gpus(config.ray.num_gpus)
     cpus = config.ray.num_cpus or os.cpu_count() or 1

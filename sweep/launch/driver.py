@@ -40,7 +40,7 @@ from sweep.cluster.connect import (
 )
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats
 from sweep.cluster.warm import WarmWorkers
-from sweep.cluster.zygote_offers import ZygoteOffers, offer_counts
+from sweep.cluster.zygote_offers import ZygoteOffers, auto_is_cpu, offer_counts
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
 from sweep.launch._placing import Placing, split_unplaceable
@@ -50,6 +50,7 @@ from sweep.plan import Exclusion, Plan, Selection, build_plan, combined_excluded
 from sweep.plan.dataset import load_runnable
 from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import Definition
+from sweep.schema.hardware import CPU
 from sweep.schema.task import Task
 
 __all__ = [
@@ -244,8 +245,13 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
     run_id = new_run_id()
     plans: list[Plan] = []
     opening: StoreOpening | None = None
-    if choice.mode == "named":
-        plans = plans_for(selection, choice.targets, opts.secret)
+    flag = opts.overrides.address if opts.overrides is not None else None
+    address = resolve_address(flag, config)
+    # auto on an embedded Ray without GPUs can only be CPU: planned now, as a named target
+    # is, so Ray starts (and zygotes are offered for) only the workers its tasks fill.
+    early = choice.targets if choice.mode == "named" else [CPU] if auto_is_cpu(config, address) else []
+    if early:
+        plans = plans_for(selection, early, opts.secret)
         todo = _pending(plans, opts.force)
         if not todo:
             return _result(run_id, plans, todo, Tally(), clock, None, SchedulerStats())
@@ -260,8 +266,6 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
     )
     offers: ZygoteOffers | None = None
     try:
-        flag = opts.overrides.address if opts.overrides is not None else None
-        address = resolve_address(flag, config)
         # An embedded Ray's workers adopt zygotes started now, whose imports overlap Ray's start.
         gpus, cpus = offer_counts(config, address, todo if plans else None)
         if gpus or cpus:

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from sweep.cluster.zygote_offers import offer_counts
+from sweep.cluster.zygote_offers import auto_is_cpu, offer_counts
 from sweep.config import load_config
 
 from .conftest import REPO, toy_tasks, write_config, write_dataset
@@ -20,9 +20,13 @@ from .conftest import REPO, toy_tasks, write_config, write_dataset
 _OK = "def run(x):\n    return x + 1\n"
 _LAUNCH = """
 import json, sys
+from sweep.cluster.zygote_offers import ZygoteOffers
 from sweep.launch.driver import LaunchOptions, launch
+offered = []
+start = ZygoteOffers.start.__func__
+ZygoteOffers.start = classmethod(lambda cls, spec, g, c: offered.append([g, c]) or start(cls, spec, g, c))
 r = launch(sys.argv[1], LaunchOptions(quiet=True, backend="tests.cluster.labelled_backend", preload=()))
-print(json.dumps({"phases": [k for k, _ in r.phases], "statuses": dict(r.statuses)}))
+print(json.dumps({"phases": [k for k, _ in r.phases], "statuses": dict(r.statuses), "offered": offered}))
 """
 
 
@@ -42,14 +46,18 @@ def _launch(cfg: Path) -> dict[str, object]:
 
 @pytest.mark.parametrize("handover", [True, False])
 def test_an_embedded_launch_runs_on_handed_over_zygotes(tmp_path: Path, handover: bool) -> None:
-    data = write_dataset(tmp_path / "data", {"ok": _OK}, n_workloads=2)
-    extra = f"ray: {{num_cpus: 1, zygote_handover: {str(handover).lower()}}}\n"
-    cfg = write_config(tmp_path / "c.yaml", [data], tmp_path / "results", hardware="cpu", extra=extra)
+    data = write_dataset(tmp_path / "data", {"ok": _OK}, n_workloads=1)
+    # With the hand-over: hardware auto on 2 CPUs and no GPU, planned before Ray as CPU, so
+    # one zygote is offered for its one task, not one a CPU.
+    extra = f"ray: {{num_cpus: 2, num_gpus: 0, zygote_handover: {str(handover).lower()}}}\n"
+    hardware = "auto" if handover else "cpu"
+    cfg = write_config(tmp_path / "c.yaml", [data], tmp_path / "results", hardware=hardware, extra=extra)
     row = _launch(cfg)
-    assert row["statuses"] == {"PASSED": 2}
+    assert row["statuses"] == {"PASSED": 1}
     phases = row["phases"]
     assert isinstance(phases, list)
     if handover:
+        assert row["offered"] == [[0, 1]], row
         assert "zygotes_offered" in phases and "zygote_adopted" in phases, phases
         assert phases.index("zygotes_offered") < phases.index("ray")
         assert "zygote" not in phases
@@ -74,6 +82,12 @@ def test_where_the_handover_applies(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert offer_counts(on, None, cpu) == (0, 2)  # type: ignore[arg-type]
     assert offer_counts(on, "local", gpu) == (2, 0)  # type: ignore[arg-type]
     assert offer_counts(on, None, None) == (2, 0)  # type: ignore[arg-type]
+    assert not auto_is_cpu(on, None)  # named hardware
+    auto = config("ray: {num_cpus: 2, num_gpus: 0}\n").model_copy(update={"hardware": "auto"})
+    assert auto_is_cpu(auto, None) and auto_is_cpu(auto, "local")  # type: ignore[arg-type]
+    assert not auto_is_cpu(auto, "10.0.0.1:6379")  # type: ignore[arg-type]
+    gpus = config("ray: {num_cpus: 2, num_gpus: 2}\n").model_copy(update={"hardware": "auto"})
+    assert not auto_is_cpu(gpus, None)  # type: ignore[arg-type]
     # An existing cluster, the switch off, a runtime_env: today's path.
     assert offer_counts(on, "10.0.0.1:6379", gpu) == (0, 0)  # type: ignore[arg-type]
     off = config("ray: {num_cpus: 2, num_gpus: 2, zygote_handover: false}\n")

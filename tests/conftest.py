@@ -4,13 +4,14 @@ BackendBench tests and by the engine's tests of evaluating imported calls)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     import hypothesis
 
     from sweep.config import EvalSettings
+    from sweep.launch.driver import LaunchResult
 
 REPO = Path(__file__).resolve().parent.parent
 #: Real third-party files (FlashInfer-Bench, BackendBench), copied into the repository with their
@@ -164,6 +166,36 @@ def quick_settings(**changes: object) -> EvalSettings:
         "input_sets": 1,
     }
     return EvalSettings.model_validate({**base, **changes})
+
+
+# ---- A launch's result, built by hand ----
+
+
+def launch_result(**changes: Any) -> LaunchResult:
+    """The result of a launch on a CPU that planned nothing, with ``changes``: each test of
+    what a launch reports says only what its launch did (no Ray runs)."""
+    from collections import Counter
+
+    from sweep.cluster.scheduler import SchedulerStats
+    from sweep.launch.driver import LaunchResult
+
+    base = LaunchResult(
+        run_id="r1",
+        sweep="s",
+        hardware="CPU",
+        planned=0,
+        skipped=0,
+        ran=0,
+        statuses=Counter(),
+        rows=[],
+        wall_s=0.1,
+        results_dir="/res",
+        store_path="/res/sweep.duckdb",
+        cluster=None,
+        stats=SchedulerStats(),
+        excluded=[],
+    )
+    return dataclasses.replace(base, **changes)
 
 
 def fuzz_settings(max_examples: int, *, slow_ok: bool = False) -> hypothesis.settings:

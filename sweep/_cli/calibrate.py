@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from sweep._cli.app import app, echo
+from sweep._cli.options import DeviceOpt
 from sweep.config import DEFAULT_RESULTS_DIR, default_store_path
 from sweep.schema import Ceilings
 from sweep.schema.peaks import RATE_KEYS, datasheet_ceilings
@@ -43,9 +44,7 @@ def render_calibration(c: Ceilings) -> str:
 
 @app.command()
 def calibrate(
-    device: Annotated[
-        str | None, typer.Option("--device", help="cpu, cuda or cuda:N (default: cuda if available).")
-    ] = None,
+    device: DeviceOpt = None,
     results_dir: Annotated[
         Path, typer.Option("--results-dir", help="Results folder; the file goes to its calibration/.")
     ] = Path(DEFAULT_RESULTS_DIR),

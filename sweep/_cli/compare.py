@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from sweep._cli.app import app, echo
+from sweep._cli.options import StoreLogsOpt
 from sweep.config import DEFAULT_STORE_PATH
 from sweep.errors import StoreError
 
@@ -106,9 +107,7 @@ def compare(
     store: Annotated[
         Path, typer.Option("--store", help="The store that run:, sweep:, hw: and hash: sides select from.")
     ] = DEFAULT_STORE_PATH,
-    results_dir: Annotated[
-        Path | None, typer.Option("--results-dir", help="Results folder whose logs complete --store.")
-    ] = None,
+    results_dir: StoreLogsOpt = None,
     threshold: Annotated[
         float,
         typer.Option("--threshold", min=0.0, max=1000.0, help="Percent change under which a task is 'same'."),

@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from sweep._cli.app import app, echo
-from sweep._cli.options import make_overrides
+from sweep._cli.options import DeviceOpt, RootsOpt, make_overrides
 from sweep.schema import Trace
 from sweep.store.render import percent, ratio
 
@@ -98,16 +98,11 @@ def eval_command(
         list[str] | None,
         typer.Option("--workload", "-w", help="Workload uuid or unique prefix (repeatable; default: all)."),
     ] = None,
-    root: Annotated[
-        list[Path] | None,
-        typer.Option("--root", "-r", help="Dataset root (repeatable; default: the current directory)."),
-    ] = None,
+    root: RootsOpt = None,
     json_out: Annotated[
         bool, typer.Option("--json", help="Print one Trace record per line instead.")
     ] = False,
-    device: Annotated[
-        str | None, typer.Option("--device", help="cpu, cuda or cuda:N (default: cuda if available).")
-    ] = None,
+    device: DeviceOpt = None,
     seed: Annotated[int | None, typer.Option("--seed", help="Input seed (default 0).")] = None,
     trials: Annotated[
         int | None, typer.Option("--trials", min=1, help="Correctness trials (default 3).")

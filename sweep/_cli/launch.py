@@ -15,6 +15,7 @@ from sweep._cli.options import (
     LimitOpt,
     NameOpt,
     NewHardwareOpt,
+    QuietOpt,
     ResultsDirOpt,
     SeedOpt,
     StoreOpt,
@@ -199,7 +200,7 @@ def launch(
     force: Annotated[
         bool, typer.Option("--force", help="Run again tasks that already have a stored trace.")
     ] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
+    quiet: QuietOpt = False,
     verbose: VerboseOpt = False,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the summary as JSON (the progress line stays on stderr).")

@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from sweep._cli.app import app, echo
+from sweep._cli.options import RootsOpt
 from sweep.schema import Language
 
 __all__ = ["new_app"]
@@ -21,10 +22,6 @@ new_app = typer.Typer(
 )
 app.add_typer(new_app, name="new")
 
-RootOpt = Annotated[
-    list[Path] | None,
-    typer.Option("--root", "-r", help="Dataset root (repeatable; default: the current directory)."),
-]
 ForceOpt = Annotated[bool, typer.Option("--force", help="Overwrite an existing file.")]
 PrintOpt = Annotated[bool, typer.Option("--print", help="Print the JSON to stdout; write no file.")]
 
@@ -69,7 +66,7 @@ def new_solution(
     description: Annotated[
         str | None, typer.Option("--description", help="One line about the solution.")
     ] = None,
-    root: RootOpt = None,
+    root: RootsOpt = None,
     force: ForceOpt = False,
     print_only: PrintOpt = False,
 ) -> None:
@@ -154,7 +151,7 @@ def new_workload(
         list[str] | None,
         typer.Option("--scalar", help="NAME=VALUE of a scalar input (repeatable; every scalar input)."),
     ] = None,
-    root: RootOpt = None,
+    root: RootsOpt = None,
 ) -> None:
     """Add a shape to a definition: one workload (random tensors, the scalars given) appended
     to workloads/<op_type>/<definition>.jsonl of the root that holds the definition.

@@ -1,6 +1,6 @@
-"""Command-line flags that override a sweep config, shared by every command that reads one.
+"""Command-line flags shared by several commands: one definition (name, help) per flag.
 
-Use them as parameter annotations, then build a :class:`~sweep.config.ConfigOverrides` with
+Most override a sweep config, for every command that reads one. Use them as parameter annotations, then build a :class:`~sweep.config.ConfigOverrides` with
 :func:`make_overrides`: every flag that overrides a config or the evaluation settings reaches
 them through it. Precedence (flags > ``RAY_ADDRESS`` > YAML > defaults) is applied in
 :func:`sweep.config.load_config` and documented in ``sweep.config``.
@@ -8,6 +8,7 @@ them through it. Precedence (flags > ``RAY_ADDRESS`` > YAML > defaults) is appli
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import pydantic
@@ -18,13 +19,17 @@ from sweep.errors import ConfigError
 
 __all__ = [
     "AddressOpt",
+    "DeviceOpt",
     "HardwareOpt",
     "KeepWorkersOpt",
     "LimitOpt",
     "NameOpt",
     "NewHardwareOpt",
+    "QuietOpt",
     "ResultsDirOpt",
+    "RootsOpt",
     "SeedOpt",
+    "StoreLogsOpt",
     "StoreOpt",
     "make_overrides",
 ]
@@ -69,6 +74,19 @@ LimitOpt = Annotated[
         min=1,
         help="At most this many workloads per definition (overrides 'workloads.limit_per_definition').",
     ),
+]
+
+# Flags of commands that take no sweep config.
+DeviceOpt = Annotated[
+    str | None, typer.Option("--device", help="cpu, cuda or cuda:N (default: cuda if available).")
+]
+QuietOpt = Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")]
+RootsOpt = Annotated[
+    list[Path] | None,
+    typer.Option("--root", "-r", help="Dataset root (repeatable; default: the current directory)."),
+]
+StoreLogsOpt = Annotated[
+    Path | None, typer.Option("--results-dir", help="Results folder whose logs complete --store.")
 ]
 
 

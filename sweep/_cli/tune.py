@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from sweep._cli.app import app, echo
-from sweep._cli.options import HardwareOpt, ResultsDirOpt, StoreOpt, make_overrides
+from sweep._cli.options import AddressOpt, HardwareOpt, QuietOpt, ResultsDirOpt, StoreOpt, make_overrides
 
 __all__ = ["app"]
 
@@ -16,13 +16,11 @@ __all__ = ["app"]
 @app.command()
 def tune(
     config: Annotated[Path, typer.Argument(help="Sweep config (YAML) with solutions.search.")],
-    address: Annotated[
-        str | None, typer.Option("--address", help="Ray cluster address (as for launch).")
-    ] = None,
+    address: AddressOpt = None,
     hardware: HardwareOpt = None,
     results_dir: ResultsDirOpt = None,
     store: StoreOpt = None,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="No progress line.")] = False,
+    quiet: QuietOpt = False,
 ) -> None:
     """Search each solution's parameter space as solutions.search says (grid, random, forest,
     evolution), one decision per workload or shape bucket; proposals run as ordinary tasks

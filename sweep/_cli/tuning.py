@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from sweep._cli.app import app, echo
+from sweep._cli.options import StoreLogsOpt
 from sweep.config import DEFAULT_STORE_PATH
 
 __all__ = ["app"]
@@ -17,9 +18,7 @@ __all__ = ["app"]
 def export_tuning(
     out: Annotated[Path, typer.Option("--out", help="The JSON file to write.")],
     store: Annotated[Path, typer.Option("--store", help="The store to read.")] = DEFAULT_STORE_PATH,
-    results_dir: Annotated[
-        Path | None, typer.Option("--results-dir", help="Results folder whose logs complete --store.")
-    ] = None,
+    results_dir: StoreLogsOpt = None,
 ) -> None:
     """Write the fastest PASSED parameter point per definition, solution, hardware and workload
     shape (view best_params) as a JSON table that sweep.tuning.lookup reads.

@@ -10,25 +10,19 @@ from pathlib import Path
 from sweep._cli.launch import launch_json, render_launch, sweep_state
 from sweep.cluster.scheduler import SchedulerStats
 from sweep.launch.driver import LaunchResult
-from sweep.launch.progress import Tally
 from sweep.plan import Exclusion
+
+from ..conftest import launch_result
 
 
 def _result(tmp_path: Path, *, skipped: int = 6) -> LaunchResult:
-    return LaunchResult(
+    return launch_result(
         run_id="r2",
-        sweep="s",
         hardware="H100",
         planned=10,
         skipped=skipped,
-        ran=0,
-        statuses=Counter(),
-        rows=Tally().sorted_rows(),
-        wall_s=0.1,
         results_dir=str(tmp_path),
         store_path=str(tmp_path / "sweep.duckdb"),
-        cluster=None,
-        stats=SchedulerStats(),
         excluded=[Exclusion("definition", f"op{i}", "no solution in the dataset") for i in range(3)],
     )
 

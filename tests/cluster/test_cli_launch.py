@@ -10,10 +10,9 @@ from typer.testing import CliRunner
 from sweep._cli.launch import render_launch
 from sweep.cli import app
 from sweep.cluster.scheduler import SchedulerStats
-from sweep.launch.driver import LaunchResult
-from sweep.launch.progress import Tally
 from sweep.plan import Exclusion
 
+from ..conftest import launch_result
 from .conftest import write_config, write_dataset
 
 runner = CliRunner()
@@ -43,20 +42,10 @@ def test_unknown_solution_in_config_is_a_plan_error(tmp_path: Path) -> None:
 
 
 def test_nothing_to_do_when_everything_is_stored(tmp_path: Path) -> None:
-    result = LaunchResult(
-        run_id="r1",
-        sweep="s",
+    result = launch_result(
         hardware="H100",
         planned=4,
         skipped=4,
-        ran=0,
-        statuses=Counter(),
-        rows=[],
-        wall_s=0.1,
-        results_dir="/res",
-        store_path="/res/sweep.duckdb",
-        cluster=None,
-        stats=SchedulerStats(),
         excluded=[Exclusion("solution", "x", "target_hardware [cpu] does not include H100")],
     )
     text = render_launch(result)
@@ -70,21 +59,13 @@ def test_nothing_to_do_when_everything_is_stored(tmp_path: Path) -> None:
 
 def test_report_of_a_run_has_the_table_and_timing() -> None:
     stats = SchedulerStats(first_ready_s=2.0, loop_s=12.0, workers_died=1, retried=1, lost=0)
-    result = LaunchResult(
+    result = launch_result(
         run_id="r2",
-        sweep="s",
-        hardware="CPU",
         planned=10,
-        skipped=0,
         ran=10,
         statuses=Counter({"PASSED": 9, "TIMEOUT": 1}),
-        rows=Tally().sorted_rows(),
         wall_s=20.0,
-        results_dir="/res",
-        store_path="/res/sweep.duckdb",
-        cluster=None,
         stats=stats,
-        excluded=[],
     )
     text = render_launch(result)
     assert "10 ran (PASSED 9, TIMEOUT 1)" in text

@@ -11,15 +11,13 @@ from pathlib import Path
 import pytest
 
 from sweep._cli.launch import launch_json, render_launch
-from sweep.cluster.scheduler import SchedulerStats
 from sweep.launch._placing import Placing, split_unplaceable
 from sweep.launch.driver import HardwareCounts, LaunchResult, plans_for
-from sweep.launch.progress import Tally
 from sweep.plan import group_excluded
 from sweep.schema.task import Task
 from tests.data.distributed.allreduce import definition, solution, workload
 
-from ..conftest import quick_settings
+from ..conftest import launch_result, quick_settings
 
 _REPO = Path(__file__).resolve().parents[2]
 
@@ -36,21 +34,14 @@ def quick_start() -> list[Task]:
 
 def _result(tasks: list[Task], placing: Placing) -> LaunchResult:
     ran = len(placing.runnable)
-    return LaunchResult(
-        run_id="r1",
+    return launch_result(
         sweep="local",
-        hardware="CPU",
         planned=len(tasks),
-        skipped=0,
         ran=ran,
         statuses=Counter({"PASSED": ran}),
-        rows=Tally().sorted_rows(),
         wall_s=1.0,
         results_dir="/r",
         store_path="/r/sweep.duckdb",
-        cluster=None,
-        stats=SchedulerStats(),
-        excluded=[],
         unplaced=placing.excluded,
         per_hardware=[HardwareCounts("CPU", len(tasks), 0, ran, len(placing.unplaced))],
     )

@@ -112,26 +112,21 @@ def test_a_second_connection_waiting_beside_the_owner_is_refused(folder: Path) -
         offered.close(grace_s=30.0)
 
 
+# A worker given no device variable: the driver's one is removed in the sandbox ("none").
+@pytest.mark.parametrize(("worker_device", "seen_device"), [("5", "5"), (None, "none")])
 def test_the_sandbox_sees_the_workers_device_not_the_drivers(
-    folder: Path, monkeypatch: pytest.MonkeyPatch
+    folder: Path, monkeypatch: pytest.MonkeyPatch, worker_device: str | None, seen_device: str
 ) -> None:
     seen = folder / "seen"
     driver_env = {**zygote_environment(()), "CUDA_VISIBLE_DEVICES": "3"}
     offered = _offer(folder, driver_env)
-    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")  # what Ray gave this worker
+    if worker_device is None:
+        monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    else:
+        monkeypatch.setenv("CUDA_VISIBLE_DEVICES", worker_device)  # what Ray gave this worker
     try:
         with Sandbox(_spec(), offer=offered.offer) as sb:
-            assert _seen_device(sb, seen) == "5"
-            assert sb.stats.zygote_adopted
-    finally:
-        offered.close(grace_s=30.0)
-    # A worker given no device variable: the driver's one is removed in the sandbox.
-    (seen / "5").unlink()
-    offered = _offer(folder, driver_env)
-    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
-    try:
-        with Sandbox(_spec(), offer=offered.offer) as sb:
-            assert _seen_device(sb, seen) == "none"
+            assert _seen_device(sb, seen) == seen_device
             assert sb.stats.zygote_adopted
     finally:
         offered.close(grace_s=30.0)

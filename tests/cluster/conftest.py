@@ -32,9 +32,24 @@ def run_fresh(args: list[str], timeout_s: float = 600) -> subprocess.CompletedPr
     return subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout_s, check=False)
 
 
+@pytest.fixture
+def two_nodes(_two_nodes: tuple[str, dict[str, str]]) -> dict[str, str]:
+    """A Ray cluster: H100 node (4 GPUs) and H200 node (2 GPUs), this process connected to
+    it. Node ids by type. The cluster is the session's; the connection is made again when a
+    test ran before (in any order: pytest-xdist) left this process without it, or on another
+    Ray (``tests/cli/test_profile_ray.py`` starts one of its own)."""
+    import ray
+
+    address, ids = _two_nodes
+    if ray.is_initialized() and ray.get_runtime_context().gcs_address != address:
+        ray.shutdown()
+    if not ray.is_initialized():
+        ray.init(address=address, include_dashboard=False, log_to_driver=False)
+    return ids
+
+
 @pytest.fixture(scope="session")
-def two_nodes() -> Iterator[dict[str, str]]:
-    """A Ray cluster: H100 node (4 GPUs) and H200 node (2 GPUs). Yields node ids by type."""
+def _two_nodes() -> Iterator[tuple[str, dict[str, str]]]:
     import ray
     from ray.cluster_utils import Cluster
 
@@ -64,7 +79,7 @@ def two_nodes() -> Iterator[dict[str, str]]:
             if key.startswith("accelerator_type:"):
                 ids[key.split(":", 1)[1]] = n["NodeID"]
     try:
-        yield ids
+        yield cluster.address, ids
     finally:
         ray.shutdown()
         cluster.shutdown()

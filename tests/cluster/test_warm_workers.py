@@ -101,8 +101,9 @@ def test_a_leased_worker_serves_one_run_and_a_dead_drivers_lease_expires() -> No
     import ray
 
     (pool,) = _pools("H200", 1)
-    # run a: its driver "dies" after starting a worker (never renews, never releases)
-    a = WarmWorkers("run-a", idle_timeout_s=600, lease_s=3.0, renew_s=3600.0)
+    # run a holds a worker and renews its lease while b starts (however long a loaded host
+    # takes for that), then its driver "dies": no more renewals, no release
+    a = WarmWorkers("run-a", idle_timeout_s=600, lease_s=4.0, renew_s=0.5)
     held = a.start(pool, SPEC).handle
     ray.get(held.ready.remote(), timeout=120)
     b = WarmWorkers("run-b", idle_timeout_s=600)
@@ -111,9 +112,11 @@ def test_a_leased_worker_serves_one_run_and_a_dead_drivers_lease_expires() -> No
     ray.get(other.handle.ready.remote(), timeout=120)
     b.finish([(other.handle, True)])
     a_name = ray.get(held.actor.describe.remote()).name
-    time.sleep(4.0)  # run a's lease expires
+    a._done.set()  # its driver dies: the renewing thread stops, the worker stays leased
+    # its lease expires 4 s after the last renewal that reached the worker
+    assert wait_until(lambda: ray.get(held.actor.describe.remote()).owner is None, 120, every_s=0.5)
     state = ray.get(held.actor.describe.remote())
-    assert state.owner is None and state.idle_s is not None
+    assert state.idle_s is not None
     c = WarmWorkers("run-c", idle_timeout_s=600)
     got = [c.start(pool, SPEC), c.start(pool, SPEC)]
     assert all(s.reused for s in got), "both idle workers (one of them freed by expiry) are reused"

@@ -210,9 +210,10 @@ class Sandbox:
             self.stats.zygote_ready_at.append(time.time())
         return self._zygote
 
-    def _fork(self) -> _Child:
-        """A new sandbox process, starting (not yet ready)."""
-        zygote = self._ensure_zygote()
+    def _fork(self, *, replace_dead: bool = True) -> _Child:
+        """A new sandbox process, starting (not yet ready); from a new zygote if this one died
+        (unless ``replace_dead`` is false: then the fork fails, ``SandboxStartError``)."""
+        zygote = self._ensure_zygote() if replace_dead or self._zygote is None else self._zygote
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.stats.started += 1
         n = self.stats.started
@@ -279,8 +280,12 @@ class Sandbox:
         under a backend that says no phases."""
         if not self.spec.prefork or self._spare is not None:
             return
+        if self._zygote is None or not self._zygote.alive():
+            # The running task's parent is gone: its result must say so (asked of that zygote,
+            # not of a new one started here), and the next task starts a new zygote.
+            return
         try:
-            self._spare = self._fork()
+            self._spare = self._fork(replace_dead=False)
         except SandboxStartError:
             self._spare = None  # the next task tries again and reports it
             return

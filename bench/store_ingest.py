@@ -222,15 +222,16 @@ def _child(mode: str, results: Path, store: Path) -> None:
         from sweep.store.ingestion import CHUNK_BYTES, auto_workers
 
         workers = 1 if mode == "ingest-1" else auto_workers(sum(p.stat().st_size for p in logs), CHUNK_BYTES)
-        if mode in ("ingest-arrow", "ingest-small"):
+        if mode in ("ingest-arrow", "ingest-small") or (mode == "ingest" and os.environ.get(_ROWS_ENV)):
             from sweep.store.ingestion import BATCH_ROWS, ingest_into
             from sweep.store.rows import WritableStore
 
             ws = WritableStore(store)
             if mode == "ingest-arrow":
                 rep = ingest_into(ws, [results / "traces"], workers=workers, spool=False)
-            else:  # spooled rows inserted one row group at a time, as before SPOOL_BATCH_ROWS
-                rep = ingest_into(ws, [results / "traces"], workers=workers, batch_rows=BATCH_ROWS)
+            else:  # spooled rows one row group at a time (before), or --spool-rows at a time
+                rows = BATCH_ROWS if mode == "ingest-small" else _spool_rows()
+                rep = ingest_into(ws, [results / "traces"], workers=workers, batch_rows=rows)
             ws.close()
         else:
             rep = ingest([results / "traces"], store, workers=workers)
@@ -277,7 +278,6 @@ def _insert_spooled(spool: Path, store: Path, *, small: bool = False) -> tuple[i
 
     from sweep.store.ingestion import (
         BATCH_ROWS,
-        SPOOL_BATCH_ROWS,
         IngestJob,
         IngestReport,
         LogEnd,
@@ -288,7 +288,7 @@ def _insert_spooled(spool: Path, store: Path, *, small: bool = False) -> tuple[i
 
     ws = WritableStore(store)
     report = IngestReport(store=str(store))
-    job = IngestJob(ws, report, BATCH_ROWS, BATCH_ROWS if small else SPOOL_BATCH_ROWS)
+    job = IngestJob(ws, report, BATCH_ROWS, BATCH_ROWS if small else _spool_rows())
     with spool.open("rb") as inp:
         while (frame := read_frame(inp)) is not None:
             item = pickle.loads(frame)  # written by _spool above
@@ -301,6 +301,16 @@ def _insert_spooled(spool: Path, store: Path, *, small: bool = False) -> tuple[i
     job.flush(wait=True)
     spool.unlink()
     return report.traces_added, report.traces_present, 1
+
+
+_ROWS_ENV = "STORE_INGEST_SPOOL_ROWS"
+
+
+def _spool_rows() -> int:
+    """Spooled traces per insert of ``ingest`` and ``writer``: ``--spool-rows``, else the product's."""
+    from sweep.store.ingestion import SPOOL_BATCH_ROWS
+
+    return int(os.environ.get(_ROWS_ENV) or SPOOL_BATCH_ROWS)
 
 
 def _cpu() -> float:
@@ -429,6 +439,9 @@ def main() -> None:
         help=f"which ingests to time, of {','.join(_METHODS)} (ingest, the new path, always runs)",
     )
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument(
+        "--spool-rows", type=int, default=None, help="spooled traces per insert (default: the product's)"
+    )
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--keep", type=Path, default=None, help="keep each size's folder under DIR/<size>/")
     ap.add_argument("--queries-only", action="store_true", help="only the queries, on the stores --keep kept")
@@ -437,6 +450,8 @@ def main() -> None:
     if args.child:
         _child(args.child[0], Path(args.child[1]), Path(args.child[2]))
         return
+    if args.spool_rows:
+        os.environ[_ROWS_ENV] = str(args.spool_rows)  # read by the measuring processes
     sizes = [int(x) for arg in args.sizes for x in str(arg).replace(",", " ").split()]
     methods = {m.strip() for m in args.methods.split(",") if m.strip()} | {"ingest"}
     unknown = methods - set(_METHODS) - {"ingest"}
@@ -516,7 +531,7 @@ def main() -> None:
                 "baseline": ("baseline (main's ingest)", "one process, 20,000-row inserts"),
                 "arrow": ("ingest, workers answer Arrow (before)", "rows batched in the ingesting process"),
                 "small": ("ingest, workers write Parquet, 1 row group a batch", "as before: 122,880 a batch"),
-                "ingest": ("ingest, workers write Parquet (new)", "8 row groups a batch"),
+                "ingest": ("ingest, workers write Parquet (new)", f"{_spool_rows():,} a batch"),
                 "one": ("ingest, workers=1", "parsed in the ingesting process"),
                 "again": ("re-ingest (all present)", "0 added: idempotent"),
                 "writer-arrow": ("writing process alone, Arrow (before)", "parsed beforehand"),
@@ -524,7 +539,7 @@ def main() -> None:
                     "writing process alone, Parquet, 1 row group a batch",
                     "as before: 122,880 a batch",
                 ),
-                "writer": ("writing process alone, Parquet (new)", "8 row groups a batch"),
+                "writer": ("writing process alone, Parquet (new)", f"{_spool_rows():,} a batch"),
             }
             for key, m in measured.items():
                 method, note = notes[key]

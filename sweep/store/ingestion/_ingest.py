@@ -57,11 +57,12 @@ __all__ = ["BATCH_ROWS", "SPOOL_BATCH_ROWS", "IngestReport", "ingest", "ingest_i
 #: 1.5 KB of Arrow per trace, for this batch and the one being inserted.
 BATCH_ROWS = 122_880
 #: Traces per insert of rows that workers spooled to files (:mod:`sweep.store.ingestion._spool`):
-#: eight row groups. DuckDB compresses a row group in one thread, so an insert of one keeps one
-#: core busy whatever the machine has; eight keep eight, and the cross-hardware tables are
-#: updated once per eight row groups. Memory holds none of these rows (DuckDB's scan streams
-#: from the files); the spool folder holds about 100 bytes of Parquet per trace of a batch.
-SPOOL_BATCH_ROWS = 8 * BATCH_ROWS
+#: four row groups. DuckDB compresses a row group in one thread, so an insert of one keeps one
+#: core busy whatever the machine has, and updates the cross-hardware tables once per row group;
+#: four cut the writing process's CPU by a quarter (eight did no better on 2 cores, and leave
+#: less of an ingest's parsing to overlap with its inserts). Memory holds none of these rows
+#: (DuckDB's scan streams from the files, about 100 bytes of Parquet per trace in the folder).
+SPOOL_BATCH_ROWS = 4 * BATCH_ROWS
 
 
 @dataclass

@@ -21,6 +21,10 @@ timing statistics), then, each in a fresh process (so its peak memory is its own
   parsing workers keep up and this is what bounds an ingest. Measured for both hand-overs:
   Arrow answers, and Parquet files (the files written beforehand too).
 
+``small`` and ``writer-small``: the same two with spooled rows inserted 122,880 at a time (one
+DuckDB row group, the batch before ``SPOOL_BATCH_ROWS``): the baseline of the new batch size,
+in the same run ("vs before" compares each to them where they ran).
+
 ``--methods`` picks which of these run (default: all; ``ingest`` always runs, the queries use
 its store).
 
@@ -44,7 +48,7 @@ kept there, so a 1M store need not be written and ingested again. A kept store o
 schema is migrated by the first open, timed on a line of its own.
 
 Usage: ``.venv/bin/python bench/store_ingest.py [--sizes 100000,1000000] [--repeat 5]
-[--methods baseline,arrow,one,again,writer,writer-arrow] [--keep DIR [--queries-only]]``
+[--methods baseline,arrow,small,one,again,writer-arrow,writer-small,writer] [--keep DIR [--queries-only]]``
 """
 
 from __future__ import annotations
@@ -200,12 +204,12 @@ def write_logs(results: Path, n: int) -> int:
 def _child(mode: str, results: Path, store: Path) -> None:
     """Run one ingest here and print what it took as JSON (the parent reads the last line)."""
     logs = sorted((results / "traces").rglob("*.jsonl"))
-    files = store.parent / (store.stem + ".parquet") if mode == "writer" else None
+    files = store.parent / (store.stem + ".parquet") if mode in ("writer", "writer-small") else None
     spool = _spool(logs, store.with_suffix(".spool"), files) if mode.startswith("writer") else None
     before = _cpu()
     start = time.perf_counter()
     if spool is not None:
-        added, present, workers = _insert_spooled(spool, store)
+        added, present, workers = _insert_spooled(spool, store, small=mode == "writer-small")
         if files is not None:
             shutil.rmtree(files, ignore_errors=True)
     elif mode == "baseline":
@@ -218,12 +222,16 @@ def _child(mode: str, results: Path, store: Path) -> None:
         from sweep.store.ingestion import CHUNK_BYTES, auto_workers
 
         workers = 1 if mode == "ingest-1" else auto_workers(sum(p.stat().st_size for p in logs), CHUNK_BYTES)
-        if mode == "ingest-arrow":
-            from sweep.store.ingestion import ingest_into
+        if mode in ("ingest-arrow", "ingest-small") or (mode == "ingest" and os.environ.get(_ROWS_ENV)):
+            from sweep.store.ingestion import BATCH_ROWS, ingest_into
             from sweep.store.rows import WritableStore
 
             ws = WritableStore(store)
-            rep = ingest_into(ws, [results / "traces"], workers=workers, spool=False)
+            if mode == "ingest-arrow":
+                rep = ingest_into(ws, [results / "traces"], workers=workers, spool=False)
+            else:  # spooled rows one row group at a time (before), or --spool-rows at a time
+                rows = BATCH_ROWS if mode == "ingest-small" else _spool_rows()
+                rep = ingest_into(ws, [results / "traces"], workers=workers, batch_rows=rows)
             ws.close()
         else:
             rep = ingest([results / "traces"], store, workers=workers)
@@ -261,17 +269,26 @@ def _spool(logs: list[Path], spool: Path, files: Path | None) -> Path:
     return spool
 
 
-def _insert_spooled(spool: Path, store: Path) -> tuple[int, int, int]:
+def _insert_spooled(spool: Path, store: Path, *, small: bool = False) -> tuple[int, int, int]:
     """The writing process of an ingest alone, its parsing done: read each parsed chunk as a
-    worker answers it, batch and insert (as ``sweep.store.ingestion`` does); (added, present, 1)."""
+    worker answers it, batch and insert (as ``sweep.store.ingestion`` does); (added, present, 1).
+    ``small``: spooled rows inserted 122,880 at a time (one row group), as before
+    ``SPOOL_BATCH_ROWS``."""
     import pickle
 
-    from sweep.store.ingestion import BATCH_ROWS, IngestJob, IngestReport, LogEnd, SpooledChunk, read_frame
+    from sweep.store.ingestion import (
+        BATCH_ROWS,
+        IngestJob,
+        IngestReport,
+        LogEnd,
+        SpooledChunk,
+        read_frame,
+    )
     from sweep.store.rows import WritableStore
 
     ws = WritableStore(store)
     report = IngestReport(store=str(store))
-    job = IngestJob(ws, report, BATCH_ROWS)
+    job = IngestJob(ws, report, BATCH_ROWS, BATCH_ROWS if small else _spool_rows())
     with spool.open("rb") as inp:
         while (frame := read_frame(inp)) is not None:
             item = pickle.loads(frame)  # written by _spool above
@@ -284,6 +301,16 @@ def _insert_spooled(spool: Path, store: Path) -> tuple[int, int, int]:
     job.flush(wait=True)
     spool.unlink()
     return report.traces_added, report.traces_present, 1
+
+
+_ROWS_ENV = "STORE_INGEST_SPOOL_ROWS"
+
+
+def _spool_rows() -> int:
+    """Spooled traces per insert of ``ingest`` and ``writer``: ``--spool-rows``, else the product's."""
+    from sweep.store.ingestion import SPOOL_BATCH_ROWS
+
+    return int(os.environ.get(_ROWS_ENV) or SPOOL_BATCH_ROWS)
 
 
 def _cpu() -> float:
@@ -377,7 +404,7 @@ def _open_kept(n: int, store: Path) -> None:
 
 
 #: The ingests ``--methods`` picks from (``ingest``, the product's path, always runs).
-_METHODS = ("baseline", "arrow", "one", "again", "writer-arrow", "writer")
+_METHODS = ("baseline", "arrow", "small", "one", "again", "writer-arrow", "writer-small", "writer")
 
 
 def _rate(n: float, seconds: float) -> str:
@@ -412,6 +439,9 @@ def main() -> None:
         help=f"which ingests to time, of {','.join(_METHODS)} (ingest, the new path, always runs)",
     )
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument(
+        "--spool-rows", type=int, default=None, help="spooled traces per insert (default: the product's)"
+    )
     ap.add_argument("--workdir", type=Path, default=None)
     ap.add_argument("--keep", type=Path, default=None, help="keep each size's folder under DIR/<size>/")
     ap.add_argument("--queries-only", action="store_true", help="only the queries, on the stores --keep kept")
@@ -420,6 +450,8 @@ def main() -> None:
     if args.child:
         _child(args.child[0], Path(args.child[1]), Path(args.child[2]))
         return
+    if args.spool_rows:
+        os.environ[_ROWS_ENV] = str(args.spool_rows)  # read by the measuring processes
     sizes = [int(x) for arg in args.sizes for x in str(arg).replace(",", " ").split()]
     methods = {m.strip() for m in args.methods.split(",") if m.strip()} | {"ingest"}
     unknown = methods - set(_METHODS) - {"ingest"}
@@ -458,6 +490,7 @@ def main() -> None:
             for key, mode, store, label in (
                 ("baseline", "baseline", work / "baseline.duckdb", "baseline (main's ingest)"),
                 ("arrow", "ingest-arrow", work / "arrow.duckdb", "ingest, Arrow answers (before)"),
+                ("small", "ingest-small", work / "small.duckdb", "ingest, Parquet files, 122,880 a batch"),
                 ("ingest", "ingest", results / "sweep.duckdb", "ingest, Parquet files (new)"),
                 ("one", "ingest-1", work / "one.duckdb", "ingest, workers=1"),
                 ("again", "ingest", results / "sweep.duckdb", "re-ingest"),
@@ -466,6 +499,12 @@ def main() -> None:
                     "writer-arrow",
                     work / "writer-arrow.duckdb",
                     "writing process alone, Arrow",
+                ),
+                (
+                    "writer-small",
+                    "writer-small",
+                    work / "writer-small.duckdb",
+                    "writing process alone, Parquet, 122,880 a batch",
                 ),
                 ("writer", "writer", work / "writer.duckdb", "writing process alone, Parquet"),
             ):
@@ -477,7 +516,7 @@ def main() -> None:
                         f"(workers' largest {m['worker_peak_mb']:.0f} MB)",
                         flush=True,
                     )
-                    for extra in ("arrow", "baseline", "one"):
+                    for extra in ("arrow", "small", "baseline", "one"):
                         (work / f"{extra}.duckdb").unlink(missing_ok=True)
             for key, m in measured.items():
                 if key != "again" and m["added"] != n:
@@ -485,20 +524,26 @@ def main() -> None:
             again = measured.get("again")
             if again is not None and (again["added"] != 0 or again["present"] != n):
                 raise SystemExit(f"re-ingest added {again['added']:,}, found {again['present']:,} of {n:,}")
-            ref_key = "arrow" if "arrow" in measured else "ingest"
-            ref = measured[ref_key]["seconds"]
+            # Each row against the same path with one row group a batch (before) where measured.
+            first = next(k for k in ("small", "arrow", "ingest") if k in measured)
+            refs = {"writer": "writer-small" if "writer-small" in measured else first}
             notes = {
                 "baseline": ("baseline (main's ingest)", "one process, 20,000-row inserts"),
                 "arrow": ("ingest, workers answer Arrow (before)", "rows batched in the ingesting process"),
-                "ingest": ("ingest, workers write Parquet (new)", "DuckDB's scan inserts the files"),
+                "small": ("ingest, workers write Parquet, 1 row group a batch", "as before: 122,880 a batch"),
+                "ingest": ("ingest, workers write Parquet (new)", f"{_spool_rows():,} a batch"),
                 "one": ("ingest, workers=1", "parsed in the ingesting process"),
                 "again": ("re-ingest (all present)", "0 added: idempotent"),
                 "writer-arrow": ("writing process alone, Arrow (before)", "parsed beforehand"),
-                "writer": ("writing process alone, Parquet (new)", "parsed and spooled beforehand"),
+                "writer-small": (
+                    "writing process alone, Parquet, 1 row group a batch",
+                    "as before: 122,880 a batch",
+                ),
+                "writer": ("writing process alone, Parquet (new)", f"{_spool_rows():,} a batch"),
             }
             for key, m in measured.items():
                 method, note = notes[key]
-                if key in ("arrow", "ingest"):
+                if key in ("arrow", "small", "ingest"):
                     method += f" ({m['workers']:.0f} parsing processes)"
                 workers = f", largest worker {m['worker_peak_mb']:.0f} MB" if m["workers"] > 1 else ""
                 rows.append(
@@ -507,7 +552,7 @@ def main() -> None:
                         method,
                         f"{m['seconds']:.1f}",
                         _rate(n, m["seconds"]),
-                        _ratio(ref, m["seconds"]),
+                        _ratio(measured[refs.get(key, first)]["seconds"], m["seconds"]),
                         f"{m['cpu_seconds'] / n * 1e6:.0f}",
                         f"{m['peak_mb']:.0f} MB{workers}",
                         note,

@@ -226,3 +226,62 @@ def test_an_empty_chunk_writes_no_files(tmp_path: Path) -> None:
     got = spool_chunk(dataclasses.replace(chunk, spool=str(tmp_path / "x")))
     assert (got.traces_file, got.workloads_file, got.trace_rows) == ("", "", 0)
     assert len(got.warnings) == 1 and list(tmp_path.glob("x*")) == []
+
+
+def test_default_batches_store_what_rows_built_here_store_and_no_repeat(tmp_path: Path) -> None:
+    """With the default batch sizes (spooled rows SPOOL_BATCH_ROWS at a time, inserted in
+    order as a plain append; built rows BATCH_ROWS), a log and its copy under another name in
+    one ingest, and the folder again into the same file: each trace stored once, the same rows
+    as parsed here."""
+    root = _logs(tmp_path)
+    (root / "z.jsonl").write_bytes((root / "a.jsonl").read_bytes())
+    here, there = WritableStore.memory(), WritableStore.memory()
+    a = ingest_into(here, [root], workers=1)
+    b = ingest_into(there, [root], workers=2, chunk_bytes=2048)
+    assert _fields(b) == _fields(a) and a.traces_added == 81
+    assert _stored(there) == _stored(here)
+    db = tmp_path / "store" / "s.duckdb"
+    first = ingest_into(WritableStore(db), [root], workers=2, chunk_bytes=2048)
+    again = ingest_into(WritableStore(db), [root], workers=2, chunk_bytes=2048)
+    assert (first.traces_added, again.traces_added) == (81, 0)
+    assert again.traces_present == again.traces_read == first.traces_read
+    with WritableStore(db).writing() as con:
+        assert con.execute("SELECT count(*), count(DISTINCT trace_key) FROM traces").fetchall() == [(81, 81)]
+
+
+@pytest.mark.parametrize("before", ["true", "false"])
+def test_inserts_leave_the_connections_insertion_order_as_it_was(before: str) -> None:
+    """The plain append (in order) and the anti-join (out of order) each set the insert's
+    order for their statement only: the connection's setting is what it was."""
+    from sweep.store.rows import RowBatch, insert_batch
+
+    store = WritableStore.memory()
+    assert store._mem is not None
+    con = store._mem
+    con.execute(f"SET preserve_insertion_order = {before}").fetchall()
+    for expect_added in (2, 0):  # a new batch (plain append), then the same (the anti-join)
+        batch = RowBatch()
+        for t in (_rich(1), _rich(2, "NVIDIA_H200")):
+            batch.add_trace(t, source="x")
+        assert insert_batch(con, batch).traces == expect_added
+        ((setting,),) = con.execute("SELECT current_setting('preserve_insertion_order')").fetchall()
+        assert str(setting).lower() == before
+
+
+def test_spooled_rows_are_batched_by_their_own_size() -> None:
+    """Spooled rows fill a batch at ``spool_rows``, rows built here at ``batch_rows``."""
+    from sweep.store.ingestion._ingest import IngestJob
+    from sweep.store.ingestion._spool import SpooledChunk
+
+    job = IngestJob(WritableStore.memory(), IngestReport(store="m"), 2, 5)
+    chunk = SpooledChunk("f.traces.parquet", "", 2, 0, 2, 0, [])
+    job.spooled.add(chunk)
+    job.spooled.add(chunk)
+    assert not job.full()
+    job.spooled.add(chunk)
+    assert job.full()
+    job.spooled = SpoolBatch()
+    job.batch.add_trace(_rich(1), source="x")
+    assert not job.full()
+    job.batch.add_trace(_rich(2), source="x")
+    assert job.full()

@@ -54,16 +54,21 @@ def _winners_sql(candidates: str) -> str:
     return f"SELECT * FROM ({candidates}) QUALIFY row_number() OVER (PARTITION BY {', '.join(_GROUP)} {_NEWEST}) = 1"
 
 
-def _pairs_sql(latest: str, keys: str) -> str:
-    """The pairs of ``latest``'s rows of the (definition, pair_key) in ``keys``: the join of the
-    view of schema 6, over its newest traces per hardware.
+def _pairs_sql(latest: str, keys: str | None) -> str:
+    """The pairs of ``latest``'s rows of the (definition, pair_key) in ``keys`` (``None``: all of
+    its rows): the join of the view of schema 6, over its newest traces per hardware.
 
     A trace with neither solution hash nor name pairs with none (as ever).
     """
     # Both sides of the join only the keys' rows: a few, where a batch changed a few groups.
+    only_keys = (
+        f"WHERE EXISTS (SELECT 1 FROM {keys} k WHERE k.definition = l.definition AND k.pair_key = l.pair_key)"
+        if keys is not None
+        else ""
+    )
     return f"""WITH rows_of_keys AS (
     SELECT * FROM {latest} l
-    WHERE EXISTS (SELECT 1 FROM {keys} k WHERE k.definition = l.definition AND k.pair_key = l.pair_key)
+    {only_keys}
 )
 SELECT a.definition, a.pair_key, a.op_type, a.solution,
        coalesce(a.solution_hash, b.solution_hash) AS solution_hash, a.workload_uuid, a.axes,
@@ -83,18 +88,19 @@ WHERE a.solution_hash IS NOT NULL OR a.solution IS NOT NULL"""
 _FEW_KEYS = 1024
 
 
-def _rows_of_keys_sql(con: duckdb.DuckDBPyConnection, new: str, latest: str) -> str:
-    """A SELECT of the rows of ``latest`` whose pair key ``new`` has."""
+def _rows_of_keys_sql(con: duckdb.DuckDBPyConnection, new: str, latest: str) -> str | None:
+    """A SELECT of the rows of ``latest`` whose pair key ``new`` has; ``None`` when there are none."""
     rows = con.execute(f"SELECT DISTINCT pair_key FROM ({new}) LIMIT {_FEW_KEYS + 1}").fetchall()
     if len(rows) <= _FEW_KEYS:
-        return (
+        named = (
             f"SELECT * FROM {latest} WHERE pair_key IN ({', '.join(f'{int(k)}::UHUGEINT' for (k,) in rows)})"
         )
+        return named if rows and count(con, f"SELECT count(*) FROM ({named})") else None
     shares = f"EXISTS (SELECT 1 FROM ({new}) n WHERE n.pair_key = l.pair_key)"
     # First over pair_key alone: a batch of new tasks (most of an ingest) shares no key with
     # the store, and then no other column needs reading (at 1M traces, most of the cost).
     if count(con, f"SELECT count(*) FROM {latest} l WHERE {shares}") == 0:
-        return f"SELECT * FROM {latest} WHERE false"
+        return None
     return f"SELECT * FROM {latest} l WHERE {shares}"
 
 
@@ -106,7 +112,8 @@ def _changes(
     ``winners``, the new rows now newest of their group. Returns SQL of the pair keys that
     changed, and of those keys' rows after the change, and whether any stored row shares a
     pair key with ``new`` (if not, nothing stored needs replacing)."""
-    con.execute(f"CREATE OR REPLACE TEMP TABLE {rows} AS {_rows_of_keys_sql(con, new, latest)}")
+    stored = _rows_of_keys_sql(con, new, latest) or f"SELECT * FROM {latest} WHERE false"
+    con.execute(f"CREATE OR REPLACE TEMP TABLE {rows} AS {stored}")
     candidates = f"SELECT *, true AS _new FROM ({new}) UNION ALL SELECT *, false AS _new FROM {rows}"
     con.execute(
         f"CREATE OR REPLACE TEMP TABLE {winners} AS SELECT {_cols()} FROM ({_winners_sql(candidates)}) WHERE _new"
@@ -132,6 +139,18 @@ def add_new_traces(con: duckdb.DuckDBPyConnection, after_rowid: int) -> None:
     rows, and their pair keys' pairs, are replaced.
     """
     new = f"SELECT {_cols()} FROM traces WHERE rowid > {int(after_rowid)}"
+    if _rows_of_keys_sql(con, new, LATEST) is None:
+        # No stored row shares a pair key with the new traces (a first ingest, new tasks):
+        # their groups' newest are among them alone, and no stored pair has their keys. So
+        # nothing is replaced: their winners are appended, then paired among themselves, read
+        # back from the table (no temporary copy of the winners: at 1M traces, a fifth of the
+        # tables' upkeep). Rows appended get higher rowids than any before.
+        before = count(con, f"SELECT coalesce(max(rowid), -1) FROM {LATEST}")
+        con.execute(f"INSERT INTO {LATEST} {_winners_sql(new)}")
+        con.execute(
+            f"INSERT INTO {PAIRS} {_pairs_sql(f'(SELECT * FROM {LATEST} WHERE rowid > {before})', None)}"
+        )
+        return
     try:
         keys, after, stored = _changes(con, new, LATEST, "_xh_rows", "_xh_winners")
         if stored:

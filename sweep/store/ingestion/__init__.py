@@ -12,6 +12,9 @@ if TYPE_CHECKING:
         BATCH_ROWS as BATCH_ROWS,
     )
     from sweep.store.ingestion._ingest import (
+        SPOOL_BATCH_ROWS as SPOOL_BATCH_ROWS,
+    )
+    from sweep.store.ingestion._ingest import (
         IngestJob as IngestJob,
     )
     from sweep.store.ingestion._ingest import (
@@ -67,6 +70,7 @@ if TYPE_CHECKING:
 _WHERE = {
     "auto_workers": "_ingest_pool",
     "BATCH_ROWS": "_ingest",
+    "SPOOL_BATCH_ROWS": "_ingest",
     "CHUNK_BYTES": "_jsonl_chunks",
     "file_problem": "_trace_files",
     "head_hash": "_trace_files",
@@ -88,6 +92,7 @@ __all__ = [
     "BATCH_ROWS",
     "CHUNK_BYTES",
     "MAX_LINE_BYTES",
+    "SPOOL_BATCH_ROWS",
     "IngestJob",
     "IngestReport",
     "LogEnd",

@@ -48,7 +48,7 @@ from sweep.store.ingestion._trace_files import (
 )
 from sweep.store.rows import AddCounts, LogMark, RowBatch, WritableStore
 
-__all__ = ["BATCH_ROWS", "IngestReport", "ingest", "ingest_into"]
+__all__ = ["BATCH_ROWS", "SPOOL_BATCH_ROWS", "IngestReport", "ingest", "ingest_into"]
 
 #: Traces per insert: DuckDB's row group. An insert of at least one row group is written
 #: straight to the file, compressed once; a smaller one goes through the write-ahead log and is
@@ -56,6 +56,13 @@ __all__ = ["BATCH_ROWS", "IngestReport", "ingest", "ingest_into"]
 #: Each insert also looks every stored key up once, so fewer inserts cost less. Memory: about
 #: 1.5 KB of Arrow per trace, for this batch and the one being inserted.
 BATCH_ROWS = 122_880
+#: Traces per insert of rows that workers spooled to files (:mod:`sweep.store.ingestion._spool`):
+#: four row groups. DuckDB compresses a row group in one thread, so an insert of one keeps one
+#: core busy whatever the machine has, and updates the cross-hardware tables once per row group;
+#: four cut the writing process's CPU by a quarter (eight did no better on 2 cores, and leave
+#: less of an ingest's parsing to overlap with its inserts). Memory holds none of these rows
+#: (DuckDB's scan streams from the files, about 100 bytes of Parquet per trace in the folder).
+SPOOL_BATCH_ROWS = 4 * BATCH_ROWS
 
 
 @dataclass
@@ -148,10 +155,13 @@ class IngestJob:
     (the other is inserted first), so inserts keep the order of the lines.
     """
 
-    def __init__(self, store: WritableStore, report: IngestReport, batch_rows: int) -> None:
+    def __init__(
+        self, store: WritableStore, report: IngestReport, batch_rows: int, spool_rows: int | None = None
+    ) -> None:
         self.store = store
         self.report = report
         self.batch_rows = batch_rows
+        self.spool_rows = batch_rows if spool_rows is None else spool_rows
         self.batch = RowBatch()
         self.spooled = SpoolBatch()
         self.marks: list[LogMark] = []
@@ -164,8 +174,8 @@ class IngestJob:
     def full(self) -> bool:
         """Whether the batch holds a whole insert of traces or of workloads."""
         return (
-            max(self.batch.count("traces"), self.batch.count("workloads"), self.spooled.trace_rows)
-            >= self.batch_rows
+            max(self.batch.count("traces"), self.batch.count("workloads")) >= self.batch_rows
+            or self.spooled.trace_rows >= self.spool_rows
         )
 
     def flush(self, *, wait: bool = False) -> None:
@@ -349,7 +359,7 @@ def ingest_into(
     paths: Sequence[Path],
     *,
     allow_empty: bool = False,
-    batch_rows: int = BATCH_ROWS,
+    batch_rows: int | None = None,
     workers: int | None = None,
     chunk_bytes: int = CHUNK_BYTES,
     spool: bool = True,
@@ -360,7 +370,8 @@ def ingest_into(
         store: The store.
         paths: Files or folders.
         allow_empty: Return an empty report for paths with nothing to ingest, not an error.
-        batch_rows: Traces per insert.
+        batch_rows: Traces per insert (default: :data:`BATCH_ROWS` of rows built here,
+            :data:`SPOOL_BATCH_ROWS` of rows workers spooled to files).
         workers: Processes that parse JSONL logs (default: one per usable CPU, one less past two, when the logs
             are large, else none besides this one); 1 parses here.
         chunk_bytes: Bytes of whole lines a worker parses at a time.
@@ -380,7 +391,12 @@ def ingest_into(
         raise
     report.skipped += len(left_out)
     report.warnings.extend(left_out)
-    job = IngestJob(store, report, batch_rows)
+    job = IngestJob(
+        store,
+        report,
+        BATCH_ROWS if batch_rows is None else batch_rows,
+        SPOOL_BATCH_ROWS if batch_rows is None else batch_rows,
+    )
     try:
         # Consecutive logs go through one stream of chunks, so workers stay busy across files.
         for is_log, group in itertools.groupby(sources, key=lambda src: src.kind == "jsonl"):

@@ -13,8 +13,8 @@ one after the other:
   launch``), each reusing that worker. The two checkouts cannot share a worker (its code
   digest differs: each would replace the other's), hence one first launch each.
 
-Both checkouts are compiled first (``compileall``, into ``PYTHONPYCACHEPREFIX``, a folder of
-the bench's unless set), so launches read ``.pyc`` files as an installed package's do.
+Both checkouts are compiled first (``compileall``: in place, or under ``PYTHONPYCACHEPREFIX``
+where that is set), so launches read ``.pyc`` files as an installed package's do.
 
 Which checkout goes first alternates round by round. For every second launch it records:
 the seconds from the process's start (the moment this bench spawned it) to the first worker
@@ -99,14 +99,12 @@ def main() -> None:
         trees = {"baseline": _baseline_tree(args.baseline, tmp / "baseline"), "this": REPO}
         (tmp / "home").mkdir()
         env["HOME"] = str(tmp / "home")
-        # As an installed package: its `.pyc` files compiled once and read by every launch (with
-        # PYTHONDONTWRITEBYTECODE set, each would compile every module of `sweep` again), and
-        # kept outside the trees, whose files Ray hashes for the workers' `py_modules`.
-        env["PYTHONPYCACHEPREFIX"] = os.environ.get("PYTHONPYCACHEPREFIX") or str(tmp / "pycache")
+        # As an installed package: its `.pyc` files compiled once and read by every launch
+        # (with PYTHONDONTWRITEBYTECODE set, each would compile every module of `sweep` again),
+        # in place or under PYTHONPYCACHEPREFIX where that is set (`gpu_site.sh`).
         for tree in trees.values():
             subprocess.run(
                 [sys.executable, "-m", "compileall", "-q", str(tree / "sweep")],
-                env={**os.environ, **env},
                 stdout=subprocess.DEVNULL,
                 check=False,
             )

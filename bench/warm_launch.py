@@ -23,7 +23,10 @@ launch's own figure (``LaunchResult.startup_s``, from ``launch()``'s start) and 
 its start clock (``LaunchResult.phases``). The table gives medians and best of each, and the
 ratio of this checkout's medians to the baseline's.
 
-Usage: ``python bench/warm_launch.py [--baseline bb96ca0] [--rounds 2] [--seconds 3]
+Without git (a copy of the checkout), ``--baseline-dir DIR`` names a folder holding the
+baseline's ``sweep`` (``git archive bb96ca0 sweep | tar -x -C DIR`` where git is).
+
+Usage: ``python bench/warm_launch.py [--baseline bb96ca0 | --baseline-dir DIR] [--rounds 2] [--seconds 3]
 [--tasks 4] [--device cpu|cuda]`` (on a GPU host after ``source bench/gpu_site.sh``).
 """
 
@@ -73,15 +76,21 @@ def _baseline_tree(rev: str, into: Path) -> Path:
 
 
 def _commit(rev: str) -> str:
-    out = subprocess.run(
-        ["git", "rev-parse", "--short", rev], check=False, cwd=REPO, capture_output=True, text=True
-    )
+    try:
+        out = subprocess.run(
+            ["git", "rev-parse", "--short", rev], check=False, cwd=REPO, capture_output=True, text=True
+        )
+    except OSError:  # no git on this host
+        return rev
     return out.stdout.strip() or rev
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--baseline", default="bb96ca0", help="the revision to compare against")
+    ap.add_argument("--baseline", default="bb96ca0", help="the revision to compare against (git archive)")
+    ap.add_argument(
+        "--baseline-dir", type=Path, help="a folder holding the baseline's `sweep` package (no git needed)"
+    )
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--seconds", type=int, default=3, help="second launches per first launch")
     ap.add_argument("--tasks", type=int, default=4)
@@ -96,7 +105,13 @@ def main() -> None:
     runs: dict[str, list[dict[str, Any]]] = {"baseline": [], "this": []}
     with tempfile.TemporaryDirectory(prefix="sweep-bench-warm-launch-") as name:
         tmp = Path(name)
-        trees = {"baseline": _baseline_tree(args.baseline, tmp / "baseline"), "this": REPO}
+        if args.baseline_dir is not None:
+            if not (args.baseline_dir / "sweep" / "__init__.py").is_file():
+                sys.exit(f"--baseline-dir {args.baseline_dir} holds no sweep package")
+            base_tree = args.baseline_dir.resolve()
+        else:
+            base_tree = _baseline_tree(args.baseline, tmp / "baseline")
+        trees = {"baseline": base_tree, "this": REPO}
         (tmp / "home").mkdir()
         env["HOME"] = str(tmp / "home")
         # As an installed package: its `.pyc` files compiled once and read by every launch
@@ -140,7 +155,7 @@ def _report(args: argparse.Namespace, runs: dict[str, list[dict[str, Any]]]) -> 
     n = len(runs["this"])
     print(
         f"machine: {os.cpu_count()} cores; load {os.getloadavg()[0]:.2f} at the end; baseline "
-        f"{_commit(args.baseline)}, this {_commit('HEAD')}; {args.rounds} rounds x {args.seconds} warm second "
+        f"{args.baseline_dir or _commit(args.baseline)}, this {_commit('HEAD')}; {args.rounds} rounds x {args.seconds} warm second "
         f"launches each on {args.device} ({args.tasks} tasks), checkouts alternating which goes first"
     )
     reused = {k: sum(r["reused"] for r in v) for k, v in runs.items()}

@@ -232,7 +232,7 @@ def _launch_rounds(args: argparse.Namespace, tmp: Path, env: dict[str, str], tar
             rel, worst = f"{_median(paired):.3f}", f"{max(paired):.3f}"
         print(f"{name:<{width}}  {min(xs):7.2f}  {_median(xs):8.2f}  {rel:>20}  {worst:>6}")
     print()
-    steps = ("plan", "ray", "store", "scheduler")
+    steps = ("plan", "ray", "scheduler", "store")
     print(
         "where the start goes (median seconds since the launch began, at the end of each step; "
         "the store opens in a thread beside Ray where the plan allows):"

@@ -69,7 +69,8 @@ print(json.dumps({"start_s": r.wall_s - s.steady_s, "first_ready_s": s.first_rea
                   "startup_s": r.startup_s, "phases": dict(r.phases)}))
 """
 
-_STOP = """
+#: Stops every warm worker of the head at ``BENCH_ADDRESS`` and waits until their slots are free.
+STOP_WARM = """
 import os, time, ray
 from sweep.cluster.warm import survey
 from sweep.cluster.warm_admin import attached, stop_warm_workers
@@ -110,14 +111,18 @@ print(json.dumps(out))
 """
 
 
-def run_python(code: str, args: list[str], env: dict[str, str]) -> tuple[dict[str, Any], float]:
-    """``python -c code *args`` in a fresh process (no ``RAY_ADDRESS``, ``env`` added): the
-    JSON object its last line prints, and its wall time; exits this bench if it fails."""
+def run_python(
+    code: str, args: list[str], env: dict[str, str], cwd: Path = REPO
+) -> tuple[dict[str, Any], float]:
+    """``python -c code *args`` in a fresh process (no ``RAY_ADDRESS``, ``env`` added; run in
+    ``cwd``, whose ``sweep`` it imports): the JSON object its last line prints, and its wall
+    time; exits this bench if it fails. The child finds the wall time it was started at in
+    ``BENCH_SPAWNED_AT``."""
     t0 = time.monotonic()
     proc = subprocess.run(
         [sys.executable, "-c", code, *args],
-        cwd=REPO,
-        env={**os.environ, "RAY_ADDRESS": "", **env},
+        cwd=cwd,
+        env={**os.environ, "RAY_ADDRESS": "", **env, "BENCH_SPAWNED_AT": repr(time.time())},
         capture_output=True,
         text=True,
         check=False,
@@ -146,7 +151,7 @@ def _launch_rounds(args: argparse.Namespace, tmp: Path, env: dict[str, str], tar
         for i in range(args.rounds):
             order = ["warm", "cold"] if i % 2 == 0 else ["cold", "warm"]
             for mode in order:
-                run_python(_STOP, [], base)  # the first launch of each pair starts cold
+                run_python(STOP_WARM, [], base)  # the first launch of each pair starts cold
                 pair = []
                 for _ in range(2):
                     shutil.rmtree(tmp / "results", ignore_errors=True)
@@ -166,7 +171,7 @@ def _launch_rounds(args: argparse.Namespace, tmp: Path, env: dict[str, str], tar
                     file=sys.stderr,
                     flush=True,
                 )
-        run_python(_STOP, [], base)
+        run_python(STOP_WARM, [], base)
     finally:
         head.close()
     prof = tmp / "second-launch.prof.txt"
@@ -227,7 +232,7 @@ def _launch_rounds(args: argparse.Namespace, tmp: Path, env: dict[str, str], tar
             rel, worst = f"{_median(paired):.3f}", f"{max(paired):.3f}"
         print(f"{name:<{width}}  {min(xs):7.2f}  {_median(xs):8.2f}  {rel:>20}  {worst:>6}")
     print()
-    steps = ("plan", "ray", "store", "scheduler")
+    steps = ("plan", "ray", "scheduler", "store")
     print(
         "where the start goes (median seconds since the launch began, at the end of each step; "
         "the store opens in a thread beside Ray where the plan allows):"

@@ -341,10 +341,11 @@ class _Loop:
             try:
                 self._deliver()  # what a turn cut short by an error had collected
             finally:
-                self._shutdown()
+                self.shutdown()
         return self.stats
 
-    def _shutdown(self) -> None:
+    def shutdown(self) -> None:
+        """Hand the workers back to their source (warm ones released, new ones stopped)."""
         with contextlib.suppress(Exception):  # never hide why the loop ended
             self.source.finish([(w.handle, w.info is not None) for w in self.workers if not w.dead])
 
@@ -360,7 +361,7 @@ def run_tasks(
     on_worker: Callable[[WorkerInfo], None] | None = None,
     on_tick: Callable[[], None] | None = None,
     ray_api: RayApi | None = None,
-    estimated_s: Mapping[str, float] | None = None,
+    estimated_s: Mapping[str, float] | Callable[[], Mapping[str, float]] | None = None,
     workers: WorkerSource | None = None,
 ) -> SchedulerStats:
     """Run ``tasks`` on workers of ``pools`` (Ray must be initialised); one trace per task.
@@ -378,7 +379,10 @@ def run_tasks(
         on_worker: Called when a worker becomes ready.
         on_tick: Called at least every half second (progress output while nothing finishes).
         ray_api: The ``ray`` module (default), or a stand-in that simulates a cluster.
-        estimated_s: Seconds each task is expected to take, by task id (``_order``).
+        estimated_s: Seconds each task is expected to take, by task id (``_order``), or a
+            function giving them, called once the workers are asked for and before the first
+            task is sent (a warm worker's claim is a round trip or two: the caller reads the
+            estimates, and opens its store, meanwhile).
         workers: Where workers come from and go (new actors, killed at the end, by default).
 
     Raises:
@@ -396,4 +400,9 @@ def run_tasks(
     loop = _Loop(
         pools, spec, run_id, on_traces, options or SchedulerOptions(), on_worker, on_tick, ray_api, workers
     )
-    return loop.run(longest_first(tasks, estimated_s or {}))
+    try:
+        estimated = estimated_s() if callable(estimated_s) else estimated_s
+    except BaseException:
+        loop.shutdown()  # the workers it asked for: released, or stopped (run's own end)
+        raise
+    return loop.run(longest_first(tasks, estimated or {}))

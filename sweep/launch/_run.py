@@ -12,9 +12,10 @@ start mostly waits on other processes. :class:`StartClock` records where the tim
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -200,24 +201,40 @@ def run_sweep(
         )
     ]
     target_of = {t.task_id: t.hardware for t in todo}
+    from sweep.sandbox.gang import world_size
+
     # The loop only appends each delivery to the logs; the writer's thread syncs them, and a
     # trace counts (tally, progress) once synced (``_storing``). DuckDB gets the synced lines
     # from the writer's follower process every STORE_FLUSH_S (readers merge the log tail
     # meanwhile): rows and inserts cost the driver's process nothing.
-    with opening.take() as w:
-        clock.mark("store")
-        estimated = opening.estimated
-        if estimated is None:  # the plan waited for the cluster: read them now
-            estimated = estimated_for(todo, results, Path(config.output.store_path()))
-        for note in opening.notes:
-            if progress is not None:
-                progress.note(note)
-        storing = Storing(w, tally, progress, target_of)
+    storing = Storing(None, tally, progress, target_of)
+    estimated: dict[str, float] = {}
+    with contextlib.ExitStack() as stack:
+
+        def store_ready() -> Mapping[str, float]:
+            # Taken once the workers are asked for (a warm worker's claim is a round trip or
+            # two, the store's opening a few tenths of a second), and before any task is
+            # sent: a store that cannot be opened still fails the launch before anything runs.
+            if storing.writer is None:
+                storing.writer = stack.enter_context(opening.take())
+                clock.mark("store")
+                for note in opening.notes:
+                    if progress is not None:
+                        progress.note(note)
+                estimated.update(
+                    opening.estimated  # the plan waited for the cluster: read them now
+                    if opening.estimated is not None
+                    else estimated_for(todo, results, Path(config.output.store_path()))
+                )
+            return estimated
+
         clock.mark("scheduler")
         try:
-            todo = _run_gangs(todo, pools, spec, run_id, storing)
+            if any(world_size(t) > 1 for t in todo):
+                store_ready()  # the gangs' traces are stored as they come
+            singles = _run_gangs(todo, pools, spec, run_id, storing)
             stats = run_tasks(
-                todo,
+                singles,
                 pools,
                 spec,
                 run_id=run_id,
@@ -225,8 +242,9 @@ def run_sweep(
                 options=scheduler,
                 on_tick=storing.on_tick,
                 workers=warm if warm is not None or not offers else FreshWorkers(run_id, offers=offers),
-                estimated_s=estimated,
+                estimated_s=store_ready,
             )
+            store_ready()  # nothing was left to run: the writer is taken and closed all the same
             storing.drain()
             if stats.workers:  # the first one ready
                 clock.mark_worker(stats.workers[0])

@@ -25,7 +25,8 @@ class Storing:
     """The launch's side of the writer: ``on_traces`` and ``on_tick`` for the driver loop.
 
     Args:
-        writer: Where traces go.
+        writer: Where traces go; ``None`` until the launch has it open (set :attr:`writer`
+            before the first traces: the loop's ticks before then only redraw the progress).
         tally: Counts the durable traces, per target.
         progress: Shows them (``None``: quiet).
         target_of: Each task's target, by task id.
@@ -33,7 +34,7 @@ class Storing:
 
     def __init__(
         self,
-        writer: ResultsWriter,
+        writer: ResultsWriter | None,
         tally: Tally,
         progress: Progress | None,
         target_of: Mapping[str, str],
@@ -51,17 +52,21 @@ class Storing:
             Outcome.of(t, target_of.get(t.provenance.task_id or "", "") if t.provenance is not None else "")
             for t in traces
         ]
+        if self.writer is None:
+            raise RuntimeError("traces came before the results writer was open")
         self.writer.submit(traces, lambda: self._durable(outcomes))
 
     def on_tick(self) -> None:
         """Count what became durable since, and redraw the progress line when due."""
-        self.writer.poll()
+        if self.writer is not None:
+            self.writer.poll()
         if self.progress is not None:
             self.progress.tick()
 
     def drain(self) -> None:
         """Wait for the last syncs, and count what they made durable."""
-        self.writer.drain()
+        if self.writer is not None:
+            self.writer.drain()
 
     def _durable(self, outcomes: Sequence[Outcome]) -> None:
         for outcome in outcomes:

@@ -143,10 +143,10 @@ class LaunchResult:
     #: Seconds from the launch's start to its first worker ready to evaluate (``None`` when
     #: nothing ran): config, plan, Ray, the store and the worker.
     startup_s: float | None = None
-    #: Steps of the start (``plan``, ``ray``, ``store``, ``scheduler``, then the first
-    #: worker's ``worker_process``, ``worker_actor``, ``zygote``, ``sandbox``, ``worker_ready``:
-    #: :meth:`StartClock.mark_worker`) with the seconds since the launch began when each
-    #: ended, in time order.
+    #: Steps of the start (``plan``, ``ray``, ``scheduler``, ``store``: taken once the workers
+    #: are asked for, then the first worker's ``worker_process``, ``worker_actor``, ``zygote``,
+    #: ``sandbox``, ``worker_ready``: :meth:`StartClock.mark_worker`) with the seconds since
+    #: the launch began when each ended, in time order.
     phases: tuple[tuple[str, float], ...] = ()
 
 

@@ -6,13 +6,17 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Sequence
+from typing import Any
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from sweep.cluster._order import longest_first
 from sweep.cluster.connect import Pool
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
+from sweep.cluster.workers import FreshWorkers
+from sweep.errors import StoreError
 from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import Status, Trace
 from sweep.schema.task import Task
@@ -182,3 +186,52 @@ def test_every_task_ends_with_one_trace_whatever_the_workers_and_losses(
         assert t.evaluation.status is want, t.evaluation.log
     assert stats.lost == n_kill and stats.traces == len(tasks)
     assert max(ray.max_inflight.values(), default=0) <= depth
+
+
+def test_estimates_given_late_are_read_once_the_workers_are_asked_for_before_any_task() -> None:
+    # A launch reads the estimates (and opens its store) while its workers are claimed.
+    tasks = _tasks([f"s{i}" for i in range(4)])
+    est = {t.task_id: float(i) for i, t in enumerate(tasks)}
+    ray = FakeRay()
+    seen: list[tuple[int, int]] = []
+
+    def late() -> dict[str, float]:
+        seen.append((len(ray.actors), len(ray.started)))
+        return est
+
+    pool = Pool(target="H100", size=2, num_gpus=1, num_cpus=0)
+    deliveries: list[list[Trace]] = []
+    run_tasks(tasks, [pool], SPEC, run_id="r", on_traces=deliveries.append, ray_api=ray, estimated_s=late)
+    assert seen == [(2, 0)]  # once: both workers asked for, no task sent yet
+    _one_each(tasks, deliveries)
+    order = [tid for _, call in ray.started for tid in call]
+    assert [est[tid] for tid in order] == sorted(est.values(), reverse=True)
+
+
+def test_when_late_estimates_fail_the_workers_asked_for_are_handed_back_and_nothing_runs() -> None:
+    tasks = _tasks(["a", "b"])
+    ray = FakeRay()
+    handed_back: list[int] = []
+
+    class Source(FreshWorkers):
+        def finish(self, workers: Sequence[tuple[Any, bool]]) -> None:
+            handed_back.append(len(workers))
+            super().finish(workers)
+
+    def broken() -> dict[str, float]:
+        raise StoreError("another sweep is writing to the results folder")
+
+    pool = Pool(target="H100", size=2, num_gpus=1, num_cpus=0)
+    with pytest.raises(StoreError, match="another sweep"):
+        run_tasks(
+            tasks,
+            [pool],
+            SPEC,
+            run_id="r",
+            on_traces=lambda _: None,
+            ray_api=ray,
+            estimated_s=broken,
+            workers=Source("r", ray),
+        )
+    assert handed_back == [2] and ray.started == []
+    assert all(a.dead for a in ray.actors)

@@ -48,35 +48,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    _group_for_xdist(items)
     gpu_items = [i for i in items if i.get_closest_marker("gpu")]
     if not gpu_items or _cuda_available():
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU; run on the device machine with -m gpu")
     for item in gpu_items:
         item.add_marker(skip)
-
-
-def _group_for_xdist(items: list[pytest.Item]) -> None:
-    """Work units for pytest-xdist's ``--dist loadgroup`` (the README's test command): a file's
-    tests on one worker (its module fixtures, a shared sandbox, made once), and all of
-    ``tests/cluster`` on one (one session cluster, and no two Ray launches of it at once on
-    a 2-core host). Without xdist the marks change nothing."""
-    tests = Path(__file__).resolve().parent
-    for item in items:
-        try:
-            parts = item.path.resolve().relative_to(tests).parts
-        except ValueError:
-            continue
-        group = "cluster" if parts[0] == "cluster" else "/".join(parts)
-        item.add_marker(pytest.mark.xdist_group(group))
-
-
-@pytest.hookimpl(optionalhook=True)  # a hook of pytest-xdist's: unknown without it
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: a worker a core, at most 4 (each may start Ray clusters and zygotes of its
-    own: more would trade memory for little)."""
-    return max(1, min(os.cpu_count() or 1, 4))
 
 
 @pytest.fixture(scope="session")

@@ -134,10 +134,12 @@ def run(cfg: Path, slots: int, device: str) -> dict[str, Any]:
     return got
 
 
-def per_task(results: Path) -> tuple[dict[str, float], dict[str, tuple[int, float]]]:
-    """Each task's evaluation seconds, and per GPU (node, gpu id): evaluations, busy seconds."""
+def per_task(results: Path) -> tuple[dict[str, float], dict[str, tuple[int, float]], dict[str, list[str]]]:
+    """Each task's evaluation seconds; per GPU (node, gpu id): evaluations, busy seconds; and
+    per GPU the ids of the tasks it ran."""
     durations: dict[str, float] = {}
     gpus: dict[str, list[float]] = defaultdict(list)
+    tasks_of: dict[str, list[str]] = defaultdict(list)
     for log in sorted((results / "traces").rglob("*.jsonl")):
         for line in log.read_text().splitlines():
             if not line.strip():
@@ -152,7 +154,25 @@ def per_task(results: Path) -> tuple[dict[str, float], dict[str, tuple[int, floa
             # On CPU (no GPU id) each worker slot is told apart by its sandbox process.
             slot = f"gpu{p['gpu_id']}" if p.get("gpu_id") is not None else f"pid{p.get('worker_pid')}"
             gpus[f"{str(p.get('node_id'))[:8]}/{slot}"].append(s)
-    return durations, {k: (len(v), sum(v)) for k, v in sorted(gpus.items())}
+            tasks_of[f"{str(p.get('node_id'))[:8]}/{slot}"].append(str(p.get("task_id")))
+    return durations, {k: (len(v), sum(v)) for k, v in sorted(gpus.items())}, dict(tasks_of)
+
+
+def worker_lines(one: dict[str, float], many: dict[str, float], tasks_of: dict[str, list[str]]) -> list[str]:
+    """Per worker of a run on several GPUs: whether it was slow because its tasks were heavier
+    (their seconds on one GPU) or because it ran them slower (the median of each task's
+    seconds here over its seconds on one GPU)."""
+    out = []
+    for worker, ids in sorted(tasks_of.items()):
+        both = [k for k in ids if k in one and one[k] > 0 and k in many]
+        if not both:
+            continue
+        ratio = statistics.median(many[k] / one[k] for k in both) - 1
+        out.append(
+            f"    {worker}: {len(both)} tasks, {sum(one[k] for k in both):.1f} s of them on 1 GPU, "
+            f"{sum(many[k] for k in both):.1f} s here; each task's slowdown against 1 GPU, median {100 * ratio:+.1f}%"
+        )
+    return out
 
 
 def _sizes(text: str) -> list[int]:
@@ -201,7 +221,7 @@ def main() -> None:
             cfg = tmp / f"scaling-{slots}-{r}.yaml"
             write_config(cfg, tmp / "dataset" / "data", results, slots, args.device, args.short)
             got = run(cfg, slots, args.device)
-            got["durations"], got["gpus"] = per_task(results)
+            got["durations"], got["gpus"], got["tasks_of"] = per_task(results)
             runs[slots].append(got)
             print(
                 f"round {r + 1}, {slots} GPU(s): {got['ran']} ran {got['statuses']}; start-up {got['startup_s']:.1f} s, "
@@ -237,6 +257,14 @@ def main() -> None:
     print(
         "eval slowdown: the median over tasks of (a task's evaluation seconds on N GPUs / the same task's on 1) - 1"
     )
+    print("per worker: heavier tasks (their seconds on 1 GPU) or a slower worker (its tasks' slowdown)?")
+    for r in range(args.rounds):
+        for n in sizes[1:]:
+            print(f"  round {r + 1}, {n} GPU(s):")
+            for line in worker_lines(
+                runs[1][r]["durations"], runs[n][r]["durations"], runs[n][r]["tasks_of"]
+            ):
+                print(line)
     for n in sizes[1:]:
         best = max(runs[1][r]["steady_s"] / runs[n][r]["steady_s"] for r in range(args.rounds))
         need = {2: 1.95, 4: 3.8}.get(n, 0.95 * n)

@@ -103,8 +103,20 @@ def render_launch(
         workers = max(len(st.workers), 1)
         start = result.wall_s - st.steady_s
         per = st.steady_s * workers / result.ran
+        marks = dict(result.phases)
+        # from the store taken (it is, before distributed tasks run) to their end
+        gangs = (
+            marks["gangs"] - max(marks.get("scheduler", 0.0), marks.get("store", 0.0))
+            if "gangs" in marks
+            else None
+        )
+        first = (
+            "the first worker"
+            if gangs is None
+            else f"the first worker ({gangs:.1f} s of them the distributed tasks)"
+        )
         lines.append(
-            f"wall time {result.wall_s:.1f} s: {start:.1f} s to plan, start Ray and the first worker, "
+            f"wall time {result.wall_s:.1f} s: {start:.1f} s to plan, start Ray and {first}, "
             f"{st.steady_s:.1f} s of evaluations on {len(st.workers)} worker(s) "
             f"({per * 1000:.1f} ms per evaluation per worker)"
         )

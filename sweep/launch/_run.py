@@ -233,6 +233,8 @@ def run_sweep(
             if any(world_size(t) > 1 for t in todo):
                 store_ready()  # the gangs' traces are stored as they come
             singles = _run_gangs(todo, pools, spec, run_id, storing)
+            if len(singles) < len(todo):
+                clock.mark("gangs")  # the distributed tasks ran first, before any single worker
             stats = run_tasks(
                 singles,
                 pools,

@@ -355,8 +355,10 @@ def _progress(
 
 
 def _startup_s(clock: StartClock, stats: SchedulerStats) -> float | None:
-    """Seconds from the launch's start to its first worker ready."""
-    started = dict(clock.phases).get("scheduler")
+    """Seconds from the launch's start to its first worker ready (the loop's clock starts once
+    the distributed tasks, which run first, are done)."""
+    marks = dict(clock.phases)
+    started = marks.get("gangs", marks.get("scheduler"))
     if started is None or stats.first_ready_s is None:
         return None
     return started + stats.first_ready_s

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 from pathlib import Path
 
@@ -71,3 +72,11 @@ def test_report_of_a_run_has_the_table_and_timing() -> None:
     assert "10 ran (PASSED 9, TIMEOUT 1)" in text
     assert "wall time 20.0 s: 10.0 s to plan, start Ray and the first worker, 10.0 s of evaluations" in text
     assert "workers lost: 1; tasks re-run elsewhere: 1" in text
+    # distributed tasks run before the single workers start: their time is said apart
+    gangs = dataclasses.replace(
+        result, phases=(("plan", 0.1), ("ray", 2.0), ("scheduler", 2.5), ("gangs", 8.5))
+    )
+    assert (
+        "10.0 s to plan, start Ray and the first worker (6.0 s of them the distributed tasks), 10.0 s"
+        in render_launch(gangs)
+    )

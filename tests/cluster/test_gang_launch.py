@@ -5,6 +5,7 @@ gang's ranks forked by a zygote of its own (``run_gang``'s default)."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.data.distributed.allreduce import definition, solution, workload
@@ -62,5 +63,9 @@ def test_a_launch_runs_gangs_beside_single_gpu_tasks(two_nodes: dict[str, str], 
     assert f"cannot be placed: 1\n  1 task: {cause}\n    all_reduce_sum / ar_good / " in text
     assert text.count("needs 8 H100 GPUs on one node") == 1  # the task's own reason, listed once
     assert "left out all_reduce_sum" not in out.output  # no note per task
+    # the distributed tasks ran before the single worker started: their time is said apart
+    assert re.search(
+        r"s to plan, start Ray and the first worker \([0-9.]+ s of them the distributed tasks\)", text
+    )
     four = by_world[4]["provenance"]  # type: ignore[index]
     assert four["node_id"] == two_nodes["H100"]  # packed on the node that has 4 GPUs

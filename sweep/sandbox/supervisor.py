@@ -211,8 +211,7 @@ class Sandbox:
         return self._zygote
 
     def _fork(self, *, replace_dead: bool = True) -> _Child:
-        """A new sandbox process, starting (not yet ready); from a new zygote if this one died
-        (unless ``replace_dead`` is false: then the fork fails, ``SandboxStartError``)."""
+        """A new sandbox process, starting (not yet ready); a dead zygote replaced if ``replace_dead``."""
         zygote = self._ensure_zygote() if replace_dead or self._zygote is None else self._zygote
         ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         self.stats.started += 1
@@ -281,9 +280,7 @@ class Sandbox:
         if not self.spec.prefork or self._spare is not None:
             return
         if self._zygote is None or not self._zygote.alive():
-            # The running task's parent is gone: its result must say so (asked of that zygote,
-            # not of a new one started here), and the next task starts a new zygote.
-            return
+            return  # the task's parent died: its end is asked of that zygote; the next task gets a new one
         try:
             self._spare = self._fork(replace_dead=False)
         except SandboxStartError:

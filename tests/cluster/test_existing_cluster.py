@@ -65,11 +65,34 @@ def _env() -> dict[str, str]:
     return env
 
 
+#: Starts of the head tried before the fixture fails. Ray gives a new node 30 s (fixed in its
+#: code) to register with its GCS; on a loaded 2-core host (two test processes, a busy loop)
+#: `ray start` has given up that way while every later start succeeded.
+_HEAD_STARTS = 3
+
+
 @pytest.fixture(scope="module")
 def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Head]:
-    port, dash = _free_port(), _free_port()
     home = tmp_path_factory.mktemp("head")
-    log = home / "ray-start.log"
+    proc: subprocess.Popen[bytes] | None = None
+    try:
+        for attempt in range(1, _HEAD_STARTS + 1):
+            proc, port, dash = _start_head(home, home / f"ray-start-{attempt}.log")
+            if proc is not None:
+                break
+        else:
+            logs = "\n".join(f.read_text()[-1500:] for f in sorted(home.glob("ray-start-*.log")))
+            pytest.fail(f"ray start --head did not come up in {_HEAD_STARTS} starts:\n{logs}")
+        yield Head(address=f"127.0.0.1:{port}", dashboard=f"http://127.0.0.1:{dash}")
+    finally:
+        if proc is not None:
+            _stop_head(proc)
+
+
+def _start_head(home: Path, log: Path) -> tuple[subprocess.Popen[bytes] | None, int, int]:
+    """One start of the head: its process and ports once it accepts jobs, or ``None`` (the
+    process stopped, its group killed) when `ray start` exited before that."""
+    port, dash = _free_port(), _free_port()
     cmd = [
         str(_BIN / "ray"),
         "start",
@@ -109,21 +132,32 @@ def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Head]:
                 urllib.request.urlopen(f"http://127.0.0.1:{dash}/api/version", timeout=2)
                 break
             except OSError:
-                if proc.poll() is not None or time.monotonic() > deadline:
+                if proc.poll() is not None:
+                    _stop_head(proc)
+                    return None, port, dash
+                if time.monotonic() > deadline:
                     pytest.fail(f"ray start --head did not come up:\n{log.read_text()[-3000:]}")
                 time.sleep(0.5)
-        _wait_for_job_agent(f"http://127.0.0.1:{dash}", home, proc, log)
-        yield Head(address=f"127.0.0.1:{port}", dashboard=f"http://127.0.0.1:{dash}")
-    finally:
-        with contextlib.suppress(ProcessLookupError):  # it may have failed to start
-            os.killpg(proc.pid, signal.SIGKILL)  # `ray start --block` outlives SIGTERM for a while
-        proc.wait(30)
+        if not _wait_for_job_agent(f"http://127.0.0.1:{dash}", home, proc, log):
+            _stop_head(proc)
+            return None, port, dash
+    except BaseException:
+        _stop_head(proc)
+        raise
+    return proc, port, dash
 
 
-def _wait_for_job_agent(dashboard: str, home: Path, proc: subprocess.Popen[bytes], log: Path) -> None:
-    """Wait until the head accepts jobs. The dashboard answers before the node's job agent
-    has registered with it, and a job submitted meanwhile fails with "No available agent to
-    submit job" (slower under load): submit an empty job until one succeeds."""
+def _stop_head(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(ProcessLookupError):  # it may have exited
+        os.killpg(proc.pid, signal.SIGKILL)  # `ray start --block` outlives SIGTERM for a while
+    proc.wait(30)
+
+
+def _wait_for_job_agent(dashboard: str, home: Path, proc: subprocess.Popen[bytes], log: Path) -> bool:
+    """Wait until the head accepts jobs (``True``), or its `ray start` exited (``False``). The
+    dashboard answers before the node's job agent has registered with it, and a job submitted
+    meanwhile fails with "No available agent to submit job" (slower under load): submit an
+    empty job until one succeeds."""
     deadline = time.monotonic() + 180
     while True:
         probe = _run(
@@ -132,8 +166,10 @@ def _wait_for_job_agent(dashboard: str, home: Path, proc: subprocess.Popen[bytes
             timeout=120,
         )
         if probe.returncode == 0:
-            return
-        if proc.poll() is not None or time.monotonic() > deadline:
+            return True
+        if proc.poll() is not None:
+            return False
+        if time.monotonic() > deadline:
             pytest.fail(
                 f"the Ray head never accepted a job:\n{probe.stdout[-2000:]}{probe.stderr[-2000:]}\n"
                 f"{log.read_text()[-2000:]}"

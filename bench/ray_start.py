@@ -11,7 +11,8 @@ answer, and the ratio of each variant's actor time to the baseline's, paired by 
 
 Variants: ``base`` (today's kwargs); ``no_prestart`` (``_system_config``: no Python workers
 started ahead of need); ``no_usage_stats`` (``RAY_USAGE_STATS_ENABLED=0``);
-``small_store`` (a 100 MB object store).
+``small_store`` (a 100 MB object store); ``store_2g`` (2 GiB, where Ray's default is 30% of
+the host's memory); ``lean`` (``store_2g``, ``no_prestart`` and ``no_usage_stats`` together).
 
 Usage: ``python bench/ray_start.py [--rounds 3] [--device cpu|cuda] [--variants base,no_prestart]``
 """
@@ -59,6 +60,14 @@ _VARIANTS: dict[str, tuple[dict[str, object], dict[str, str]]] = {
     ),
     "no_usage_stats": ({}, {"RAY_USAGE_STATS_ENABLED": "0"}),
     "small_store": ({"object_store_memory": 100 * 1024 * 1024}, {}),
+    "store_2g": ({"object_store_memory": 2 * 1024**3}, {}),
+    "lean": (
+        {
+            "object_store_memory": 2 * 1024**3,
+            "_system_config": {"enable_worker_prestart": False, "prestart_worker_first_driver": False},
+        },
+        {"RAY_USAGE_STATS_ENABLED": "0"},
+    ),
 }
 
 

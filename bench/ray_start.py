@@ -52,22 +52,19 @@ ray.shutdown()
 print(json.dumps({"import_s": t_import, "init_s": t_init, "actor_s": t_actor}))
 """
 
+_NO_PRESTART: dict[str, object] = {
+    "_system_config": {"enable_worker_prestart": False, "prestart_worker_first_driver": False}
+}
+_NO_USAGE_STATS = {"RAY_USAGE_STATS_ENABLED": "0"}
+_STORE_2G: dict[str, object] = {"object_store_memory": 2 * 1024**3}
+
 _VARIANTS: dict[str, tuple[dict[str, object], dict[str, str]]] = {
     "base": ({}, {}),
-    "no_prestart": (
-        {"_system_config": {"enable_worker_prestart": False, "prestart_worker_first_driver": False}},
-        {},
-    ),
-    "no_usage_stats": ({}, {"RAY_USAGE_STATS_ENABLED": "0"}),
+    "no_prestart": (_NO_PRESTART, {}),
+    "no_usage_stats": ({}, _NO_USAGE_STATS),
     "small_store": ({"object_store_memory": 100 * 1024 * 1024}, {}),
-    "store_2g": ({"object_store_memory": 2 * 1024**3}, {}),
-    "lean": (
-        {
-            "object_store_memory": 2 * 1024**3,
-            "_system_config": {"enable_worker_prestart": False, "prestart_worker_first_driver": False},
-        },
-        {"RAY_USAGE_STATS_ENABLED": "0"},
-    ),
+    "store_2g": (_STORE_2G, {}),
+    "lean": ({**_STORE_2G, **_NO_PRESTART}, _NO_USAGE_STATS),
 }
 
 

@@ -74,23 +74,22 @@ _HEAD_STARTS = 3
 @pytest.fixture(scope="module")
 def head(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Head]:
     home = tmp_path_factory.mktemp("head")
-    proc: subprocess.Popen[bytes] | None = None
+    for attempt in range(1, _HEAD_STARTS + 1):
+        started = _start_head(home, home / f"ray-start-{attempt}.log")
+        if started is not None:
+            break
+    else:
+        logs = "\n".join(f.read_text()[-1500:] for f in sorted(home.glob("ray-start-*.log")))
+        pytest.fail(f"ray start --head did not come up in {_HEAD_STARTS} starts:\n{logs}")
+    proc, head = started
     try:
-        for attempt in range(1, _HEAD_STARTS + 1):
-            proc, port, dash = _start_head(home, home / f"ray-start-{attempt}.log")
-            if proc is not None:
-                break
-        else:
-            logs = "\n".join(f.read_text()[-1500:] for f in sorted(home.glob("ray-start-*.log")))
-            pytest.fail(f"ray start --head did not come up in {_HEAD_STARTS} starts:\n{logs}")
-        yield Head(address=f"127.0.0.1:{port}", dashboard=f"http://127.0.0.1:{dash}")
+        yield head
     finally:
-        if proc is not None:
-            _stop_head(proc)
+        _stop_head(proc)
 
 
-def _start_head(home: Path, log: Path) -> tuple[subprocess.Popen[bytes] | None, int, int]:
-    """One start of the head: its process and ports once it accepts jobs, or ``None`` (the
+def _start_head(home: Path, log: Path) -> tuple[subprocess.Popen[bytes], Head] | None:
+    """One start of the head: its process and addresses once it accepts jobs, or ``None`` (the
     process stopped, its group killed) when `ray start` exited before that."""
     port, dash = _free_port(), _free_port()
     cmd = [
@@ -134,17 +133,17 @@ def _start_head(home: Path, log: Path) -> tuple[subprocess.Popen[bytes] | None, 
             except OSError:
                 if proc.poll() is not None:
                     _stop_head(proc)
-                    return None, port, dash
+                    return None
                 if time.monotonic() > deadline:
                     pytest.fail(f"ray start --head did not come up:\n{log.read_text()[-3000:]}")
                 time.sleep(0.5)
         if not _wait_for_job_agent(f"http://127.0.0.1:{dash}", home, proc, log):
             _stop_head(proc)
-            return None, port, dash
+            return None
     except BaseException:
         _stop_head(proc)
         raise
-    return proc, port, dash
+    return proc, Head(address=f"127.0.0.1:{port}", dashboard=f"http://127.0.0.1:{dash}")
 
 
 def _stop_head(proc: subprocess.Popen[bytes]) -> None:

@@ -357,11 +357,13 @@ class Sandbox:
             marks = [("turn", time.monotonic())]
             child = self._take()
             marks.append(("sandbox ready (fork, start)", time.monotonic()))
+            # Marked before the send: the sandbox may receive it and mark its own clock before
+            # this process is scheduled again, and the timeline stays in the order things happened.
+            marks.append(("task sending", time.monotonic()))
             try:
                 child.conn.send(Evaluate(env.blob, env.records))
             except OSError:
                 pass  # it died before its task: the receive below sees the end and reports it
-            marks.append(("task sent", time.monotonic()))
             self._marks = marks
             t_fork = time.monotonic()
             self._prefork()  # beside the task's evaluation, not on the timeline

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
+
+import pytest
 
 from sweep.engine import evaluate, phase_marks
 from sweep.plan import load_dataset
@@ -48,6 +52,39 @@ def test_a_sandboxed_task_has_one_timeline_in_order() -> None:
     times = [t for _, t in timeline]
     assert times == sorted(times)  # one clock for every process of the host
     assert len(sandbox.stats.prefork_seconds) == 1
+
+
+class _SlowSender:
+    """A connection whose sender is descheduled right after a send, as on a loaded host."""
+
+    def __init__(self, conn: Any) -> None:
+        self._conn = conn
+
+    def send(self, obj: object) -> None:
+        self._conn.send(obj)
+        time.sleep(0.3)  # the sandbox receives the task and marks its clock meanwhile
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._conn, name)
+
+
+def test_the_timeline_stays_in_order_when_the_supervisor_is_slow_after_a_send(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    take = Sandbox._take
+
+    def slow_take(self: Sandbox) -> Any:
+        child = take(self)
+        child.conn = _SlowSender(child.conn)  # type: ignore[assignment]
+        return child
+
+    monkeypatch.setattr(Sandbox, "_take", slow_take)
+    with Sandbox(SandboxSpec(device_kind="cpu")) as sandbox:
+        trace = sandbox.run(_task())
+        assert trace.evaluation is not None and trace.evaluation.status.value == "PASSED"
+        timeline = sandbox.stats.timelines[-1]
+    times = [t for _, t in timeline]
+    assert times == sorted(times), timeline
 
 
 def test_an_evaluation_in_this_process_restarts_the_clock() -> None:

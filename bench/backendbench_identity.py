@@ -42,12 +42,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sweep.backendbench import import_backendbench, op_expression, parse_op_name
+from gpu_backendbench import aten_identity  # bench/ is this script's folder, first on sys.path
+
+from sweep.backendbench import import_backendbench
 from sweep.config import EvalSettings, SweepConfig, Tolerance
 from sweep.engine import EngineCache, evaluate, operator_problem, prepare_process
 from sweep.plan import build_plan, select
 from sweep.plan.dataset import load_dataset
-from sweep.schema import Definition, Solution, Trace
+from sweep.schema import Definition, Trace
 from sweep.schema.hardware import short_name
 from sweep.schema.task import Task
 
@@ -85,25 +87,6 @@ def upstream_includes(op: str) -> bool:
     """Whether upstream's benchmark includes the operator (``aten.add.Tensor`` or ``add.Tensor``)."""
     name = op.removeprefix("aten.")
     return not any(s in name for s in UPSTREAM_EXCLUDED)
-
-
-def aten_identity(defn: Definition, op: str) -> Solution:
-    """A solution that calls the operator itself (what the reference does)."""
-    src = f"import torch\n\n\ndef kernel_impl(*args, **kwargs):\n    return {op_expression(parse_op_name(op))}(*args, **kwargs)\n"
-    return Solution.model_validate(
-        {
-            "name": f"{defn.name}_aten",
-            "definition": defn.name,
-            "author": "aten",
-            "spec": {
-                "language": "python",
-                "target_hardware": ["*"],
-                "entry_point": "impl.py::kernel_impl",
-                "destination_passing_style": False,
-            },
-            "sources": [{"path": "impl.py", "content": src}],
-        }
-    )
 
 
 def _op_of(defn: Definition) -> str:

@@ -30,7 +30,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from sweep.backendbench import build_records, parse_trace_file
+from sweep.backendbench import build_records, op_expression, parse_op_name, parse_trace_file
 from sweep.config import EvalSettings, Tolerance
 from sweep.engine import EngineCache, evaluate, prepare_process
 from sweep.plan.dataset import load_dataset
@@ -51,13 +51,9 @@ WRONG = {
 
 
 def aten_identity(defn: Definition, op: str) -> Solution:
-    """A solution that calls the operator itself (what the reference does)."""
-    namespace, packet, overload = op.split(".")
-    src = (
-        "import torch\n\n\n"
-        "def kernel_impl(*args, **kwargs):\n"
-        f"    return torch.ops.{namespace}.{packet}.{overload}(*args, **kwargs)\n"
-    )
+    """A solution that calls the operator itself (what the reference does); the other
+    BackendBench benches (``backendbench_identity``, ``gpu_scaling``) take theirs from here."""
+    src = f"import torch\n\n\ndef kernel_impl(*args, **kwargs):\n    return {op_expression(parse_op_name(op))}(*args, **kwargs)\n"
     return Solution.model_validate(
         {
             "name": f"{defn.name}_aten",

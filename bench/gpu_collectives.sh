@@ -5,11 +5,9 @@
 # bench/results/ when OUT is unset). NVLink multicast stays off (NCCL_NVLS_ENABLE=0, also in
 # every process started); what else the host sets for NCCL and torch is left as it is.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-source bench/gpu_site.sh
+OUT=${OUT:-$(dirname "$0")/results}
+source "$(dirname "$0")/gpu_site.sh"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
-OUT=${OUT:-bench/results}
-mkdir -p "$OUT"
 GPUS=$(python3 -c "import torch; print(torch.cuda.device_count())")
 WORLDS=2
 if [ "$GPUS" -ge 4 ]; then WORLDS=2,4; fi

@@ -14,11 +14,7 @@
 # $SWEEP_NVML_WHEEL or .gpu/nvidia_ml_py-*.whl (fetch it on a machine with an index:
 #   pip download --no-deps -d .gpu nvidia-ml-py ).
 set -uo pipefail
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-cd "$REPO"
-OUT=${OUT:-$(mktemp -d)}
-mkdir -p "$OUT"
-source bench/gpu_site.sh
+source "$(dirname "$0")/gpu_site.sh"
 if ! python3 -c "import pynvml" 2>/dev/null; then
     whl=${SWEEP_NVML_WHEEL:-$(ls "$REPO"/.gpu/nvidia_ml_py-*.whl 2>/dev/null | head -1)}
     if [ -n "$whl" ] && [ -f "$whl" ]; then

@@ -5,10 +5,7 @@
 # PyTorch/Triton/CUDA, plus wrong and cheating ones) and bench/gpu_backendbench.py (imported
 # BackendBench rows with an ATen-identity solution). Logs go to $OUT.
 set -uo pipefail
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-cd "$REPO"
-OUT=${OUT:-$(mktemp -d)}
-source bench/gpu_site.sh
+source "$(dirname "$0")/gpu_site.sh"
 rc=0
 echo "== GPU tests (pytest -m gpu)"
 python3 -m pytest -q -m gpu -p no:cacheprovider tests/engine tests/backendbench 2>&1 | tee "$OUT/pytest_gpu.log" | tail -n 25 || rc=1

@@ -20,11 +20,7 @@
 #    on one GPU.
 # Exit status: non-zero when any step or check fails.
 set -euo pipefail
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-cd "$REPO"
-OUT=${OUT:-$(mktemp -d)}
-mkdir -p "$OUT"
-source bench/gpu_site.sh
+source "$(dirname "$0")/gpu_site.sh"
 python3 -c "import torch, triton, ray; print('torch', torch.__version__, 'triton', triton.__version__, \
 'ray', ray.__version__, '|', torch.cuda.device_count(), 'x', torch.cuda.get_device_name(0))"
 nvidia-smi --query-gpu=index,name,clocks.sm,clocks.max.sm,power.draw --format=csv || true

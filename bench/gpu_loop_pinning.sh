@@ -4,7 +4,7 @@
 # alternately unpinned and pinned to core 5 (taskset). Run from the repository root on the
 # device machine, with the offline bundle in .gpu/.
 set -euo pipefail
-source bench/gpu_site.sh
+source "$(dirname "$0")/gpu_site.sh"
 python3 - <<'PY'
 import sys, os, subprocess, tempfile, json, time
 sys.path.insert(0, "bench")

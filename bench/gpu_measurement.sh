@@ -5,7 +5,7 @@
 # (gpu_backendbench.py); a GEMM that caches its output by content, and what fresh values cost
 # (gpu_content_cache.py). Usage: bash bench/gpu_measurement.sh [OUTDIR]
 set -euo pipefail
-source bench/gpu_site.sh
+source "$(dirname "$0")/gpu_site.sh"
 OUTDIR=${1:-${OUT:-/tmp}}
 echo "== commit $(git rev-parse --short HEAD 2>/dev/null || echo '?'), $(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)"
 echo "== timers (bench/gpu_timing.py)"

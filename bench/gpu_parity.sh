@@ -6,7 +6,7 @@
 # safetensors) are installed from $WHEELS (default .gpu/wheels) into a folder of their own.
 # Usage: bash bench/gpu_parity.sh [extra args of gpu_flashinfer_parity.py]
 set -euo pipefail
-source bench/gpu_site.sh
+source "$(dirname "$0")/gpu_site.sh"
 WHEELS=${WHEELS:-.gpu/wheels}
 FIB_SITE=${FIB_SITE:-/tmp/fib-site}
 if ! PYTHONPATH="$FIB_SITE" python3 -c "import flashinfer_bench, tvm_ffi" 2>/dev/null; then

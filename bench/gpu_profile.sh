@@ -7,10 +7,7 @@
 # the sweep's latency (within 10%), and compute-sanitizer's four tools on them (no errors) and
 # on a planted out-of-bounds kernel (memcheck reports it). Logs and reports go to $OUT.
 set -uo pipefail
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-cd "$REPO"
-OUT=${OUT:-$(mktemp -d)}
-source bench/gpu_site.sh
+source "$(dirname "$0")/gpu_site.sh"
 cuda_tools_on_path
 rc=0
 echo "== GPU tests (pytest -m gpu tests/engine/test_gpu_profile.py)"

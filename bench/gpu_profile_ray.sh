@@ -10,11 +10,7 @@
 #    against the sweep's latency), no sanitizer errors on the correct kernels, memcheck
 #    findings on the planted one. Exit status non-zero when a step or check fails.
 set -uo pipefail
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-cd "$REPO"
-OUT=${OUT:-$(mktemp -d)}
-mkdir -p "$OUT"
-source bench/gpu_site.sh
+source "$(dirname "$0")/gpu_site.sh"
 cuda_tools_on_path
 cat > "$OUT/profile-ray.yaml" <<YAML
 name: gpu-profile-ray

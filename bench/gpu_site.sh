@@ -2,8 +2,14 @@
 # duckdb or pydantic): unpacks the offline bundle site-py312.tar.xz once into $SWEEP_SITE
 # (default /tmp/site) and puts it, and the checkout (`sweep` is not pip-installed there), on
 # PYTHONPATH. The bundle is looked for at $SWEEP_SITE_BUNDLE, .gpu/, then ../shared/gpu-host/.
+# It also does what each script needs first: REPO is the checkout (this file's folder's parent)
+# and the working folder, and OUT (the folder a device call brings back; a new temporary one when
+# unset) exists.
 SITE=${SWEEP_SITE:-/tmp/site}
-REPO=${REPO:-$(pwd)}
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$REPO" || exit 2
+OUT=${OUT:-$(mktemp -d)}
+mkdir -p "$OUT"
 if ! PYTHONPATH="$SITE" python3 -c "import ray, duckdb, pydantic" 2>/dev/null; then
     _bundle=""
     for _c in "${SWEEP_SITE_BUNDLE:-}" "$REPO/.gpu/site-py312.tar.xz" "$REPO/shared/gpu-host/site-py312.tar.xz" \

@@ -10,10 +10,6 @@
 # --kernel-tuner-path DIR`), as it is not installed on the GPU host.
 #   bash bench/gpu_tune.sh [--size 4096] [--budget 560]
 set -uo pipefail
-REPO=$(cd "$(dirname "$0")/.." && pwd)
-cd "$REPO"
-OUT=${OUT:-$(mktemp -d)}
-mkdir -p "$OUT"
 SIZE=4096
 BUDGET=560
 while [ $# -gt 0 ]; do
@@ -23,7 +19,7 @@ while [ $# -gt 0 ]; do
         *) echo "gpu_tune.sh: unknown argument $1" >&2; exit 2 ;;
     esac
 done
-source bench/gpu_site.sh
+source "$(dirname "$0")/gpu_site.sh"
 echo "== host: $(nproc) CPUs; $(python3 -c 'import torch, triton; print("torch", torch.__version__, "triton", triton.__version__)')"
 nvidia-smi --query-gpu=index,name,compute_cap,clocks.sm,clocks.max.sm --format=csv,noheader || true
 GPUS=$(nvidia-smi -L 2>/dev/null | wc -l)

@@ -44,15 +44,7 @@ def test_summary_counts_statuses_and_median_speedup_per_pair() -> None:
     tally.add(_trace("rmsnorm", "fast", Status.TIMEOUT))
     tally.add(_trace("gemm", "bad", Status.RUNTIME_ERROR))
     table = render_summary(tally.sorted_rows()).splitlines()
-    assert table[0].split() == [
-        "definition",
-        "solution",
-        "total",
-        "PASS",
-        "RTERR",
-        "TIMEOUT",
-        "median_speedup",
-    ]
+    assert " ".join(table[0].split()) == "definition solution total PASS RTERR TIMEOUT median_speedup"
     assert table[2].split() == ["gemm", "bad", "1", "0", "1", "0", "-"]
     assert table[3].split() == ["rmsnorm", "fast", "4", "3", "0", "1", "2x"]
     assert table[-1] == "PASS=PASSED, RTERR=RUNTIME_ERROR, TIMEOUT=TIMEOUT"
@@ -126,15 +118,7 @@ def test_summary_of_several_targets_has_a_row_per_target() -> None:
     tally.add(_trace("rmsnorm", "fast", Status.TIMEOUT), "H200")
     assert tally.by_hardware == {"H100": 1, "H200": 2}
     table = render_summary(tally.sorted_rows()).splitlines()
-    assert table[0].split() == [
-        "definition",
-        "solution",
-        "hardware",
-        "total",
-        "PASS",
-        "TIMEOUT",
-        "median_speedup",
-    ]
+    assert " ".join(table[0].split()) == "definition solution hardware total PASS TIMEOUT median_speedup"
     assert table[2].split() == ["rmsnorm", "fast", "H100", "1", "1", "0", "2x"]
     assert table[3].split() == ["rmsnorm", "fast", "H200", "2", "1", "1", "4x"]
     # One target: no hardware column (the summary line names it).

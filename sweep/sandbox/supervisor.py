@@ -357,8 +357,7 @@ class Sandbox:
             marks = [("turn", time.monotonic())]
             child = self._take()
             marks.append(("sandbox ready (fork, start)", time.monotonic()))
-            # Marked before the send: the sandbox may receive it and mark its own clock before
-            # this process is scheduled again, and the timeline stays in the order things happened.
+            # Before the send: the sandbox may receive it and mark its clock before this process runs again.
             marks.append(("task sending", time.monotonic()))
             try:
                 child.conn.send(Evaluate(env.blob, env.records))

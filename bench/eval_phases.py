@@ -45,7 +45,7 @@ sys.path.insert(0, str(REPO))
 from sweep.plan import load_dataset
 from sweep.sandbox import Sandbox, SandboxSpec
 from sweep.sandbox.packing import Envelope
-from sweep.schema import EvalSettings, Workload
+from sweep.schema import EvalSettings, Evaluation, Workload
 from sweep.schema.hardware import CPU, short_name
 from sweep.schema.task import Task
 
@@ -86,13 +86,16 @@ def intervals(timeline: list[tuple[str, float]]) -> list[tuple[str, float]]:
     return list(out.items())
 
 
-def run_case(sandbox: Sandbox, task: Task, n: int) -> tuple[list[dict[str, float]], list[str], list[str]]:
+def run_case(
+    sandbox: Sandbox, task: Task, n: int
+) -> tuple[list[dict[str, float]], list[str], list[str], list[Evaluation]]:
     """Per task: seconds per phase (the receiver's parse included), the phases in order,
-    and the statuses."""
+    the statuses and the evaluations (each side's timing stats)."""
     env = Envelope.of(task)
     rows: list[dict[str, float]] = []
     order: list[str] = []
     statuses: list[str] = []
+    evals: list[Evaluation] = []
     for _ in range(n):
         done = sandbox.run_batch([env])[0]
         t0 = time.monotonic()
@@ -100,13 +103,40 @@ def run_case(sandbox: Sandbox, task: Task, n: int) -> tuple[list[dict[str, float
         parse = time.monotonic() - t0
         assert trace.evaluation is not None
         statuses.append(trace.evaluation.status.value)
+        evals.append(trace.evaluation)
         phases = intervals(sandbox.stats.timelines[-1])
         phases.append(("trace parsed by the receiver", parse))
         for name, _ in phases:
             if name not in order:
                 order.append(name)
         rows.append(dict(phases))
-    return rows, order, statuses
+    return rows, order, statuses, evals
+
+
+def side_lines(evals: list[Evaluation]) -> list[str]:
+    """One line per side: the timer, and the medians of the samples kept and of the error the
+    stopping rule reached, with how often it met its target (why a window ran past rep_ms)."""
+    out = []
+    for side in ("reference_timing", "timing"):
+        stats = [s for e in evals if (s := getattr(e, side)) is not None]
+        if not stats:
+            continue
+        errors = [s.rel_error for s in stats if s.rel_error is not None]
+        met = sum(1 for s in stats if s.target_met)
+        timers = sorted({s.timer or "-" for s in stats})
+        out.append(
+            f"{'reference' if side == 'reference_timing' else 'solution':9s} timer {'/'.join(timers)}: "
+            f"samples median {statistics.median(s.iterations for s in stats):g}, rel. error median "
+            f"{statistics.median(errors) if errors else float('nan'):.4%}, target met {met}/{len(stats)}, "
+            f"p50 {statistics.median(s.p50_ms for s in stats) * 1e3:.2f} us"
+        )
+    speedups = sorted(e.performance.speedup_factor for e in evals if e.performance is not None)
+    if speedups:
+        out.append(
+            f"speedup (the same operator on both sides: 1.00 is right) median "
+            f"{statistics.median(speedups):.3f}, {speedups[0]:.3f}..{speedups[-1]:.3f}"
+        )
+    return out
 
 
 def table(
@@ -172,10 +202,12 @@ def main() -> int:
                 print("triton case: on the CPU under the Triton interpreter (TRITON_INTERPRET=1)")
             task = case_task(case, hardware, settings, gemm_m)
             run_case(sandbox, task, 1)  # the first: not counted
-            rows, order, statuses = run_case(sandbox, task, args.tasks)
+            rows, order, statuses, evals = run_case(sandbox, task, args.tasks)
             prefork = list(sandbox.stats.prefork_seconds)[-args.tasks :]
         bad = [s for s in statuses if s != "PASSED"]
         figures[case] = table(case, rows, order, prefork)
+        for line in side_lines(evals):
+            print(line)
         if bad:
             print(f"!! {len(bad)} of {len(statuses)} evaluations did not pass: {sorted(set(bad))}")
     if args.json:

@@ -78,13 +78,13 @@ def pool_signature(pool: Pool) -> str:
     return f"{pool.target} {json.dumps(pool.options(), sort_keys=True)}"
 
 
-def answer(ref: Any, timeout: float = ANSWER_S) -> Any:
+def answer(ref: Any, timeout: float | None = None) -> Any:
     """``ray.get(ref)`` of a control call, or ``None`` when the actor is gone or does not
-    answer in time."""
+    answer within ``timeout`` seconds (:data:`ANSWER_S`, read at the call, by default)."""
     import ray
 
     try:
-        return ray.get(ref, timeout=timeout)
+        return ray.get(ref, timeout=ANSWER_S if timeout is None else timeout)
     except Exception:  # noqa: BLE001 - dead, hung, or not a warm worker: no answer
         return None
 

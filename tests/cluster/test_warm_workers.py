@@ -39,8 +39,14 @@ def _names() -> set[str]:
 
 
 @pytest.fixture(autouse=True)
-def no_warm_workers(two_nodes: dict[str, str]) -> Iterator[None]:
-    """None before and none after: stop them all and wait until Ray has them dead."""
+def no_warm_workers(two_nodes: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """None before and none after: stop them all and wait until Ray has them dead. A healthy
+    worker answers here however loaded the host (a run beside two others has taken over the
+    10 s a launch gives, and the launch started a new worker instead of reusing one); the test
+    of a worker that does not answer sets its own bound."""
+    import sweep.cluster.warm
+
+    monkeypatch.setattr(sweep.cluster.warm, "ANSWER_S", 60.0)
 
     def clear() -> None:
         stop_warm_workers(stale_only=False, force=True)

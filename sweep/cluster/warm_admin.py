@@ -14,10 +14,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+import sweep.cluster.warm
 from sweep.cluster._address import address_problem
 from sweep.cluster._fingerprint import code_digest
 from sweep.cluster._lease import Claim, Wanted, WarmState
-from sweep.cluster.warm import ANSWER_S, NAMESPACE, answer, kill_worker, survey
+from sweep.cluster.warm import NAMESPACE, answer, kill_worker, survey
 from sweep.errors import ClusterError, shown
 
 __all__ = ["StopResult", "WarmWorker", "attached", "stop_warm_workers", "warm_workers"]
@@ -84,7 +85,7 @@ def stop_warm_workers(*, stale_only: bool, force: bool = False) -> StopResult:
         if actor is None:
             continue  # gone meanwhile
         if w.state is None and not force:
-            result.left.append((w, f"no answer within {ANSWER_S:g} s (starting, or hung)"))
+            result.left.append((w, f"no answer within {sweep.cluster.warm.ANSWER_S:g} s (starting, or hung)"))
             continue
         if w.state is None:  # asking again would wait as long: stop it
             kill_worker(actor)

@@ -5,7 +5,7 @@
 # bench/results/ when OUT is unset). NVLink multicast stays off (NCCL_NVLS_ENABLE=0, also in
 # every process started); what else the host sets for NCCL and torch is left as it is.
 set -euo pipefail
-OUT=${OUT:-$(dirname "$0")/results}
+OUT=${OUT:-$(cd "$(dirname "$0")" && pwd)/results}  # absolute: gpu_site.sh changes folder
 source "$(dirname "$0")/gpu_site.sh"
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 GPUS=$(python3 -c "import torch; print(torch.cuda.device_count())")

@@ -36,6 +36,8 @@ def _cuda_available() -> bool:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    if not hasattr(config, "workerinput"):  # once, in the process that starts xdist's workers
+        _compile_package()
     # Triton kernels run on the CPU only under Triton's interpreter, which must be chosen before
     # anything imports triton: set it for the whole session, whichever test imports triton first.
     if not _cuda_available():
@@ -45,6 +47,20 @@ def pytest_configure(config: pytest.Config) -> None:
     # A Ray head started by a test on a loaded 2-core machine can take more than Ray's default
     # 30 s to start its dashboard's modules (a `ray start --head` then fails).
     os.environ.setdefault("RAY_DASHBOARD_SUBPROCESS_MODULE_WAIT_READY_TIMEOUT", "300")
+
+
+def _compile_package() -> None:
+    """Compile ``sweep`` to ``.pyc`` files once, before any test starts a process.
+
+    The suite starts hundreds of Python processes that import ``sweep`` (zygotes, Ray workers,
+    CLI and driver subprocesses). Where ``PYTHONDONTWRITEBYTECODE`` is set, as on this project's
+    CI machines, none of them writes what it compiled, so each compiled the package from
+    source again. Python checks each ``.pyc`` against its source, so an edited module is
+    compiled afresh as before.
+    """
+    import compileall
+
+    compileall.compile_dir(REPO / "sweep", quiet=1)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -53,8 +53,8 @@ def _compile_package() -> None:
     """Compile ``sweep`` to ``.pyc`` files once, before any test starts a process.
 
     The suite starts hundreds of Python processes that import ``sweep`` (zygotes, Ray workers,
-    CLI and driver subprocesses). Where ``PYTHONDONTWRITEBYTECODE`` is set, as on this project's
-    CI machines, none of them writes what it compiled, so each compiled the package from
+    CLI and driver subprocesses). Where ``PYTHONDONTWRITEBYTECODE`` is set, as on the project's
+    2-core VMs, none of them writes what it compiled, so each compiled the package from
     source again. Python checks each ``.pyc`` against its source, so an edited module is
     compiled afresh as before.
     """

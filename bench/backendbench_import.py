@@ -143,8 +143,10 @@ def main(argv: list[str] | None = None) -> int:
         trace.write_text(text)
         # The checkout first; what the caller's PYTHONPATH holds after it (a GPU host's
         # packages come from bench/gpu_site.sh's bundle there).
-        kept = os.environ.get("PYTHONPATH")
-        env = {**os.environ, "PYTHONPATH": os.pathsep.join(p for p in (str(REPO), kept) if p)}
+        env = {
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+        }
         py = sys.executable
         ours = [py, "-m", "sweep.cli", "import-backendbench", str(trace), "--out"]
         up = [py, "-c", _UPSTREAM, str(root), str(trace)]

@@ -131,6 +131,24 @@ def test_batches_keep_the_view_of_schema_6(steps: list[list[Trace] | str]) -> No
 
 
 @_SETTINGS
+@given(st.lists(_STEP, min_size=1, max_size=6))
+def test_batches_of_many_pair_keys_keep_the_view_of_schema_6(steps: list[list[Trace] | str]) -> None:
+    # Past _FEW_KEYS pair keys a batch is cut in two: the traces of keys the tables hold (their
+    # groups' rows replaced) and the rest (appended). With one key the most, most batches are.
+    import sweep.store.db._cross_hardware as xh
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(xh, "_FEW_KEYS", 1)
+        mem = Store.memory()
+        try:
+            for step in steps:
+                mem.add(_batch(step))
+                _check_store(mem)
+        finally:
+            mem.close()
+
+
+@_SETTINGS
 @given(st.lists(_STEP, max_size=4), st.lists(traces(), min_size=1, max_size=10))
 def test_a_read_session_adds_the_log_tail_as_the_store_would(
     steps: list[list[Trace] | str], tail: list[Trace]

@@ -20,6 +20,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from sweep.schema import Trace
+from sweep.store.ingestion import _spool
 from sweep.store.ingestion._ingest import IngestReport, ingest_into
 from sweep.store.ingestion._jsonl_chunks import Chunk, LogEnd, split_log
 from sweep.store.ingestion._spool import SpoolBatch, insert_spooled, spool_chunk
@@ -121,11 +122,14 @@ _SETTINGS = settings(
     st.lists(st.sampled_from(_VALID) | st.sampled_from(_BAD) | st.just(""), max_size=16),
     st.integers(min_value=1, max_value=4000),
     st.integers(min_value=1, max_value=6),
+    st.integers(min_value=1, max_value=4),
 )
 def test_any_cut_spooled_stores_what_rows_built_here_store(
-    lines: list[str], chunk_bytes: int, batch_rows: int
+    lines: list[str], chunk_bytes: int, batch_rows: int, row_group: int
 ) -> None:
-    with tempfile.TemporaryDirectory() as tmp:
+    # A batch's files are read in pieces of at least a row group: here of 1 to 4 rows, so that
+    # a batch is read in one piece or in several.
+    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(_spool, "ROW_GROUP_ROWS", row_group):
         log = _write(Path(tmp) / "t.jsonl", lines)
         here = WritableStore.memory()
         report = ingest_into(here, [log], workers=1)
@@ -285,3 +289,21 @@ def test_spooled_rows_are_batched_by_their_own_size() -> None:
     assert not job.full()
     job.batch.add_trace(_rich(2), source="x")
     assert job.full()
+
+
+def test_a_batch_is_read_in_pieces_of_a_row_group_in_the_order_of_its_files(tmp_path: Path) -> None:
+    """The pieces DuckDB inserts each in a thread of their own: at least a row group each but
+    the last, the rows in the order of the files as given (not of their names)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    files, rows = [], []
+    for i, n in enumerate((2, 1, 3, 1, 1, 2, 1)):
+        f = tmp_path / f"{6 - i}.parquet"
+        pq.write_table(pa.table({"x": [10 * i + k for k in range(n)]}), f)
+        files.append(str(f))
+        rows.append(n)
+    with mock.patch.object(_spool, "ROW_GROUP_ROWS", 3):
+        table = _spool._row_groups(files, rows)
+    assert [b.num_rows for b in table.to_batches()] == [3, 3, 4, 1]
+    assert table.column("x").to_pylist() == [0, 1, 10, 20, 21, 22, 30, 40, 50, 51, 60]

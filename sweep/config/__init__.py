@@ -17,51 +17,11 @@ which has no config, puts its flags over the default evaluation settings by the 
 (``sweep.schema.settings``: a task carries them) and are re-exported here.
 """
 
-from sweep.config.models import (
-    DEFAULT_RESULTS_DIR,
-    DEFAULT_STORE_PATH,
-    STORE_FILE_NAME,
-    ConfigOverrides,
-    DefinitionSelect,
-    OutputSettings,
-    ProfileSettings,
-    RaySettings,
-    SearchSettings,
-    ShapeBucket,
-    SolutionSelect,
-    SweepConfig,
-    WorkloadSelect,
-    apply_overrides,
-    apply_settings_overrides,
-    default_store_path,
-    resolve_address,
-)
-from sweep.config.yaml_file import key_lines, load_config, read_config_file, resolve_paths
+from sweep.config import models, yaml_file
+from sweep.config.models import *
+from sweep.config.yaml_file import *
 from sweep.schema.settings import EvalSettings, Timeouts, Tolerance
 
-__all__ = [
-    "DEFAULT_RESULTS_DIR",
-    "DEFAULT_STORE_PATH",
-    "STORE_FILE_NAME",
-    "ConfigOverrides",
-    "DefinitionSelect",
-    "EvalSettings",
-    "OutputSettings",
-    "ProfileSettings",
-    "RaySettings",
-    "SearchSettings",
-    "ShapeBucket",
-    "SolutionSelect",
-    "SweepConfig",
-    "Timeouts",
-    "Tolerance",
-    "WorkloadSelect",
-    "apply_overrides",
-    "apply_settings_overrides",
-    "default_store_path",
-    "key_lines",
-    "load_config",
-    "read_config_file",
-    "resolve_address",
-    "resolve_paths",
-]
+__all__ = ["EvalSettings", "Timeouts", "Tolerance"]
+__all__ += models.__all__
+__all__ += yaml_file.__all__

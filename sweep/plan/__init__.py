@@ -17,6 +17,7 @@ that plan straight from a file.
 """
 
 from sweep.config import ConfigOverrides, load_config
+from sweep.plan import expand as _expand
 from sweep.plan.dataset import (
     LAYOUT,
     BrokenSolution,
@@ -27,52 +28,26 @@ from sweep.plan.dataset import (
     load_runnable,
     validate_roots,
 )
-from sweep.plan.expand import (
-    ALL_NEEDS_A_CLUSTER,
-    Exclusion,
-    Plan,
-    Unavailable,
-    build_plan,
-    combined_excluded,
-    expand,
-    expand_targets,
-    group_excluded,
-    plan_config,
-    plan_config_targets,
-    plan_targets,
-    target_hardware,
-)
+from sweep.plan.expand import *
 from sweep.plan.pair import PairSelection, select_file_pair, select_pair
 from sweep.plan.selection import Selection, select, with_lines
 
 __all__ = [
-    "ALL_NEEDS_A_CLUSTER",
     "LAYOUT",
     "BrokenSolution",
     "ConfigOverrides",
     "Dataset",
-    "Exclusion",
     "Origin",
     "PairSelection",
-    "Plan",
     "RecordKind",
     "Selection",
-    "Unavailable",
-    "build_plan",
-    "combined_excluded",
-    "expand",
-    "expand_targets",
-    "group_excluded",
     "load_config",
     "load_dataset",
     "load_runnable",
-    "plan_config",
-    "plan_config_targets",
-    "plan_targets",
     "select",
     "select_file_pair",
     "select_pair",
-    "target_hardware",
     "validate_roots",
     "with_lines",
 ]
+__all__ += _expand.__all__

@@ -24,22 +24,8 @@ from __future__ import annotations
 import math
 from typing import TypeAlias
 
+import sweep.schema.call_args as ca
 from sweep.errors import listing, shown
-from sweep.schema.call_args import (
-    ABBREV_TO_DTYPE,
-    ITEMSIZE,
-    LAYOUTS,
-    MEMORY_FORMATS,
-    TORCH_DTYPE_NAMES,
-    ArgValue,
-    DeviceArg,
-    DTypeArg,
-    LayoutArg,
-    MemoryFormatArg,
-    TensorArg,
-    TensorStyle,
-    TupleArg,
-)
 from sweep.schema.limits import INT64_MAX, INT64_MIN
 
 __all__ = ["Json", "decode_call", "decode_value", "encode_call", "encode_value"]
@@ -49,7 +35,7 @@ Json: TypeAlias = None | bool | int | float | str | list["Json"] | dict[str, "Js
 _NONFINITE = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
 
 
-def encode_value(v: ArgValue) -> Json:
+def encode_value(v: ca.ArgValue) -> Json:
     """One argument value as JSON (see the module docstring for the form)."""
     if v is None or isinstance(v, (bool, int, str)):
         return v
@@ -59,31 +45,31 @@ def encode_value(v: ArgValue) -> Json:
         return {"type": "float", "value": "nan" if math.isnan(v) else ("inf" if v > 0 else "-inf")}
     if isinstance(v, list):
         return [encode_value(x) for x in v]
-    if isinstance(v, TensorArg):
+    if isinstance(v, ca.TensorArg):
         return _encode_tensor(v)
-    if isinstance(v, TupleArg):
+    if isinstance(v, ca.TupleArg):
         out: dict[str, Json] = {"type": "tuple", "items": [encode_value(x) for x in v.items]}
         if v.trailing_comma != (len(v.items) == 1):
             out["trailing_comma"] = v.trailing_comma
         return out
     if isinstance(v, dict):
         return {"type": "dict", "items": {k: encode_value(x) for k, x in v.items()}}
-    if isinstance(v, DTypeArg):
+    if isinstance(v, ca.DTypeArg):
         d: dict[str, Json] = {"type": "dtype", "value": v.name}
         if v.spelling is not None:
             d["spelling"] = v.spelling
         return d
-    if isinstance(v, DeviceArg):
+    if isinstance(v, ca.DeviceArg):
         return _encode_device(v)
-    if isinstance(v, LayoutArg):
+    if isinstance(v, ca.LayoutArg):
         return {"type": "layout", "value": v.name}
-    if isinstance(v, MemoryFormatArg):
+    if isinstance(v, ca.MemoryFormatArg):
         return {"type": "memory_format", "value": v.name}
     raise TypeError(f"not an argument value: {type(v).__name__}")
 
 
 def encode_call(
-    args: tuple[ArgValue, ...], kwargs: dict[str, ArgValue]
+    args: tuple[ca.ArgValue, ...], kwargs: dict[str, ca.ArgValue]
 ) -> tuple[list[Json], dict[str, Json]]:
     """Positional and keyword arguments as the JSON ``args`` list and ``kwargs`` object."""
     return [encode_value(a) for a in args], {k: encode_value(v) for k, v in kwargs.items()}
@@ -91,7 +77,7 @@ def encode_call(
 
 def decode_call(
     args: list[Json], kwargs: dict[str, Json]
-) -> tuple[tuple[ArgValue, ...], dict[str, ArgValue]]:
+) -> tuple[tuple[ca.ArgValue, ...], dict[str, ca.ArgValue]]:
     """The inverse of :func:`encode_call`.
 
     Raises:
@@ -103,7 +89,7 @@ def decode_call(
     )
 
 
-def decode_value(j: Json, path: str) -> ArgValue:
+def decode_value(j: Json, path: str) -> ca.ArgValue:
     """One JSON value back into an argument value.
 
     Raises:
@@ -127,7 +113,7 @@ def decode_value(j: Json, path: str) -> ArgValue:
         trailing = j.get("trailing_comma", len(items) == 1)
         if not isinstance(trailing, bool):
             raise ValueError(f"{path}.trailing_comma: must be true or false")
-        return TupleArg(tuple(decode_value(x, f"{path}[{i}]") for i, x in enumerate(items)), trailing)
+        return ca.TupleArg(tuple(decode_value(x, f"{path}[{i}]") for i, x in enumerate(items)), trailing)
     if kind == "dict":
         _keys(j, path, {"items"}, set())
         items_d = j["items"]
@@ -141,10 +127,10 @@ def decode_value(j: Json, path: str) -> ArgValue:
         return _decode_device(j, path)
     if kind == "layout":
         _keys(j, path, {"value"}, set())
-        return LayoutArg(_choice(j["value"], LAYOUTS, f"{path}.value"))
+        return ca.LayoutArg(_choice(j["value"], ca.LAYOUTS, f"{path}.value"))
     if kind == "memory_format":
         _keys(j, path, {"value"}, set())
-        return MemoryFormatArg(_choice(j["value"], MEMORY_FORMATS, f"{path}.value"))
+        return ca.MemoryFormatArg(_choice(j["value"], ca.MEMORY_FORMATS, f"{path}.value"))
     if kind == "float":
         _keys(j, path, {"value"}, set())
         value = j["value"]
@@ -173,31 +159,31 @@ def _choice(value: Json, allowed: frozenset[str] | set[str], path: str) -> str:
 
 
 def _spellings(name: str) -> set[str]:
-    abbrs = {a for a, n in ABBREV_TO_DTYPE.items() if n == name}
+    abbrs = {a for a, n in ca.ABBREV_TO_DTYPE.items() if n == name}
     return (
         {f"'{a}'" for a in abbrs}
         | {f'"{a}"' for a in abbrs}
-        | {f"torch.{alias}" for alias, n in TORCH_DTYPE_NAMES.items() if n == name}
+        | {f"torch.{alias}" for alias, n in ca.TORCH_DTYPE_NAMES.items() if n == name}
     )
 
 
-def _decode_dtype(value: Json, spelling: Json, path: str) -> DTypeArg:
-    name = _choice(value, set(ITEMSIZE), f"{path}.value")
+def _decode_dtype(value: Json, spelling: Json, path: str) -> ca.DTypeArg:
+    name = _choice(value, set(ca.ITEMSIZE), f"{path}.value")
     if spelling is None:
-        return DTypeArg(name)
+        return ca.DTypeArg(name)
     if not isinstance(spelling, str) or spelling not in _spellings(name):
         raise ValueError(f"{path}.spelling: {shown(spelling)} does not spell dtype {name!r}")
-    return DTypeArg(name, spelling)
+    return ca.DTypeArg(name, spelling)
 
 
-def _encode_device(v: DeviceArg) -> dict[str, Json]:
+def _encode_device(v: ca.DeviceArg) -> dict[str, Json]:
     d: dict[str, Json] = {"type": "device", "value": v.name}
     if v.call_form:
         d["form"] = "torch.device"
     return d
 
 
-def _decode_device(j: Json, path: str) -> DeviceArg:
+def _decode_device(j: Json, path: str) -> ca.DeviceArg:
     if not isinstance(j, dict) or j.get("type") != "device":
         raise ValueError(f"{path}: must be a device object")
     _keys(j, path, {"value"}, {"form"})
@@ -206,14 +192,14 @@ def _decode_device(j: Json, path: str) -> DeviceArg:
         raise ValueError(f"{path}.value: must be a device name such as 'cuda'")
     if form not in (None, "torch.device"):
         raise ValueError(f"{path}.form: must be 'torch.device', got {shown(form)}")
-    return DeviceArg(name, call_form=form is not None)
+    return ca.DeviceArg(name, call_form=form is not None)
 
 
-_STYLE_DEFAULTS = TensorStyle()
+_STYLE_DEFAULTS = ca.TensorStyle()
 _STYLE_FLAGS = ("stride_keyword", "stride_list", "none_stride", "device_keyword")
 
 
-def _encode_tensor(t: TensorArg) -> dict[str, Json]:
+def _encode_tensor(t: ca.TensorArg) -> dict[str, Json]:
     d: dict[str, Json] = {"type": "tensor", "shape": list(t.shape), "dtype": t.dtype}
     if t.stride is not None:
         d["stride"] = list(t.stride)
@@ -236,12 +222,12 @@ def _ints(value: Json, path: str) -> tuple[int, ...]:
     return tuple(value)  # type: ignore[arg-type]
 
 
-def _decode_tensor(j: dict[str, Json], path: str) -> TensorArg:
+def _decode_tensor(j: dict[str, Json], path: str) -> ca.TensorArg:
     _keys(j, path, {"shape", "dtype"}, {"stride", "device", "style"})
     shape = _ints(j["shape"], f"{path}.shape")
     if math.prod(shape) > INT64_MAX:
         raise ValueError(f"{path}.shape: {shown(list(shape))} has more elements than a 64-bit count holds")
-    dtype = _choice(j["dtype"], set(ITEMSIZE), f"{path}.dtype")
+    dtype = _choice(j["dtype"], set(ca.ITEMSIZE), f"{path}.dtype")
     stride = None
     if j.get("stride") is not None:
         stride = _ints(j["stride"], f"{path}.stride")
@@ -265,5 +251,5 @@ def _decode_tensor(j: dict[str, Json], path: str) -> TensorArg:
     spelling = raw.get("dtype_spelling")
     if spelling is not None:
         _decode_dtype(dtype, spelling, f"{path}.style.dtype_spelling")
-    style = TensorStyle(dtype_spelling=spelling if isinstance(spelling, str) else None, **flags)
-    return TensorArg(shape, dtype, stride, device, style)
+    style = ca.TensorStyle(dtype_spelling=spelling if isinstance(spelling, str) else None, **flags)
+    return ca.TensorArg(shape, dtype, stride, device, style)

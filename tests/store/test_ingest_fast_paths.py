@@ -157,8 +157,8 @@ def test_reingest_of_stored_lines_counts_them_present(lines: list[str]) -> None:
             with _plain():
                 want = _report(ingest_into(plain, [log], workers=1))
             assert got == want
-            assert got["traces_added"] == 0
-            assert got["traces_present"] == got["traces_read"]
+            assert got["added"]["traces"] == 0
+            assert got["added"]["present"] == got["traces_read"]
             assert _stored(fast) == _stored(plain)
     finally:
         fast.close()
@@ -183,7 +183,7 @@ def test_reingest_in_worker_processes_matches_the_plain_path(tmp_path: Path) -> 
                 reports.append(_report(ingest_into(store, [log], workers=1, chunk_bytes=700)))
         _write(log, lines)
     assert reports[0] == reports[1]
-    assert reports[0]["traces_added"] == 1
+    assert reports[0]["added"]["traces"] == 1
 
 
 def test_rows_with_repeats_among_them_join_a_batch_once() -> None:

@@ -31,16 +31,7 @@ from typing import Any
 
 from sweep.errors import EngineError
 from sweep.schema import BackendBenchArgsInput, Definition, Workload
-from sweep.schema.call_args import (
-    ArgValue,
-    DeviceArg,
-    DTypeArg,
-    LayoutArg,
-    MemoryFormatArg,
-    TensorArg,
-    TupleArg,
-    iter_tensors,
-)
+from sweep.schema import call_args as ca
 from sweep.schema.call_json import decode_call
 from sweep.schema.op_tags import MutatedArg, op_from_tags, parse_mutation_tags
 
@@ -82,13 +73,13 @@ class CallSpec:
     """
 
     op: str | None
-    args: tuple[ArgValue, ...]
-    kwargs: dict[str, ArgValue]
+    args: tuple[ca.ArgValue, ...]
+    kwargs: dict[str, ca.ArgValue]
     mutates: tuple[MutatedArg, ...] = ()
 
-    def tensors(self) -> list[TensorArg]:
+    def tensors(self) -> list[ca.TensorArg]:
         """Every tensor, in the order :func:`materialize` fills them."""
-        return [t for v in (*self.args, *self.kwargs.values()) for t in iter_tensors(v)]
+        return [t for v in (*self.args, *self.kwargs.values()) for t in ca.iter_tensors(v)]
 
     @property
     def nbytes(self) -> int:
@@ -194,24 +185,24 @@ class _Materializer:
         self.device = device
         self.cpu = torch.device("cpu")
 
-    def value(self, v: ArgValue) -> Any:
-        if isinstance(v, TensorArg):
+    def value(self, v: ca.ArgValue) -> Any:
+        if isinstance(v, ca.TensorArg):
             return self.tensor(v)
         if isinstance(v, list):
             return [self.value(x) for x in v]
-        if isinstance(v, TupleArg):
+        if isinstance(v, ca.TupleArg):
             return tuple(self.value(x) for x in v.items)
         if isinstance(v, dict):
             return {k: self.value(x) for k, x in v.items()}
-        if isinstance(v, DTypeArg):
+        if isinstance(v, ca.DTypeArg):
             return getattr(self.torch, v.name)
-        if isinstance(v, (LayoutArg, MemoryFormatArg)):
+        if isinstance(v, (ca.LayoutArg, ca.MemoryFormatArg)):
             return getattr(self.torch, v.name)
-        if isinstance(v, DeviceArg):
+        if isinstance(v, ca.DeviceArg):
             return self.cpu if v.is_cpu else self.device
         return v
 
-    def tensor(self, t: TensorArg) -> Any:
+    def tensor(self, t: ca.TensorArg) -> Any:
         target = self.cpu if t.device is not None and t.device.is_cpu else self.device
         flat = self.random(t.storage_numel, t.dtype)
         if flat.device != target:
@@ -303,7 +294,7 @@ class _MetaMaterializer(_Materializer):
         super().__init__(torch, generator, device)
         self.cpu = device
 
-    def tensor(self, t: TensorArg) -> Any:
+    def tensor(self, t: ca.TensorArg) -> Any:
         dtype = getattr(self.torch, t.dtype)
         if t.stride is None:
             return self.torch.empty(t.shape, dtype=dtype, device=self.device)

@@ -17,23 +17,10 @@ from typing import Any
 
 import torch
 
+import sweep.engine.aten._index_types as ix
 from sweep.engine.aten._aten_ops import resolve_op
 from sweep.engine.aten._call_tree import storage_view, tensor_leaves
 from sweep.engine.aten._index_rules import plan_fills
-from sweep.engine.aten._index_types import (
-    BagMax,
-    BagOf,
-    BagSize,
-    Bound,
-    Distinct,
-    Fill,
-    Offsets,
-    PoolWindow,
-    Rows,
-    Rule,
-    SchemaArg,
-    Targets,
-)
 from sweep.errors import EngineError
 from sweep.schema.call_args import ArgValue, parse_op_name
 
@@ -45,17 +32,17 @@ _ARGSORT_LIMIT = 1 << 24
 
 
 @functools.lru_cache(maxsize=1024)
-def schema_args(op: str) -> tuple[SchemaArg, ...]:
+def schema_args(op: str) -> tuple[ix.SchemaArg, ...]:
     """The arguments of ``op``'s torch schema (names, keyword-only, defaults)."""
     overload = resolve_op(op)
     out = []
     for a in overload._schema.arguments:
         default = a.default_value if a.has_default_value() else None
-        out.append(SchemaArg(a.name, bool(a.kwarg_only), default))
+        out.append(ix.SchemaArg(a.name, bool(a.kwarg_only), default))
     return tuple(out)
 
 
-def index_fills(op: str | None, args: Sequence[ArgValue], kwargs: dict[str, ArgValue]) -> list[Fill]:
+def index_fills(op: str | None, args: Sequence[ArgValue], kwargs: dict[str, ArgValue]) -> list[ix.Fill]:
     """The index rules of a described call (none for an unknown or index-free operator)."""
     if op is None:
         return []
@@ -68,7 +55,7 @@ def index_fills(op: str | None, args: Sequence[ArgValue], kwargs: dict[str, ArgV
 
 
 def constrain(
-    fills: Sequence[Fill], args: Sequence[Any], kwargs: dict[str, Any], gen: torch.Generator
+    fills: Sequence[ix.Fill], args: Sequence[Any], kwargs: dict[str, Any], gen: torch.Generator
 ) -> None:
     """Draw every rule of ``fills`` into its integer tensor of a materialized call, in place."""
     if not fills:
@@ -111,33 +98,33 @@ def _write(t: torch.Tensor, values: torch.Tensor) -> None:
 
 
 def draw(
-    rule: Rule, shape: tuple[int, ...], gen: torch.Generator, drawn: dict[str, torch.Tensor]
+    rule: ix.Rule, shape: tuple[int, ...], gen: torch.Generator, drawn: dict[str, torch.Tensor]
 ) -> torch.Tensor | None:
     """Host int64 values of ``shape`` for ``rule`` (``None``: the rule cannot be met, leave
     the tensor as drawn); ``drawn`` holds the values of earlier fills, by path."""
     n = 1
     for s in shape:
         n *= s
-    if isinstance(rule, Bound):
+    if isinstance(rule, ix.Bound):
         if rule.high <= rule.low:
             return None
         return torch.randint(rule.low, rule.high, shape, generator=gen)
-    if isinstance(rule, Distinct):
+    if isinstance(rule, ix.Distinct):
         return _distinct(rule, shape, gen)
-    if isinstance(rule, Offsets):
+    if isinstance(rule, ix.Offsets):
         return _offsets(rule, n, gen)
-    if isinstance(rule, BagOf):
+    if isinstance(rule, ix.BagOf):
         return _bag_of(rule, n, gen, drawn)
-    if isinstance(rule, BagSize):
+    if isinstance(rule, ix.BagSize):
         bags = drawn.get(rule.bags_of)
         if bags is None:
             return None
         return torch.bincount(bags.reshape(-1), minlength=n)[:n]
-    if isinstance(rule, BagMax):
+    if isinstance(rule, ix.BagMax):
         return _bag_max(rule, shape, gen, drawn)
-    if isinstance(rule, Targets):
+    if isinstance(rule, ix.Targets):
         return _targets(rule, shape, gen)
-    if isinstance(rule, Rows):
+    if isinstance(rule, ix.Rows):
         if len(shape) != 2 or shape[0] != len(rule.highs) or min(rule.highs, default=1) <= 0:
             return None
         u = torch.rand(shape, generator=gen, dtype=torch.float64)
@@ -146,7 +133,7 @@ def draw(
     return _pool_window(rule, shape, gen)
 
 
-def _distinct(rule: Distinct, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor | None:
+def _distinct(rule: ix.Distinct, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor | None:
     if rule.high <= 0:
         return None
     dim = rule.dim if rule.dim is not None and shape else None
@@ -178,7 +165,7 @@ def _distinct_rows(rows: int, k: int, high: int, gen: torch.Generator) -> torch.
     return values
 
 
-def _offsets(rule: Offsets, n: int, gen: torch.Generator) -> torch.Tensor:
+def _offsets(rule: ix.Offsets, n: int, gen: torch.Generator) -> torch.Tensor:
     values = torch.randint(0, rule.total + 1, (n,), generator=gen).sort().values
     if n:
         values[0] = 0
@@ -189,7 +176,9 @@ def _offsets(rule: Offsets, n: int, gen: torch.Generator) -> torch.Tensor:
     return values
 
 
-def _bag_of(rule: BagOf, n: int, gen: torch.Generator, drawn: dict[str, torch.Tensor]) -> torch.Tensor | None:
+def _bag_of(
+    rule: ix.BagOf, n: int, gen: torch.Generator, drawn: dict[str, torch.Tensor]
+) -> torch.Tensor | None:
     if rule.offsets is None:
         if rule.bags <= 0:
             return None
@@ -201,7 +190,7 @@ def _bag_of(rule: BagOf, n: int, gen: torch.Generator, drawn: dict[str, torch.Te
 
 
 def _bag_max(
-    rule: BagMax, shape: tuple[int, ...], gen: torch.Generator, drawn: dict[str, torch.Tensor]
+    rule: ix.BagMax, shape: tuple[int, ...], gen: torch.Generator, drawn: dict[str, torch.Tensor]
 ) -> torch.Tensor | None:
     bags, words = drawn.get(rule.bags_of), drawn.get(rule.indices)
     if bags is None or words is None or not shape:
@@ -217,7 +206,7 @@ def _bag_max(
     return torch.where(count.view(view) > 0, chosen, torch.zeros((), dtype=torch.int64))
 
 
-def _targets(rule: Targets, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor | None:
+def _targets(rule: ix.Targets, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor | None:
     if rule.classes <= 0:
         return None
     values = torch.randint(0, rule.classes, shape, generator=gen)
@@ -226,7 +215,7 @@ def _targets(rule: Targets, shape: tuple[int, ...], gen: torch.Generator) -> tor
     return torch.where(ignore, torch.full((), rule.ignore_index, dtype=torch.int64), values)
 
 
-def _pool_window(rule: PoolWindow, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor | None:
+def _pool_window(rule: ix.PoolWindow, shape: tuple[int, ...], gen: torch.Generator) -> torch.Tensor | None:
     k = len(rule.size)
     if len(shape) < k or min(rule.size, default=1) <= 0:
         return None

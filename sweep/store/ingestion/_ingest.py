@@ -74,12 +74,11 @@ class IngestReport:
         files: Trace files read (JSONL and JSON).
         exports: Parquet export folders read.
         traces_read: Evaluated traces found and accepted (a refused one counts in ``skipped``).
-        traces_added: Traces new to the store.
-        traces_present: Traces the store held already (same key), including repeats in the input.
         workload_records: Workload-only records found (stored as workloads, not evaluations).
-        workloads_added: Workloads new to the store.
-        definitions_added: Definitions new or changed.
-        solutions_added: Solutions new or changed.
+        added: What the inserts added, summed (``present``: traces the store held already,
+            same key, including repeats in the input; definitions and solutions new or changed),
+            also read as ``traces_added``, ``traces_present``, ``workloads_added``,
+            ``definitions_added`` and ``solutions_added``.
         skipped: Lines or files that were not valid records, or records the store cannot hold.
         warnings: One line per skipped record: file, line, field, value and what is wrong.
     """
@@ -88,21 +87,30 @@ class IngestReport:
     files: int = 0
     exports: int = 0
     traces_read: int = 0
-    traces_added: int = 0
-    traces_present: int = 0
     workload_records: int = 0
-    workloads_added: int = 0
-    definitions_added: int = 0
-    solutions_added: int = 0
+    added: AddCounts = field(default_factory=AddCounts)
     skipped: int = 0
     warnings: list[str] = field(default_factory=list)
 
-    def _add(self, c: AddCounts) -> None:
-        self.traces_added += c.traces
-        self.traces_present += c.present
-        self.workloads_added += c.workloads
-        self.definitions_added += c.definitions
-        self.solutions_added += c.solutions
+    @property
+    def traces_added(self) -> int:
+        return self.added.traces
+
+    @property
+    def traces_present(self) -> int:
+        return self.added.present
+
+    @property
+    def workloads_added(self) -> int:
+        return self.added.workloads
+
+    @property
+    def definitions_added(self) -> int:
+        return self.added.definitions
+
+    @property
+    def solutions_added(self) -> int:
+        return self.added.solutions
 
 
 class _Inserter:
@@ -144,7 +152,7 @@ class _Inserter:
         result = self._result.pop()
         if isinstance(result, BaseException):
             raise result
-        self.report._add(result)
+        self.report.added.add(result)
 
 
 class IngestJob:
@@ -351,7 +359,7 @@ class IngestJob:
     def export(self, folder: Path) -> None:
         self.flush(wait=True)  # the export's own transaction comes after what was read before
         self.report.exports += 1
-        self.report._add(ingest_export(self.store, folder, batch_rows=self.batch_rows))
+        self.report.added.add(ingest_export(self.store, folder, batch_rows=self.batch_rows))
 
 
 def ingest_into(

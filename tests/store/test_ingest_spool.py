@@ -122,14 +122,11 @@ _SETTINGS = settings(
     st.lists(st.sampled_from(_VALID) | st.sampled_from(_BAD) | st.just(""), max_size=16),
     st.integers(min_value=1, max_value=4000),
     st.integers(min_value=1, max_value=6),
-    st.integers(min_value=1, max_value=4),
 )
 def test_any_cut_spooled_stores_what_rows_built_here_store(
-    lines: list[str], chunk_bytes: int, batch_rows: int, row_group: int
+    lines: list[str], chunk_bytes: int, batch_rows: int
 ) -> None:
-    # A batch's files are read in pieces of at least a row group: here of 1 to 4 rows, so that
-    # a batch is read in one piece or in several.
-    with tempfile.TemporaryDirectory() as tmp, mock.patch.object(_spool, "ROW_GROUP_ROWS", row_group):
+    with tempfile.TemporaryDirectory() as tmp:
         log = _write(Path(tmp) / "t.jsonl", lines)
         here = WritableStore.memory()
         report = ingest_into(here, [log], workers=1)
@@ -291,19 +288,18 @@ def test_spooled_rows_are_batched_by_their_own_size() -> None:
     assert job.full()
 
 
-def test_a_batch_is_read_in_pieces_of_a_row_group_in_the_order_of_its_files(tmp_path: Path) -> None:
-    """The pieces DuckDB inserts each in a thread of their own: at least a row group each but
-    the last, the rows in the order of the files as given (not of their names)."""
+def test_a_batch_is_read_as_one_chunk_in_the_order_of_its_files(tmp_path: Path) -> None:
+    """What DuckDB inserts: one contiguous table (no piece smaller than a row group that the
+    insert would merge in one thread), the rows in the order of the files as given (not of
+    their names)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    files, rows = [], []
-    for i, n in enumerate((2, 1, 3, 1, 1, 2, 1)):
+    files = []
+    for i, n in enumerate((2, 1, 3, 1)):
         f = tmp_path / f"{6 - i}.parquet"
         pq.write_table(pa.table({"x": [10 * i + k for k in range(n)]}), f)
         files.append(str(f))
-        rows.append(n)
-    with mock.patch.object(_spool, "ROW_GROUP_ROWS", 3):
-        table = _spool._row_groups(files, rows)
-    assert [b.num_rows for b in table.to_batches()] == [3, 3, 4, 1]
-    assert table.column("x").to_pylist() == [0, 1, 10, 20, 21, 22, 30, 40, 50, 51, 60]
+    table = _spool._batch_table(files)
+    assert [b.num_rows for b in table.to_batches()] == [7]
+    assert table.column("x").to_pylist() == [0, 1, 10, 20, 21, 22, 30]

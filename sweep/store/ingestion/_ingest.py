@@ -36,7 +36,7 @@ from sweep.store.ingestion._ingest_export import ingest_export
 from sweep.store.ingestion._ingest_pool import auto_workers, parse_in_order
 from sweep.store.ingestion._jsonl_chunks import CHUNK_BYTES, Chunk, LineSink, LogEnd, ParsedChunk, split_log
 from sweep.store.ingestion._present_lines import mark_present
-from sweep.store.ingestion._spool import ROW_GROUP_ROWS, SpoolBatch, SpooledChunk, insert_spooled
+from sweep.store.ingestion._spool import SpoolBatch, SpooledChunk, insert_spooled
 from sweep.store.ingestion._trace_files import (
     MAX_LINE_BYTES,
     MAX_RECORD_FILE_BYTES,
@@ -55,7 +55,7 @@ __all__ = ["BATCH_ROWS", "SPOOL_BATCH_ROWS", "IngestReport", "ingest", "ingest_i
 #: compressed again at each checkpoint, which made 50,000-row inserts twice as costly per row.
 #: Each insert also looks every stored key up once, so fewer inserts cost less. Memory: about
 #: 1.5 KB of Arrow per trace, for this batch and the one being inserted.
-BATCH_ROWS = ROW_GROUP_ROWS
+BATCH_ROWS = 122_880
 #: Traces per insert of rows that workers spooled to files (:mod:`sweep.store.ingestion._spool`):
 #: four row groups. DuckDB compresses a row group in one thread, so an insert of one keeps one
 #: core busy whatever the machine has, and updates the cross-hardware tables once per row group;

@@ -11,12 +11,14 @@ the order of the lines) and inserts with every thread, and no row becomes a Pyth
 batch's files are deleted once it is stored, so the folder holds a few batches at most, whatever
 the size of the logs.
 
-The traces of a batch are read into Arrow (in C++, every thread) in pieces of at least a DuckDB
-row group (:func:`_row_groups`), not scanned from the files. An insert that keeps the order of
-its rows compresses each piece of its source that fills a row group in a thread of its own, but
-merges smaller pieces in one thread; a spooled file holds one chunk (~5,000 traces), so the scan
-of the files kept two of a 16-core host's cores busy (``bench/store_writer_profile.py``). The
-price: the batch held in memory while it is inserted (about 1.5 KB of Arrow per trace).
+The traces of a batch are read into Arrow (in C++, every thread) as one contiguous table
+(:func:`_batch_table`), not scanned from the files. An insert that keeps the order of its rows
+merges the pieces of its source smaller than a row group in one thread; a spooled file holds
+one chunk (~5,000 traces), so the scan of the files kept two of a 16-core host's cores busy
+(``bench/store_writer_profile.py``). Pieces of a row group or a little more (tried too) sped
+the insert up but made the checkpoint after each batch about three times as long. The
+price: the batch held in memory while it is inserted (about 1.5 KB of Arrow per trace, twice
+that while it is joined).
 """
 
 from __future__ import annotations
@@ -34,11 +36,7 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-__all__ = ["ROW_GROUP_ROWS", "SpoolBatch", "SpooledChunk", "insert_spooled", "spool_chunk"]
-
-#: Rows of a DuckDB row group: an insert in order compresses a piece of its source this large in
-#: a thread of its own.
-ROW_GROUP_ROWS = 122_880
+__all__ = ["SpoolBatch", "SpooledChunk", "insert_spooled", "spool_chunk"]
 
 #: Parquet's compression of spooled rows: cheap both ways, and the records (JSON, most of a
 #: row) shrink several times, so the folder's bytes on disk are a fraction of the logs'.
@@ -106,14 +104,12 @@ class SpoolBatch:
 
     Attributes:
         traces_files: The chunks' ``traces`` files, in order.
-        traces_file_rows: The rows in each of them.
         workloads_files: Their ``workloads`` files, in order.
         trace_rows: Rows in ``traces_files``.
         duplicates: Repeats the chunks left out already (counted present).
     """
 
     traces_files: list[str] = field(default_factory=list)
-    traces_file_rows: list[int] = field(default_factory=list)
     workloads_files: list[str] = field(default_factory=list)
     trace_rows: int = 0
     duplicates: int = 0
@@ -122,7 +118,6 @@ class SpoolBatch:
         """Take a chunk's files and counts."""
         if chunk.traces_file:
             self.traces_files.append(chunk.traces_file)
-            self.traces_file_rows.append(chunk.trace_rows)
         if chunk.workloads_file:
             self.workloads_files.append(chunk.workloads_file)
         self.trace_rows += chunk.trace_rows
@@ -149,23 +144,11 @@ def _first_of_each(files: list[str], key: str) -> str:
     )
 
 
-def _row_groups(files: list[str], rows: list[int]) -> pa.Table:
-    """The rows of ``files`` (holding ``rows`` each), in their order, as a table whose chunks
-    hold a row group or more each (the last may hold fewer): consecutive files read together
-    (every thread) and joined into one chunk. Memory: the table, plus one group's copy."""
-    import pyarrow as pa
+def _batch_table(files: list[str]) -> pa.Table:
+    """The rows of ``files``, in their order, as one contiguous table (one chunk)."""
     import pyarrow.parquet as pq
 
-    pieces: list[pa.RecordBatch] = []
-    group: list[str] = []
-    held = 0
-    for i, (f, n) in enumerate(zip(files, rows, strict=True)):
-        group.append(f)
-        held += n
-        if held >= ROW_GROUP_ROWS or i == len(files) - 1:
-            pieces.extend(pq.read_table(group).combine_chunks().to_batches())
-            group, held = [], 0
-    return pa.Table.from_batches(pieces)
+    return pq.read_table(files).combine_chunks()
 
 
 @contextmanager
@@ -195,7 +178,7 @@ def insert_spooled(store: WritableStore, batch: SpoolBatch, marks: list[LogMark]
         with store.writing() as con, _unordered(con):
             rels: dict[str, str] = {}
             if batch.traces_files:
-                con.register("_spooled_rows", _row_groups(batch.traces_files, batch.traces_file_rows))
+                con.register("_spooled_rows", _batch_table(batch.traces_files))
                 traces = "SELECT * FROM _spooled_rows"
                 # Repeats across the batch's chunks are rare (a log ingested under two names):
                 # one count tells, and only then the window that keeps the first of each.

@@ -217,6 +217,10 @@ def test_launch_with_address_from_outside_the_cluster(head: Head, tmp_path: Path
     assert again.returncode == 0 and "3 already stored (skipped), 0 ran" in again.stdout, again.stdout
 
 
+#: What Ray prints when a job's working_dir package left the GCS before its actors fetched it.
+_RAY_PACKAGE_LOST = "Failed to download runtime_env file package"
+
+
 def test_launch_as_a_ray_job_with_a_working_dir(head: Head, tmp_path: Path) -> None:
     job = tmp_path / "job"
     write_dataset(job / "data", {"ok": _OK}, 2)
@@ -226,25 +230,30 @@ def test_launch_as_a_ray_job_with_a_working_dir(head: Head, tmp_path: Path) -> N
         "evaluation: {trials: 1, warmup_ms: 0, rep_ms: 1, min_iterations: 1, max_iterations: 2, input_sets: 1}\n"
         f"output: {{results_dir: {results}}}\n"
     )
-    proc = _run(
-        [
-            str(_BIN / "ray"),
-            "job",
-            "submit",
-            "--address",
-            head.dashboard,
-            "--working-dir",
-            str(job),
-            "--",
-            sys.executable,
-            "-m",
-            "sweep.cli",
-            "launch",
-            "sweep.yaml",
-        ],
-        tmp_path,
-    )
+    submit = [
+        str(_BIN / "ray"),
+        "job",
+        "submit",
+        "--address",
+        head.dashboard,
+        "--working-dir",
+        str(job),
+        "--",
+        sys.executable,
+        "-m",
+        "sweep.cli",
+        "launch",
+        "sweep.yaml",
+    ]
+    proc = _run(submit, tmp_path)
     out = proc.stdout + proc.stderr
+    if proc.returncode != 0 and _RAY_PACKAGE_LOST in out:
+        # Ray at times drops a job's working_dir package from the GCS before the job's actors
+        # fetch it (ray-project/ray#36703, seen once in a full suite); nothing of ours ran. A
+        # package of other content is uploaded anew (one of the same would not be).
+        (job / "resubmitted.txt").write_text("1\n")
+        proc = _run(submit, tmp_path)
+        out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out
     assert "succeeded" in out and "2 ran" in out, out
     _check(results, 2)
@@ -272,10 +281,14 @@ def test_a_second_launch_reuses_the_warm_workers_of_the_first(head: Head, tmp_pa
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     sweep = [sys.executable, "-m", "sweep.cli"]
+    # From no warm worker: the module's first test leaves two of this driver's environment,
+    # which only the job test's (another environment) replace, so this test does not hang on
+    # that one's outcome.
+    stop_all = _run([*sweep, "workers", "stop", "--all", "--address", head.address], outside)
+    assert stop_all.returncode == 0, stop_all.stdout + stop_all.stderr
     launch = [*sweep, "launch", str(cfg), "--address", head.address, "--force"]
     first = _run(launch, outside)
     assert first.returncode == 0, first.stdout + first.stderr
-    # (the earlier tests' workers, started by other drivers' runtime environments, are replaced)
     assert "warm workers: 0 reused, 2 started; left running for the next launch" in first.stdout, first.stdout
     ran = [line.split() for line in pids.read_text().splitlines()]
     assert {pid for pid, _ in ran} <= set(imports.read_text().split())  # each task's process built it

@@ -38,7 +38,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from warm_launch import REPO, _baseline_tree, _commit
 
 #: (wall s, CPU s, calls) per statement kind, in a child.
 _SPENT: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
@@ -87,8 +88,6 @@ class _Timed:
 def _child(answers: Path, pristine: Path, work: Path) -> None:
     """Run the writing process over a copy of the spooled files; print what it took as JSON."""
     import duckdb
-
-    sys.path.insert(0, str(Path(__file__).parent))
     from store_ingest import _insert_spooled
 
     # The answers name the files where the workers wrote them: put a fresh copy there.
@@ -111,16 +110,6 @@ def _child(answers: Path, pristine: Path, work: Path) -> None:
     print(json.dumps({"wall": wall, "cpu": cpu, "added": added, "present": present, "spent": _SPENT}))
 
 
-def _baseline_tree(rev: str, into: Path) -> Path:
-    """The ``sweep`` package of ``rev`` under ``into`` (``git archive``)."""
-    into.mkdir(parents=True)
-    archive = subprocess.run(["git", "archive", rev, "sweep"], cwd=REPO, capture_output=True, check=False)
-    if archive.returncode != 0:
-        sys.exit(f"git archive {rev} failed: {archive.stderr.decode(errors='replace')[-500:]}")
-    subprocess.run(["tar", "-x", "-C", str(into)], input=archive.stdout, check=True)
-    return into
-
-
 def _run(tree: Path, answers: Path, pristine: Path, work: Path) -> dict[str, Any]:
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(tree), os.environ.get("PYTHONPATH")]))
@@ -141,7 +130,6 @@ def _prepare(work: Path, traces: int) -> tuple[Path, Path]:
     """Logs written and parsed by worker processes into Parquet files (as an ingest's workers
     write them) and a file of the answers the writing process reads; returns both. The logs
     stay: the writing process reads each one's first bytes to mark how far it is stored."""
-    sys.path.insert(0, str(Path(__file__).parent))
     from store_ingest import _spool, write_logs
 
     results = work / "results"
@@ -151,16 +139,6 @@ def _prepare(work: Path, traces: int) -> tuple[Path, Path]:
     pristine = work / "pristine"
     shutil.copytree(work / "files", pristine)
     return answers, pristine
-
-
-def _commit(rev: str) -> str:
-    try:
-        out = subprocess.run(
-            ["git", "rev-parse", "--short", rev], cwd=REPO, capture_output=True, text=True, check=False
-        )
-    except OSError:
-        return rev
-    return out.stdout.strip() or rev
 
 
 def main() -> None:

@@ -121,13 +121,18 @@ def test_batches_keep_the_view_of_schema_6(steps: list[list[Trace] | str]) -> No
         for step in steps:
             store.add(_batch(step))
             _check_store(store)
-        mem = Store.memory()
-        try:
-            for step in steps:
-                mem.add(_batch(step))
+        _in_memory_checked(steps)
+
+
+def _in_memory_checked(steps: list[list[Trace] | str]) -> None:
+    """Store ``steps`` in a new in-memory store, checking the tables after each."""
+    mem = Store.memory()
+    try:
+        for step in steps:
+            mem.add(_batch(step))
             _check_store(mem)
-        finally:
-            mem.close()
+    finally:
+        mem.close()
 
 
 @_SETTINGS
@@ -139,13 +144,7 @@ def test_batches_of_many_pair_keys_keep_the_view_of_schema_6(steps: list[list[Tr
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(xh, "_FEW_KEYS", 1)
-        mem = Store.memory()
-        try:
-            for step in steps:
-                mem.add(_batch(step))
-                _check_store(mem)
-        finally:
-            mem.close()
+        _in_memory_checked(steps)
 
 
 @_SETTINGS

@@ -88,14 +88,23 @@ WHERE a.solution_hash IS NOT NULL OR a.solution IS NOT NULL"""
 _FEW_KEYS = 1024
 
 
+def _few_keys(con: duckdb.DuckDBPyConnection, new: str) -> list[tuple[int]] | None:
+    """The distinct pair keys of ``new``, or ``None`` when it has more than :data:`_FEW_KEYS`."""
+    rows = con.execute(f"SELECT DISTINCT pair_key FROM ({new}) LIMIT {_FEW_KEYS + 1}").fetchall()
+    return rows if len(rows) <= _FEW_KEYS else None
+
+
+def _rows_named_sql(con: duckdb.DuckDBPyConnection, keys: list[tuple[int]], latest: str) -> str | None:
+    """A SELECT of the rows of ``latest`` of the pair keys ``keys``; ``None`` when there are none."""
+    named = f"SELECT * FROM {latest} WHERE pair_key IN ({', '.join(f'{int(k)}::UHUGEINT' for (k,) in keys)})"
+    return named if keys and count(con, f"SELECT count(*) FROM ({named})") else None
+
+
 def _rows_of_keys_sql(con: duckdb.DuckDBPyConnection, new: str, latest: str) -> str | None:
     """A SELECT of the rows of ``latest`` whose pair key ``new`` has; ``None`` when there are none."""
-    rows = con.execute(f"SELECT DISTINCT pair_key FROM ({new}) LIMIT {_FEW_KEYS + 1}").fetchall()
-    if len(rows) <= _FEW_KEYS:
-        named = (
-            f"SELECT * FROM {latest} WHERE pair_key IN ({', '.join(f'{int(k)}::UHUGEINT' for (k,) in rows)})"
-        )
-        return named if rows and count(con, f"SELECT count(*) FROM ({named})") else None
+    keys = _few_keys(con, new)
+    if keys is not None:
+        return _rows_named_sql(con, keys, latest)
     shares = f"EXISTS (SELECT 1 FROM ({new}) n WHERE n.pair_key = l.pair_key)"
     # First over pair_key alone: a batch of new tasks (most of an ingest) shares no key with
     # the store, and then no other column needs reading (at 1M traces, most of the cost).
@@ -143,9 +152,9 @@ def add_new_traces(con: duckdb.DuckDBPyConnection, after_rowid: int) -> None:
     the tables took a quarter less time (2.3 s against 1.8 s, bench/store_writer_profile.py).
     """
     new = f"SELECT {_cols()} FROM traces WHERE rowid > {int(after_rowid)}"
-    distinct = f"SELECT DISTINCT pair_key FROM ({new}) LIMIT {_FEW_KEYS + 1}"
-    if count(con, f"SELECT count(*) FROM ({distinct})") <= _FEW_KEYS:
-        if _rows_of_keys_sql(con, new, LATEST) is None:
+    keys = _few_keys(con, new)
+    if keys is not None:
+        if _rows_named_sql(con, keys, LATEST) is None:
             _append(con, new)
         else:
             _replace(con, new)

@@ -17,11 +17,20 @@ evaluation's duration on N GPUs against the same task's on one (median and sprea
 tasks): the issue's "every evaluation got about 8% slower when two ran at once". Without N
 GPUs on this host it says so and runs the one-GPU side only.
 
+With ``--baseline REV`` (or ``--baseline-dir DIR``, a folder holding a baseline's ``sweep``,
+where the checkout has no git) every run on more than one GPU is made twice, this checkout's
+``sweep`` and the baseline's alternating, and the table gives both. ``--warmup`` first runs a
+short sweep on all the GPUs, not counted, so that no measured run is the host's first (files
+not yet cached). A first sweep has no earlier durations; the launch orders it by input bytes,
+largest first, and the bench prints how well a task's input bytes rank its seconds on one GPU
+(Spearman's rho over the tasks).
+
 On CPU (``--device cpu``, a smoke test of this script) the "GPUs" are CPU worker slots.
 
 Usage (device machine, repository root): ``source bench/gpu_site.sh; python3 bench/gpu_scaling.py
-[--gpus 1,2,4] [--per-op 2] [--rounds 1] [--short]`` (``--short``: the shorter timing budget of
-earlier runs; without it every task runs at the evaluation's default settings).
+[--gpus 1,2,4] [--per-op 2] [--rounds 1] [--short] [--warmup] [--baseline REV | --baseline-dir DIR]``
+(``--short``: the shorter timing budget of earlier runs; without it every task runs at the
+evaluation's default settings).
 """
 
 from __future__ import annotations
@@ -41,6 +50,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "bench"))
 
+from warm_launch import _baseline_tree, _commit
 from warm_workers import run_python
 
 SAMPLE_NAMES = ("tests/data/real/backendbench/sample.trace.txt",)
@@ -126,36 +136,82 @@ def write_config(path: Path, data: Path, results: Path, slots: int, device: str,
     )
 
 
-def run(cfg: Path, slots: int, device: str) -> dict[str, Any]:
-    """One launch of ``cfg`` in a fresh process seeing the first ``slots`` GPUs."""
+def run(cfg: Path, slots: int, device: str, tree: Path = REPO) -> dict[str, Any]:
+    """One launch of ``cfg`` in a fresh process seeing the first ``slots`` GPUs, importing the
+    ``sweep`` of ``tree``."""
     env = {"CUDA_VISIBLE_DEVICES": ",".join(str(i) for i in range(slots))} if device == "cuda" else {}
-    got, wall = run_python(_LAUNCH, [str(cfg)], env)
+    got, wall = run_python(_LAUNCH, [str(cfg)], env, cwd=tree)
     got["process_s"] = wall
     return got
 
 
-def per_task(results: Path) -> tuple[dict[str, float], dict[str, tuple[int, float]], dict[str, list[str]]]:
-    """Each task's evaluation seconds; per GPU (node, gpu id): evaluations, busy seconds; and
-    per GPU the ids of the tasks it ran."""
+def per_task(results: Path) -> dict[str, Any]:
+    """From a run's traces: each task's evaluation seconds (``durations``); per GPU (node, gpu
+    id) its evaluations and busy seconds (``gpus``) and the ids of the tasks it ran
+    (``tasks_of``); each task's definition and workload uuid (``keys``)."""
     durations: dict[str, float] = {}
     gpus: dict[str, list[float]] = defaultdict(list)
     tasks_of: dict[str, list[str]] = defaultdict(list)
+    keys: dict[str, tuple[str, str]] = {}
     for log in sorted((results / "traces").rglob("*.jsonl")):
         for line in log.read_text().splitlines():
             if not line.strip():
                 continue
-            p = json.loads(line).get("provenance") or {}
+            trace = json.loads(line)
+            p = trace.get("provenance") or {}
             if not (p.get("started_at") and p.get("finished_at")):
                 continue
             s = (
                 datetime.fromisoformat(p["finished_at"]) - datetime.fromisoformat(p["started_at"])
             ).total_seconds()
-            durations[str(p.get("task_id"))] = s
+            tid = str(p.get("task_id"))
+            durations[tid] = s
+            keys[tid] = (str(trace.get("definition")), str((trace.get("workload") or {}).get("uuid")))
             # On CPU (no GPU id) each worker slot is told apart by its sandbox process.
             slot = f"gpu{p['gpu_id']}" if p.get("gpu_id") is not None else f"pid{p.get('worker_pid')}"
             gpus[f"{str(p.get('node_id'))[:8]}/{slot}"].append(s)
-            tasks_of[f"{str(p.get('node_id'))[:8]}/{slot}"].append(str(p.get("task_id")))
-    return durations, {k: (len(v), sum(v)) for k, v in sorted(gpus.items())}, dict(tasks_of)
+            tasks_of[f"{str(p.get('node_id'))[:8]}/{slot}"].append(tid)
+    return {
+        "durations": durations,
+        "gpus": {k: (len(v), sum(v)) for k, v in sorted(gpus.items())},
+        "tasks_of": dict(tasks_of),
+        "keys": keys,
+    }
+
+
+def input_sizes(data: Path) -> dict[tuple[str, str], int]:
+    """Input bytes of each (definition, workload uuid) of the dataset: what a first sweep's
+    launch orders its tasks by."""
+    from sweep.plan import load_dataset
+    from sweep.schema.sizes import input_bytes
+
+    ds = load_dataset([data])
+    return {(n, w.uuid): input_bytes(ds.definitions[n], w) for n, ws in ds.workloads.items() for w in ws}
+
+
+def _ranks(xs: list[float]) -> list[float]:
+    order = sorted(range(len(xs)), key=lambda i: xs[i])
+    ranks = [0.0] * len(xs)
+    i = 0
+    while i < len(order):
+        j = i
+        while j + 1 < len(order) and xs[order[j + 1]] == xs[order[i]]:
+            j += 1
+        for k in range(i, j + 1):
+            ranks[order[k]] = (i + j) / 2  # ties share their mean rank
+        i = j + 1
+    return ranks
+
+
+def spearman(xs: list[float], ys: list[float]) -> float:
+    """Spearman's rank correlation of two equally long lists (nan under 3 pairs)."""
+    if len(xs) < 3:
+        return float("nan")
+    rx, ry = _ranks(xs), _ranks(ys)
+    mx, my = statistics.fmean(rx), statistics.fmean(ry)
+    cov = sum((a - mx) * (b - my) for a, b in zip(rx, ry, strict=True))
+    var = (sum((a - mx) ** 2 for a in rx) * sum((b - my) ** 2 for b in ry)) ** 0.5
+    return cov / var if var else float("nan")
 
 
 def worker_lines(one: dict[str, float], many: dict[str, float], tasks_of: dict[str, list[str]]) -> list[str]:
@@ -192,6 +248,9 @@ def main() -> None:
         "--short", action="store_true", help="the short timing budget of earlier runs, not the defaults"
     )
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
+    ap.add_argument("--warmup", action="store_true", help="a short uncounted sweep on all the GPUs first")
+    ap.add_argument("--baseline", default=None, help="a revision to compare against on >1 GPU (git archive)")
+    ap.add_argument("--baseline-dir", type=Path, help="a folder holding the baseline's `sweep` package")
     args = ap.parse_args()
 
     wanted = _sizes(args.gpus)
@@ -210,63 +269,99 @@ def main() -> None:
     )
 
     tmp = Path(tempfile.mkdtemp(prefix="sweep-scaling-"))
+    trees = {"this": REPO}
+    if args.baseline_dir is not None:
+        trees["baseline"] = args.baseline_dir.resolve()
+    elif args.baseline is not None:
+        trees["baseline"] = _baseline_tree(args.baseline, tmp / "baseline")
+    if "baseline" in trees:
+        print(
+            f"this: {_commit('HEAD')} (and the working tree); baseline: {args.baseline_dir or _commit(args.baseline)}"
+        )
+    if args.warmup:
+        write_dataset(tmp / "warm", 1, max_ops=8)
+        cfg = tmp / "warmup.yaml"
+        write_config(cfg, tmp / "warm" / "data", tmp / "results-warmup", sizes[-1], args.device, args.short)
+        got = run(cfg, sizes[-1], args.device)
+        print(
+            f"warm-up on {sizes[-1]} GPU(s), not counted: {got['ran']} ran in {got['process_s']:.1f} s",
+            flush=True,
+        )
     rows = write_dataset(tmp / "dataset", args.per_op, args.max_ops)
     print(
         f"{rows} BackendBench rows (first {args.per_op} real rows of each operator), ATen identity each; {settings}"
     )
-    runs: dict[int, list[dict[str, Any]]] = defaultdict(list)
+    runs: dict[tuple[int, str], list[dict[str, Any]]] = defaultdict(list)
     for r in range(args.rounds):
         for slots in sizes:
-            results = tmp / f"results-{slots}-{r}"
-            cfg = tmp / f"scaling-{slots}-{r}.yaml"
-            write_config(cfg, tmp / "dataset" / "data", results, slots, args.device, args.short)
-            got = run(cfg, slots, args.device)
-            got["durations"], got["gpus"], got["tasks_of"] = per_task(results)
-            runs[slots].append(got)
-            print(
-                f"round {r + 1}, {slots} GPU(s): {got['ran']} ran {got['statuses']}; start-up {got['startup_s']:.1f} s, "
-                f"evaluation phase {got['steady_s']:.1f} s, command {got['process_s']:.1f} s, "
-                f"driver CPU {got['driver_cpu_s']:.1f} s",
-                flush=True,
-            )
-            for gpu, (n, busy) in got["gpus"].items():
-                print(f"    {gpu}: {n} evaluations, busy {busy:.1f} s, {1000 * busy / max(n, 1):.0f} ms each")
+            whos = ["this"] if slots == 1 else sorted(trees, reverse=r % 2 == 1)
+            for who in whos:
+                results = tmp / f"results-{slots}-{who}-{r}"
+                cfg = tmp / f"scaling-{slots}-{who}-{r}.yaml"
+                write_config(cfg, tmp / "dataset" / "data", results, slots, args.device, args.short)
+                got = run(cfg, slots, args.device, trees[who])
+                got.update(per_task(results))
+                runs[(slots, who)].append(got)
+                print(
+                    f"round {r + 1}, {slots} GPU(s), {who}: {got['ran']} ran {got['statuses']}; "
+                    f"start-up {got['startup_s']:.1f} s, evaluation phase {got['steady_s']:.1f} s, "
+                    f"command {got['process_s']:.1f} s, driver CPU {got['driver_cpu_s']:.1f} s",
+                    flush=True,
+                )
+                for gpu, (n, busy) in got["gpus"].items():
+                    print(
+                        f"    {gpu}: {n} evaluations, busy {busy:.1f} s, {1000 * busy / max(n, 1):.0f} ms each"
+                    )
+    sized = input_sizes(tmp / "dataset" / "data")
+    for r, one in enumerate(runs[(1, "this")]):
+        both = [t for t in one["durations"] if one["keys"][t] in sized]
+        rho = spearman([one["durations"][t] for t in both], [float(sized[one["keys"][t]]) for t in both])
+        print(
+            f"round {r + 1}: input bytes against seconds on 1 GPU over {len(both)} tasks, Spearman rho {rho:.2f}"
+        )
     if len(sizes) < 2:
         return
     print()
     print(
-        f"{'round':>5}  {'GPUs':>4}  {'start-up s':>10}  {'eval phase s':>12}  {'ms/eval/worker':>14}  "
+        f"{'round':>5}  {'GPUs':>4}  {'sweep':>8}  {'start-up s':>10}  {'eval phase s':>12}  {'ms/eval/worker':>14}  "
         f"{'command s':>9}  {'vs 1 (eval)':>11}  {'vs 1 (command)':>14}  {'eval slowdown':>13}"
     )
     for r in range(args.rounds):
-        one = runs[1][r]
+        one = runs[(1, "this")][r]
         for n in sizes:
-            b = runs[n][r]
-            ratios = [
-                b["durations"][k] / one["durations"][k]
-                for k in one["durations"].keys() & b["durations"].keys()
-                if one["durations"][k] > 0
-            ]
-            per_eval = statistics.median(b["durations"].values()) * 1000 if b["durations"] else float("nan")
-            slow = statistics.median(ratios) - 1 if ratios else float("nan")
-            print(
-                f"{r + 1:>5}  {n:>4}  {b['startup_s']:10.1f}  {b['steady_s']:12.1f}  {per_eval:14.0f}  "
-                f"{b['process_s']:9.1f}  {one['steady_s'] / b['steady_s']:10.2f}x  "
-                f"{one['process_s'] / b['process_s']:13.2f}x  {100 * slow:12.1f}%"
-            )
+            for who in ["this"] if n == 1 else sorted(trees, reverse=True):
+                b = runs[(n, who)][r]
+                ratios = [
+                    b["durations"][k] / one["durations"][k]
+                    for k in one["durations"].keys() & b["durations"].keys()
+                    if one["durations"][k] > 0
+                ]
+                per_eval = (
+                    statistics.median(b["durations"].values()) * 1000 if b["durations"] else float("nan")
+                )
+                slow = statistics.median(ratios) - 1 if ratios else float("nan")
+                print(
+                    f"{r + 1:>5}  {n:>4}  {who:>8}  {b['startup_s']:10.1f}  {b['steady_s']:12.1f}  {per_eval:14.0f}  "
+                    f"{b['process_s']:9.1f}  {one['steady_s'] / b['steady_s']:10.2f}x  "
+                    f"{one['process_s'] / b['process_s']:13.2f}x  {100 * slow:12.1f}%"
+                )
     print(
         "eval slowdown: the median over tasks of (a task's evaluation seconds on N GPUs / the same task's on 1) - 1"
     )
     print("per worker: heavier tasks (their seconds on 1 GPU) or a slower worker (its tasks' slowdown)?")
     for r in range(args.rounds):
         for n in sizes[1:]:
-            print(f"  round {r + 1}, {n} GPU(s):")
-            for line in worker_lines(
-                runs[1][r]["durations"], runs[n][r]["durations"], runs[n][r]["tasks_of"]
-            ):
-                print(line)
+            for who in sorted(trees, reverse=True):
+                print(f"  round {r + 1}, {n} GPU(s), {who}:")
+                many = runs[(n, who)][r]
+                for line in worker_lines(
+                    runs[(1, "this")][r]["durations"], many["durations"], many["tasks_of"]
+                ):
+                    print(line)
     for n in sizes[1:]:
-        best = max(runs[1][r]["steady_s"] / runs[n][r]["steady_s"] for r in range(args.rounds))
+        best = max(
+            runs[(1, "this")][r]["steady_s"] / runs[(n, "this")][r]["steady_s"] for r in range(args.rounds)
+        )
         need = {2: 1.95, 4: 3.8}.get(n, 0.95 * n)
         print(
             f"target >= {need:.2f}x on the evaluation phase with {n} GPUs: {'met' if best >= need else 'NOT met'} ({best:.2f}x)"

@@ -75,18 +75,27 @@ def test_the_queue_starts_with_unknown_tasks_then_the_longest() -> None:
     _, deliveries = _run(tasks, 1, ray, SchedulerOptions(max_batch=1), estimated_s=est)
     _one_each(tasks, deliveries)
     order = [tid for _, call in ray.started for tid in call]
-    unknown = [t.task_id for t in tasks if t.task_id not in est]
-    assert order[: len(unknown)] == unknown  # in plan order
+    unknown = [t for t in tasks if t.task_id not in est]
+    # The largest inputs first (workload w1 has n = 17, w0 n = 16), ties in plan order.
+    by_size = sorted(unknown, key=lambda t: -t.workload.axes["n"])
+    assert order[: len(unknown)] == [t.task_id for t in by_size]
     seconds = [est[tid] for tid in order[len(unknown) :]]
     assert seconds == sorted(seconds, reverse=True)
 
 
-def test_longest_first_with_no_estimate_keeps_the_plan_order() -> None:
-    tasks = _tasks(["a", "b", "c"], n_workloads=3)
-    assert longest_first(tasks, {}) == tasks
+def test_longest_first_with_no_estimate_starts_the_largest_inputs_then_keeps_the_plan_order() -> None:
+    tasks = _tasks(["a", "b", "c"], n_workloads=3)  # workloads w0, w1, w2: n = 16, 17, 18
+    want = [t for i in (2, 1, 0) for t in tasks if t.workload.uuid == f"w{i}"]
+    assert [t.workload.uuid for t in want] == ["w2"] * 3 + ["w1"] * 3 + ["w0"] * 3
+    assert longest_first(tasks, {}) == want  # each size's solutions in plan order: a, b, c
     ray = FakeRay()
     _run(tasks, 1, ray, SchedulerOptions(max_batch=1))
-    assert [tid for _, call in ray.started for tid in call] == [t.task_id for t in tasks]
+    assert [tid for _, call in ray.started for tid in call] == [t.task_id for t in want]
+
+
+def test_longest_first_with_equal_inputs_keeps_the_plan_order() -> None:
+    tasks = _tasks(["a", "b", "c", "d"])
+    assert longest_first(tasks, {}) == tasks
 
 
 @settings(max_examples=60, deadline=None)
@@ -97,7 +106,7 @@ def test_longest_first_is_a_permutation_unknown_first_then_non_increasing(values
     out = longest_first(tasks, est)
     assert sorted(t.task_id for t in out) == sorted(t.task_id for t in tasks)
     n_unknown = len(tasks) - len(est)
-    assert out[:n_unknown] == [t for t in tasks if t.task_id not in est]
+    assert out[:n_unknown] == [t for t in tasks if t.task_id not in est]  # one size: plan order
     known = [est[t.task_id] for t in out[n_unknown:]]
     assert known == sorted(known, reverse=True)
 

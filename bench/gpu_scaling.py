@@ -36,6 +36,7 @@ evaluation's default settings).
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import statistics
@@ -153,6 +154,9 @@ def per_task(results: Path) -> dict[str, Any]:
     gpus: dict[str, list[float]] = defaultdict(list)
     tasks_of: dict[str, list[str]] = defaultdict(list)
     keys: dict[str, tuple[str, str]] = {}
+    iters: dict[str, int] = {}
+    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    speedups: dict[str, float] = {}
     for log in sorted((results / "traces").rglob("*.jsonl")):
         for line in log.read_text().splitlines():
             if not line.strip():
@@ -167,16 +171,37 @@ def per_task(results: Path) -> dict[str, Any]:
             tid = str(p.get("task_id"))
             durations[tid] = s
             keys[tid] = (str(trace.get("definition")), str((trace.get("workload") or {}).get("uuid")))
+            ev = trace.get("evaluation") or {}
+            sides = [ev.get("timing") or {}, ev.get("reference_timing") or {}]
+            if all(side.get("iterations") for side in sides):
+                iters[tid] = sum(int(side["iterations"]) for side in sides)
+            if (ev.get("performance") or {}).get("speedup_factor"):
+                speedups[tid] = float(ev["performance"]["speedup_factor"])
             # On CPU (no GPU id) each worker slot is told apart by its sandbox process.
             slot = f"gpu{p['gpu_id']}" if p.get("gpu_id") is not None else f"pid{p.get('worker_pid')}"
             gpus[f"{str(p.get('node_id'))[:8]}/{slot}"].append(s)
             tasks_of[f"{str(p.get('node_id'))[:8]}/{slot}"].append(tid)
+            spans[f"{str(p.get('node_id'))[:8]}/{slot}"].append(
+                (
+                    datetime.fromisoformat(p["started_at"]).timestamp(),
+                    datetime.fromisoformat(p["finished_at"]).timestamp(),
+                )
+            )
     return {
         "durations": durations,
         "gpus": {k: (len(v), sum(v)) for k, v in sorted(gpus.items())},
         "tasks_of": dict(tasks_of),
         "keys": keys,
+        "iters": iters,
+        "gaps": {k: _gaps(v) for k, v in sorted(spans.items())},
+        "speedups": speedups,
     }
+
+
+def _gaps(spans: list[tuple[float, float]]) -> list[float]:
+    """Seconds between one task's end and the next task's start on one GPU."""
+    spans = sorted(spans)
+    return [b[0] - a[1] for a, b in itertools.pairwise(spans)]
 
 
 def input_sizes(data: Path) -> dict[tuple[str, str], int]:
@@ -236,6 +261,14 @@ def _sizes(text: str) -> list[int]:
     if not sizes or sizes[0] < 1:
         raise SystemExit(f"--gpus {text!r}: a comma-separated list of GPU counts >= 1, e.g. 1,2,4")
     return sizes if sizes[0] == 1 else [1, *sizes]
+
+
+def _quantiles(xs: list[float]) -> tuple[float, float, float]:
+    """p10, p50, p90 of ``xs`` (nearest rank; nan when empty)."""
+    if not xs:
+        return (float("nan"),) * 3
+    xs = sorted(xs)
+    return tuple(xs[min(len(xs) - 1, int(f * len(xs)))] for f in (0.1, 0.5, 0.9))  # type: ignore[return-value]
 
 
 def main() -> None:
@@ -309,8 +342,10 @@ def main() -> None:
                     flush=True,
                 )
                 for gpu, (n, busy) in got["gpus"].items():
+                    gaps = got["gaps"].get(gpu) or [float("nan")]
                     print(
-                        f"    {gpu}: {n} evaluations, busy {busy:.1f} s, {1000 * busy / max(n, 1):.0f} ms each"
+                        f"    {gpu}: {n} evaluations, busy {busy:.1f} s, {1000 * busy / max(n, 1):.0f} ms each; "
+                        f"between tasks {sum(gaps):.1f} s, median {1000 * statistics.median(gaps):.0f} ms"
                     )
     sized = input_sizes(tmp / "dataset" / "data")
     for r, one in enumerate(runs[(1, "this")]):
@@ -348,6 +383,25 @@ def main() -> None:
     print(
         "eval slowdown: the median over tasks of (a task's evaluation seconds on N GPUs / the same task's on 1) - 1"
     )
+    print(
+        "timed samples (both sides) and identity speedups per run; samples against the same task's on 1 GPU:"
+    )
+    for r in range(args.rounds):
+        one = runs[(1, "this")][r]
+        for n in sizes:
+            for who in ["this"] if n == 1 else sorted(trees, reverse=True):
+                b = runs[(n, who)][r]
+                common = [k for k in b["iters"] if k in one["iters"] and one["iters"][k] > 0]
+                more = (
+                    statistics.median(b["iters"][k] / one["iters"][k] for k in common) - 1
+                    if common
+                    else float("nan")
+                )
+                q = _quantiles(list(b["speedups"].values()))
+                print(
+                    f"  round {r + 1}, {n} GPU(s), {who}: samples median {statistics.median(b['iters'].values()) if b['iters'] else 0:.0f}, "
+                    f"{100 * more:+.1f}% against 1 GPU (median over tasks); speedup p10 {q[0]:.3f} p50 {q[1]:.3f} p90 {q[2]:.3f}"
+                )
     print("per worker: heavier tasks (their seconds on 1 GPU) or a slower worker (its tasks' slowdown)?")
     for r in range(args.rounds):
         for n in sizes[1:]:

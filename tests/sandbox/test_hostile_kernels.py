@@ -226,3 +226,41 @@ def test_a_socket_closed_by_a_living_sandbox_is_named_even_when_it_is_killed() -
     assert "killed by signal 9" in killed and "socket to the supervisor was closed" in killed
     assert "exited with code 75" in exited and "socket to the supervisor was closed" in exited
     assert "SIGSEGV" in crashed and "socket" not in crashed
+
+
+
+def test_what_a_task_left_running_is_dead_before_the_next_task_is_sent(engine: Sandbox, tmp_path: Path) -> None:
+    # A task's process is reaped (and what it left culled) once the next task's process is
+    # ready, not at once: all of it must still be gone before the next task is sent.
+    pids = tmp_path / "pids"
+    leaves = (
+        "    import os, subprocess, time\n"
+        "    child = subprocess.Popen(['sleep', '600'])\n"
+        "    r, w = os.pipe()\n"
+        "    if os.fork() == 0:\n"
+        "        os.setsid()\n"
+        "        if os.fork() == 0:\n"
+        "            os.write(w, str(os.getpid()).encode())\n"
+        "            time.sleep(600)\n"
+        "        os._exit(0)\n"
+        "    orphan = os.read(r, 32).decode()\n"
+        f"    open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}} {{orphan}}')\n"
+        "    y.copy_(x + 1)\n"
+    )
+    _passes(engine, "leaves_processes", leaves)
+    left = [int(p) for p in pids.read_text().split()]
+    seen = tmp_path / "seen"
+    looks = (
+        "    def state(pid):\n"
+        "        try:\n"
+        "            with open(f'/proc/{pid}/stat') as f:\n"
+        "                return f.read().split(') ', 1)[1][0]\n"
+        "        except FileNotFoundError:\n"
+        "            return 'gone'\n"
+        f"    open({str(seen)!r}, 'w').write(' '.join(state(p) for p in ['self', *{left!r}]))\n"
+        "    y.copy_(x + 1)\n"
+    )
+    _passes(engine, "looks_for_what_was_left", looks)
+    me, *states = seen.read_text().split()
+    assert me in "RS", me  # /proc is readable in the sandbox: the check below means something
+    assert states == ["gone"] * len(left), f"processes {left} of the last task were {states} while the next ran"

@@ -228,8 +228,9 @@ def test_a_socket_closed_by_a_living_sandbox_is_named_even_when_it_is_killed() -
     assert "SIGSEGV" in crashed and "socket" not in crashed
 
 
-
-def test_what_a_task_left_running_is_dead_before_the_next_task_is_sent(engine: Sandbox, tmp_path: Path) -> None:
+def test_what_a_task_left_running_is_dead_before_the_next_task_is_sent(
+    engine: Sandbox, tmp_path: Path
+) -> None:
     # A task's process is reaped (and what it left culled) once the next task's process is
     # ready, not at once: all of it must still be gone before the next task is sent.
     pids = tmp_path / "pids"
@@ -263,4 +264,6 @@ def test_what_a_task_left_running_is_dead_before_the_next_task_is_sent(engine: S
     _passes(engine, "looks_for_what_was_left", looks)
     me, *states = seen.read_text().split()
     assert me in "RS", me  # /proc is readable in the sandbox: the check below means something
-    assert states == ["gone"] * len(left), f"processes {left} of the last task were {states} while the next ran"
+    assert states == ["gone"] * len(left), (
+        f"processes {left} of the last task were {states} while the next ran"
+    )

@@ -7,9 +7,7 @@ next task's process is forked while a task runs (``SandboxSpec.prefork``); on a 
 its CUDA context only once the running task says its timed calls are over (two processes
 using one GPU share it by time slices: a context made during another's timing would show in
 it), so most of its start is off the GPU's critical path. The process of a finished task is
-killed and reaped before the next task is sent, so its memory is back first. A task's process
-that sent its trace exits by itself (its CUDA context torn down on the way out): it is reaped
-once the next task's process is ready, not before waiting for it, so the two overlap.
+killed and reaped before the next task is sent, so its memory is back first.
 
 When a sandbox hangs past a deadline it is killed (SIGKILL) and the task gets a TIMEOUT
 trace; when it dies (segfault, ``os._exit``, ...) the task gets a RUNTIME_ERROR trace with
@@ -110,8 +108,6 @@ class _Child:
     folder: Path
     started: bool = False  # told to make its device ready
     info: SandboxInfo | None = None  # once it said it is ready
-    zygote: ZygoteClient | None = None  # its parent, which reaps it
-    done: bool = False  # sent its trace (it exits by itself), its parent alive then
 
 
 class Sandbox:
@@ -141,7 +137,6 @@ class Sandbox:
         self._offer = offer
         self._child_env: tuple[tuple[tuple[str, str], ...], tuple[str, ...]] = ((), ())
         self._spare: _Child | None = None
-        self._exiting: _Child | None = None  # the last task's process, reaped at the next task
         self._info: SandboxInfo | None = None
         self._marks: list[tuple[str, float]] = []  # the phase clock of the task running
 
@@ -161,8 +156,7 @@ class Sandbox:
         return self._info
 
     def close(self) -> None:
-        """Stop the spare sandbox and the zygote (the last task's process reaped first)."""
-        self._retire_exiting()
+        """Stop the spare sandbox and the zygote."""
         spare, self._spare = self._spare, None
         if spare is not None:
             self._retire(spare)
@@ -232,7 +226,7 @@ class Sandbox:
             raise SandboxStartError(str(e)) from None
         finally:
             theirs.close()
-        return _Child(pid=pid, conn=Connection(ours.detach()), log=log, folder=folder, zygote=zygote)
+        return _Child(pid=pid, conn=Connection(ours.detach()), log=log, folder=folder)
 
     def _start(self, child: _Child) -> None:
         """Tell ``child`` to make its device ready (it does nothing on the GPU before)."""
@@ -300,10 +294,9 @@ class Sandbox:
         (``marks``: the phase clock's, told when the process is reaped)."""
         child.conn.close()
         state: ExitState | None = None
-        zygote = child.zygote or self._zygote  # its own parent, though a new zygote may serve now
-        if zygote is not None and zygote.alive():
+        if self._zygote is not None and self._zygote.alive():
             try:
-                state = zygote.kill(child.pid)
+                state = self._zygote.kill(child.pid)
             except ZygoteError:
                 kill_group(child.pid)
         else:
@@ -362,11 +355,8 @@ class Sandbox:
         out: list[Done] = []
         for env in envs:
             marks = [("turn", time.monotonic())]
-            try:
-                child = self._take()
-            finally:
-                marks.append(("sandbox ready (fork, start)", time.monotonic()))
-                self._retire_exiting(marks)  # before the send: its memory is back first
+            child = self._take()
+            marks.append(("sandbox ready (fork, start)", time.monotonic()))
             # Before the send: the sandbox may receive it and mark its clock before this process runs again.
             marks.append(("task sending", time.monotonic()))
             try:
@@ -381,21 +371,10 @@ class Sandbox:
                 out.append(self._await(child, env))
             finally:
                 marks.append(("trace received", time.monotonic()))
-                if child.done and child.zygote is self._zygote:
-                    self._exiting = child  # it exits by itself; reaped once the next one is ready
-                else:
-                    self._retire(child, marks)
-                    marks.append(("task folder and log removed", time.monotonic()))
+                self._retire(child, marks)
+                marks.append(("task folder and log removed", time.monotonic()))
                 self.stats.timelines.append(marks)
         return out
-
-    def _retire_exiting(self, marks: list[tuple[str, float]] | None = None) -> None:
-        """Reap the last task's process, which sent its trace and is exiting by itself."""
-        exiting, self._exiting = self._exiting, None
-        if exiting is not None:
-            self._retire(exiting, marks)
-            if marks is not None:
-                marks.append(("task folder and log removed", time.monotonic()))
 
     def _await(self, child: _Child, env: Envelope) -> Done:
         """Wait for ``env``'s trace from ``child`` under its deadlines; always one result."""
@@ -437,7 +416,6 @@ class Sandbox:
                 deadline = time.monotonic() + budget
                 continue
             if isinstance(msg, Finished):
-                child.done = True
                 if msg.broken:
                     self.stats.replaced_broken += 1
                 self._marks.extend(_clean_marks(msg.marks))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 
-from sweep.schema import call_args as ca
+from sweep.schema.call_args import ITEMSIZE, iter_tensors
 from sweep.schema.call_json import decode_call
 from sweep.schema.definition import Definition
 from sweep.schema.workload import BackendBenchArgsInput, Workload
@@ -30,7 +30,7 @@ def input_bytes(definition: Definition, workload: Workload) -> int:
                 args, kwargs = decode_call(spec.args, spec.kwargs)
             except ValueError:
                 return 0
-            return sum(t.nbytes for v in (*args, *kwargs.values()) for t in ca.iter_tensors(v))
+            return sum(t.nbytes for v in (*args, *kwargs.values()) for t in iter_tensors(v))
     total = 0.0
     axes = dict(workload.axes)
     for tensor in definition.inputs.values():
@@ -39,6 +39,6 @@ def input_bytes(definition: Definition, workload: Workload) -> int:
         except KeyError:
             return 0
         if shape is not None:
-            size = ca.ITEMSIZE.get(tensor.dtype.value) or _FRACTIONAL.get(tensor.dtype.value, 1)
+            size = ITEMSIZE.get(tensor.dtype.value) or _FRACTIONAL.get(tensor.dtype.value, 1)
             total += math.prod(max(d, 0) for d in shape) * size
     return math.ceil(total)

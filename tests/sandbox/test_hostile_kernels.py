@@ -93,9 +93,10 @@ def test_killing_its_own_process_group_kills_only_itself(engine: Sandbox) -> Non
     assert engine._zygote.pid == zygote  # the zygote was not in the group
 
 
-def test_children_left_behind_are_killed_with_double_forked_orphans(engine: Sandbox, tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
-    body = (
+def _leaves_processes(pids: Path) -> str:
+    """A solution body that leaves a child and a double-forked orphan running, and writes its
+    own process id, the child's and the orphan's to ``pids``."""
+    return (
         "    import os, subprocess, time\n"
         "    child = subprocess.Popen(['sleep', '600'])\n"
         "    r, w = os.pipe()\n"
@@ -106,10 +107,14 @@ def test_children_left_behind_are_killed_with_double_forked_orphans(engine: Sand
         "            time.sleep(600)\n"
         "        os._exit(0)\n"
         "    orphan = os.read(r, 32).decode()\n"
-        f"    open({str(pids)!r}, 'a').write(f'{{child.pid}} {{orphan}}\\n')\n"
+        f"    open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}} {{orphan}}')\n"
         "    y.copy_(x + 1)\n"
     )
-    trace = _run(engine, "leaves_children", body)
+
+
+def test_children_left_behind_are_killed_with_double_forked_orphans(engine: Sandbox, tmp_path: Path) -> None:
+    pids = tmp_path / "pids"
+    trace = _run(engine, "leaves_children", _leaves_processes(pids))
     status, log = _status(trace)
     assert status is Status.PASSED, log  # what it computed is right; what it left is not kept
     found = [int(p) for line in pids.read_text().splitlines() for p in line.split()]
@@ -234,22 +239,9 @@ def test_what_a_task_left_running_is_dead_before_the_next_task_is_sent(
     # A task's process is reaped (and what it left culled) once the next task's process is
     # ready, not at once: all of it must still be gone before the next task is sent.
     pids = tmp_path / "pids"
-    leaves = (
-        "    import os, subprocess, time\n"
-        "    child = subprocess.Popen(['sleep', '600'])\n"
-        "    r, w = os.pipe()\n"
-        "    if os.fork() == 0:\n"
-        "        os.setsid()\n"
-        "        if os.fork() == 0:\n"
-        "            os.write(w, str(os.getpid()).encode())\n"
-        "            time.sleep(600)\n"
-        "        os._exit(0)\n"
-        "    orphan = os.read(r, 32).decode()\n"
-        f"    open({str(pids)!r}, 'w').write(f'{{os.getpid()}} {{child.pid}} {{orphan}}')\n"
-        "    y.copy_(x + 1)\n"
-    )
-    _passes(engine, "leaves_processes", leaves)
-    left = [int(p) for p in pids.read_text().split()]
+    _passes(engine, "leaves_processes", _leaves_processes(pids))
+    trace_pid, *left = [int(p) for p in pids.read_text().split()]
+    left.append(trace_pid)
     seen = tmp_path / "seen"
     looks = (
         "    def state(pid):\n"

@@ -26,7 +26,10 @@ tasks for ``stall_timeout_s``, the loop raises :class:`~sweep.errors.ClusterErro
 
 A worker with a compile pool (``_compile_pool``) gets tasks reserved for its next calls
 (``ahead``, twice its pool's size), sent with each call for its pool to compile while the GPU
-evaluates; a worker with nothing left takes the last reserved task of another. Workers come
+evaluates; a worker with nothing left takes the last reserved task of another. Only tasks
+worth compiling (Triton, CUDA, ...: ``worth_compiling``) among the queue's next ones are
+reserved: a reservation is a block of the queue, and with the queue longest first the first
+worker up would hold the longest tasks of a sweep that has nothing to compile. Workers come
 from a :class:`~sweep.cluster.workers.WorkerSource`: new actors killed at the end, or warm
 workers of an existing cluster (:mod:`sweep.cluster.warm`); a dead one goes to its ``stop``.
 """
@@ -49,7 +52,7 @@ from sweep.cluster.connect import Pool
 from sweep.cluster.workers import FreshWorkers, WorkerSource
 from sweep.errors import ClusterError
 from sweep.sandbox.failure_traces import lost_worker_trace, short_error
-from sweep.sandbox.packing import TaskPacker
+from sweep.sandbox.packing import TaskPacker, worth_compiling
 from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import Trace
 from sweep.schema.task import Task
@@ -231,8 +234,16 @@ class _Loop:
                 self.slots.offer(w)
 
     def _reserve(self, w: _Worker, queue: deque[_Item]) -> list[Any]:
-        """Top up ``w``'s reservation from the shared queue; the new ones, packed, for its pool."""
-        new = [queue.popleft() for _ in range(min(len(queue), w.lookahead - len(w.ahead)))]
+        """Top up ``w``'s reservation with the tasks worth compiling among the shared queue's
+        next ``lookahead`` (the others stay, in order); the new ones, packed, for its pool."""
+        want = w.lookahead - len(w.ahead)
+        new: list[_Item] = []
+        kept: list[_Item] = []
+        if want > 0:
+            for _ in range(min(len(queue), w.lookahead)):
+                item = queue.popleft()
+                (new if len(new) < want and worth_compiling(item.task) else kept).append(item)
+            queue.extendleft(reversed(kept))
         w.ahead.extend(new)
         self.reserved += len(new)
         return [self.packer.pack(i.task, i.attempt) for i in new]

@@ -19,7 +19,15 @@ from sweep.sandbox.failure_traces import stamp_trace
 from sweep.schema import Provenance, Trace
 from sweep.schema.task import Task
 
-__all__ = ["COMPILED_LANGUAGES", "Done", "Envelope", "TaskPacker", "build_key", "load_task"]
+__all__ = [
+    "COMPILED_LANGUAGES",
+    "Done",
+    "Envelope",
+    "TaskPacker",
+    "build_key",
+    "load_task",
+    "worth_compiling",
+]
 
 #: Solution languages whose kernels are compiled (what a compile pool can do ahead).
 COMPILED_LANGUAGES = frozenset({"triton", "cuda", "cpp", "tilelang"})
@@ -114,11 +122,24 @@ class TaskPacker:
         fields = {k: v for k, v in task.__dict__.items() if k not in _RECORDS}
         blob = pickle.dumps((fields, task.model_fields_set), protocol=pickle.HIGHEST_PROTOCOL)
         t = task.settings.timeouts
-        # A broken solution's task is a COMPILE_ERROR the engine gives at once: nothing to compile.
-        compiled = task.broken is None and task.solution.spec.language.value in COMPILED_LANGUAGES
         return Envelope(
-            blob, records, records_key, task.task_id, t.compile_s, t.run_s, attempt, key, compiled
+            blob,
+            records,
+            records_key,
+            task.task_id,
+            t.compile_s,
+            t.run_s,
+            attempt,
+            key,
+            worth_compiling(task),
         )
+
+
+def worth_compiling(task: Task) -> bool:
+    """Whether a compile pool can do anything for ``task`` ahead of its GPU: its solution is
+    compiled (:data:`COMPILED_LANGUAGES`). A broken solution's task is a COMPILE_ERROR the
+    engine gives at once: nothing to compile."""
+    return task.broken is None and task.solution.spec.language.value in COMPILED_LANGUAGES
 
 
 @dataclass(frozen=True)

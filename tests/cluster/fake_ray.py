@@ -32,7 +32,9 @@ class _Method:
     def __init__(self, actor: Actor, name: str) -> None:
         self.actor, self.name = actor, name
 
-    def remote(self, *args: Any) -> Ref:
+    def remote(self, *args: Any, ahead: list[Envelope] | None = None) -> Ref:
+        if ahead is not None:  # tasks reserved for the worker's compile pool
+            self.actor.ray.reserved.append((self.actor.index, [e.task_id for e in ahead]))
         return self.actor.call(self.name, args)
 
 
@@ -55,7 +57,16 @@ class Actor:
         if self.dead or start >= self.dies_at:  # calls behind the fatal one fail with it
             return Ref(self, max(ray.now, min(start, self.dies_at)), error=RuntimeError("ActorDiedError"))
         if name == "ready":
-            info = WorkerInfo(f"node-{self.index}", "0", 1000 + self.index, "host", "cpu", None, 0.0)
+            info = WorkerInfo(
+                f"node-{self.index}",
+                "0",
+                1000 + self.index,
+                "host",
+                "cpu",
+                None,
+                0.0,
+                compile_workers=ray.compile_workers,
+            )
             ref = Ref(self, start, info)
         else:
             envelopes: list[Envelope] = args[0]
@@ -120,11 +131,19 @@ class _ActorClass:
 class FakeRay:
     """The stand-in (see the module docstring); ``start_s``: how long a worker takes to start
     (one for all, or one per worker in creation order, 1 s beyond the list); ``started`` lists
-    each call's (worker, task ids) in the order the calls were submitted, ``waited`` the
-    number of refs of each ``wait``, ``max_inflight`` the most calls each worker had."""
+    each call's (worker, task ids) in the order the calls were submitted, ``reserved`` the tasks
+    sent ahead with them (workers with ``compile_workers``), ``waited`` the number of refs of
+    each ``wait``, ``max_inflight`` the most calls each worker had."""
 
-    def __init__(self, durations: dict[str, float] | None = None, start_s: float | list[float] = 1.0) -> None:
+    def __init__(
+        self,
+        durations: dict[str, float] | None = None,
+        start_s: float | list[float] = 1.0,
+        compile_workers: int = 0,
+    ) -> None:
         self.now = 0.0
+        self.compile_workers = compile_workers  # each worker's compile pool, as its WorkerInfo says
+        self.reserved: list[tuple[int, list[str]]] = []  # (worker, task ids) sent ahead with a call
         self.durations = durations or {}
         self.start_s = start_s
         self.actors: list[Actor] = []

@@ -18,7 +18,7 @@ from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
 from sweep.cluster.workers import FreshWorkers
 from sweep.errors import StoreError
 from sweep.sandbox.supervisor import SandboxSpec
-from sweep.schema import Status, Trace
+from sweep.schema import Language, Status, Trace
 from sweep.schema.task import Task
 
 from .conftest import toy_tasks
@@ -244,3 +244,36 @@ def test_when_late_estimates_fail_the_workers_asked_for_are_handed_back_and_noth
         )
     assert handed_back == [2] and ray.started == []
     assert all(a.dead for a in ray.actors)
+
+
+def _compiled(task: Task) -> Task:
+    """``task`` with its solution in Triton: worth compiling ahead (``worth_compiling``)."""
+    sol = task.solution
+    triton = sol.model_copy(update={"spec": sol.spec.model_copy(update={"language": Language.triton})})
+    return Task.make(task.definition, triton, task.workload, task.settings, task.hardware, sweep="tests")
+
+
+def test_workers_with_compile_pools_share_out_the_longest_tasks_of_a_sweep_with_nothing_to_compile() -> None:
+    # A reservation is a block of the queue: with the queue longest first, the first worker up
+    # would hold every long task and run them one after the other.
+    names = [f"long{i}" for i in range(4)] + [f"short{i}" for i in range(36)]
+    tasks = _tasks(names)
+    est = {t.task_id: 10.0 if t.solution.name.startswith("long") else 1.0 for t in tasks}
+    ray = FakeRay(durations={n: 10.0 if n.startswith("long") else 1.0 for n in names}, compile_workers=8)
+    _run(tasks, 4, ray, SchedulerOptions(max_batch=1), estimated_s=est)
+    longs = {t.task_id for t in tasks if t.solution.name.startswith("long")}
+    assert len({w for w, ids in ray.started for tid in ids if tid in longs}) == 4  # one long task each
+    assert not [tid for _, ids in ray.reserved for tid in ids]  # nothing to compile, nothing reserved
+    assert ray.now <= 1.0 + (4 * 10 + 36) / 4 + 1.0  # the balanced end, after the workers' 1 s start
+
+
+def test_only_tasks_worth_compiling_are_reserved_for_a_compile_pool() -> None:
+    plain = _tasks([f"p{i}" for i in range(8)])
+    compiled = [_compiled(t) for t in _tasks([f"c{i}" for i in range(8)])]
+    mixed = [t for pair in zip(plain, compiled, strict=True) for t in pair]
+    ray = FakeRay(compile_workers=2)
+    _, deliveries = _run(mixed, 2, ray, SchedulerOptions(max_batch=1))
+    _one_each(mixed, deliveries)
+    reserved = [tid for _, ids in ray.reserved for tid in ids]
+    assert reserved and set(reserved) <= {t.task_id for t in compiled}
+    assert len(reserved) == len(set(reserved))  # each reserved once

@@ -114,7 +114,7 @@ class _Method:
         self.actor = actor
         self.name = name
 
-    def remote(self, *args: Any) -> _Ref:
+    def remote(self, *args: Any, ahead: Any = None) -> _Ref:  # ``ahead``: for a compile pool, none here
         return self.actor.submit(self.name, args)
 
 
@@ -195,6 +195,8 @@ class SimRay:
         call_cpu_s: Driver CPU that real Ray spends per evaluation call in ``remote()`` and
             in ``get()``, burnt here (see the module docstring).
         seed: Of the draws.
+        compile_workers: Each worker's compile pool, as its ``WorkerInfo`` says (the driver
+            then reserves tasks for it; nothing is compiled here).
     """
 
     def __init__(
@@ -208,8 +210,10 @@ class SimRay:
         ready_s: tuple[float, float] = (1.0, 3.0),
         call_cpu_s: tuple[float, float] = (0.0, 0.0),
         seed: int = 0,
+        compile_workers: int = 0,
     ) -> None:
         self.call_cpu_s = call_cpu_s
+        self.compile_workers = compile_workers
         self.clock = Clock()
         self.tasks = tasks
         self.evaluation_tail = b',"evaluation":' + evaluation_json + b"}"
@@ -274,6 +278,7 @@ class SimRay:
                     device="cuda",
                     device_name="simulated GPU",
                     sandbox_start_s=actor.ready_at - actor.created,
+                    compile_workers=self.compile_workers,
                 )
             if ref in actor.pending:
                 actor.pending.remove(ref)

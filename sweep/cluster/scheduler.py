@@ -37,6 +37,7 @@ workers of an existing cluster (:mod:`sweep.cluster.warm`); a dead one goes to i
 from __future__ import annotations
 
 import contextlib
+import itertools
 import time
 from collections import deque
 from collections.abc import Callable, Mapping, Sequence
@@ -239,7 +240,8 @@ class _Loop:
         want = w.lookahead - len(w.ahead)
         new: list[_Item] = []
         kept: list[_Item] = []
-        if want > 0:
+        # Looked at in place first: a sweep with nothing to compile leaves the queue untouched.
+        if want > 0 and any(worth_compiling(i.task) for i in itertools.islice(queue, w.lookahead)):
             for _ in range(min(len(queue), w.lookahead)):
                 item = queue.popleft()
                 (new if len(new) < want and worth_compiling(item.task) else kept).append(item)

@@ -27,9 +27,10 @@ tasks for ``stall_timeout_s``, the loop raises :class:`~sweep.errors.ClusterErro
 A worker with a compile pool (``_compile_pool``) gets tasks reserved for its next calls
 (``ahead``, twice its pool's size), sent with each call for its pool to compile while the GPU
 evaluates; a worker with nothing left takes the last reserved task of another. Only tasks
-worth compiling (Triton, CUDA, ...: ``worth_compiling``) among the queue's next ones are
-reserved: a reservation is a block of the queue, and with the queue longest first the first
-worker up would hold the longest tasks of a sweep that has nothing to compile. Workers come
+worth compiling (Triton, CUDA, ...: ``worth_compiling``) are reserved, and only every Nth of
+them for a pool of N workers (up to ``_MAX_STRIDE``): a block of a longest-first queue would
+give the first worker up its longest tasks, and tasks with nothing to compile gain nothing
+from a reservation. Workers come
 from a :class:`~sweep.cluster.workers.WorkerSource`: new actors killed at the end, or warm
 workers of an existing cluster (:mod:`sweep.cluster.warm`); a dead one goes to its ``stop``.
 """
@@ -61,6 +62,8 @@ from sweep.schema.task import Task
 __all__ = ["RayApi", "SchedulerOptions", "SchedulerStats", "run_tasks"]
 
 _TICK_S = 0.5
+#: Most workers a reservation interleaves with: it looks at ``lookahead`` times this many tasks.
+_MAX_STRIDE = 8
 #: Traces handed over together at most (and at each turn's end): one log sync for many, each alive
 #: a moment only (a busy turn's 1,000 held at once cost the garbage collector ~30 us a trace).
 _DELIVER_AT = 32
@@ -242,9 +245,19 @@ class _Loop:
         kept: list[_Item] = []
         # Looked at in place first: a sweep with nothing to compile leaves the queue untouched.
         if want > 0 and any(worth_compiling(i.task) for i in itertools.islice(queue, w.lookahead)):
-            for _ in range(min(len(queue), w.lookahead)):
+            # Every stride-th task worth compiling, the others left for the pool's other workers
+            # (each takes its next call from the front): reservations interleave as a
+            # longest-first queue deals, not one block of it each.
+            stride = max(1, min(w.pool.size, _MAX_STRIDE))
+            seen = 0
+            for _ in range(min(len(queue), w.lookahead * stride)):
                 item = queue.popleft()
-                (new if len(new) < want and worth_compiling(item.task) else kept).append(item)
+                if len(new) < want and worth_compiling(item.task):
+                    seen += 1
+                    if seen % stride == 0:
+                        new.append(item)
+                        continue
+                kept.append(item)
             queue.extendleft(reversed(kept))
         w.ahead.extend(new)
         self.reserved += len(new)

@@ -277,3 +277,18 @@ def test_only_tasks_worth_compiling_are_reserved_for_a_compile_pool() -> None:
     reserved = [tid for _, ids in ray.reserved for tid in ids]
     assert reserved and set(reserved) <= {t.task_id for t in compiled}
     assert len(reserved) == len(set(reserved))  # each reserved once
+
+
+def test_reservations_of_tasks_worth_compiling_interleave_the_longest_first_queue() -> None:
+    # Every task compiled: each worker reserves every Nth of the queue's next ones, so the 4
+    # longest go one to each of 4 workers rather than in one worker's block.
+    names = [f"long{i}" for i in range(4)] + [f"short{i}" for i in range(36)]
+    tasks = [_compiled(t) for t in _tasks(names)]
+    est = {t.task_id: 10.0 if t.solution.name.startswith("long") else 1.0 for t in tasks}
+    ray = FakeRay(durations={n: 10.0 if n.startswith("long") else 1.0 for n in names}, compile_workers=8)
+    _, deliveries = _run(tasks, 4, ray, SchedulerOptions(max_batch=1), estimated_s=est)
+    _one_each(tasks, deliveries)
+    longs = {t.task_id for t in tasks if t.solution.name.startswith("long")}
+    assert len({w for w, ids in ray.started for tid in ids if tid in longs}) == 4
+    assert [tid for _, ids in ray.reserved for tid in ids]  # still reserved for the pools
+    assert ray.now <= 1.0 + (4 * 10 + 36) / 4 + 1.0

@@ -15,13 +15,16 @@ a worker of a 64-core host with 4 GPUs. The variants switch one thing each, in t
 - ``reserve all`` / ``reserve compiled``: a compile pool's reservation takes every task of the
   queue's next ones, or only those worth compiling (``worth_compiling``: what the loop does);
 - ``true durations``: the loop told each task's real seconds, longest first (what a second
-  sweep's estimates approach).
+  sweep's estimates approach);
+- with ``--compiled`` every solution counts as Triton (a parameter sweep's case): ``blocks``, each
+  reservation the queue's next tasks (before), or ``interleaved``, every Nth of them for a pool
+  of N workers (what the loop does).
 
 It prints each variant's end (the last trace, from the workers' start), against the ideal (the
 work split evenly) and against one GPU (the work end to end): the evaluation phase's ratio.
 
 Usage: ``python3 bench/order_replay.py [--gpus 4] [--compile-workers 8] [--durations FILE]
-[--between-tasks-s S]``.
+[--between-tasks-s S] [--compiled]``.
 """
 
 from __future__ import annotations
@@ -34,6 +37,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -48,7 +52,7 @@ from sweep.cluster.connect import Pool
 from sweep.cluster.scheduler import SchedulerOptions, run_tasks
 from sweep.plan import load_dataset
 from sweep.sandbox.supervisor import SandboxSpec
-from sweep.schema import EvalSettings, Task, Trace
+from sweep.schema import EvalSettings, Language, Task, Trace
 
 DURATIONS = REPO / "bench" / "data" / "2026-11-28-h200-identity-durations.json"
 RUN_ID = "replay"
@@ -83,15 +87,23 @@ def plans(tasks: Sequence[Task], seconds: dict[str, float], gap_s: float) -> dic
 
 
 @contextmanager
-def reserving_all(on: bool) -> Iterator[None]:
-    """With ``on``, the loop's compile-pool reservations take every task again (before)."""
-    saved = scheduler_mod.worth_compiling
-    if on:
-        scheduler_mod.worth_compiling = lambda _t: True  # type: ignore[assignment]
+def patched(changes: Sequence[tuple[str, Any]]) -> Iterator[None]:
+    """The loop with some of its choices (names of ``sweep.cluster.scheduler``) switched back."""
+    saved = [(name, getattr(scheduler_mod, name)) for name, _ in changes]
+    for name, value in changes:
+        setattr(scheduler_mod, name, value)
     try:
         yield
     finally:
-        scheduler_mod.worth_compiling = saved
+        for name, value in saved:
+            setattr(scheduler_mod, name, value)
+
+
+def compiled(task: Task) -> Task:
+    """``task`` with its solution in Triton: worth compiling ahead, so reserved for the pools."""
+    sol = task.solution
+    triton = sol.model_copy(update={"spec": sol.spec.model_copy(update={"language": Language.triton})})
+    return Task.make(task.definition, triton, task.workload, task.settings, task.hardware, sweep="replay")
 
 
 def replay(
@@ -132,6 +144,7 @@ def main() -> None:
     ap.add_argument("--gpus", type=int, default=4)
     ap.add_argument("--compile-workers", type=int, default=8, help="each worker's compile pool (auto: 8)")
     ap.add_argument("--durations", type=Path, default=DURATIONS)
+    ap.add_argument("--compiled", action="store_true", help="every solution in Triton: all reservable")
     ap.add_argument(
         "--between-tasks-s", type=float, default=None, help="the time between two tasks (default: the file's)"
     )
@@ -144,6 +157,8 @@ def main() -> None:
     )
     with tempfile.TemporaryDirectory(prefix="sweep-replay-") as tmp:
         tasks = make_tasks(Path(tmp))
+    if args.compiled:
+        tasks = [compiled(t) for t in tasks]
     taskplans = plans(tasks, seconds, gap)
     work = sum(p.duration_s for p in taskplans.values())
     longest = sorted(seconds, key=lambda n: -seconds[n])[:4]
@@ -156,19 +171,33 @@ def main() -> None:
     truth = {t.task_id: taskplans[t.task_id].duration_s for t in tasks}
     # Plan order: estimates that fall along the plan (longest first then keeps it as it is).
     plan = {t.task_id: float(len(tasks) - i) for i, t in enumerate(tasks)}
-    variants: list[tuple[str, dict[str, float] | None, bool]] = [
-        ("plan order, reserve all", plan, True),
-        ("input order, reserve all", None, True),
-        ("plan order, reserve compiled", plan, False),
-        ("input order, reserve compiled", None, False),
-        ("true durations, reserve compiled", truth, False),
-    ]
-    print(f"\n{'variant':34s} {'end s':>7s} {'vs ideal':>9s} {'vs 1 GPU':>9s}  where the 4 longest ran")
-    for label, estimated, reserve_all in variants:
-        with reserving_all(reserve_all):
+    every = ("worth_compiling", lambda _t: True)  # every task reservable (before)
+    blocks = ("_MAX_STRIDE", 1)  # each reservation a block of the queue's next tasks (before)
+    before, now, interleaved = [every, blocks], [], []
+    variants: list[tuple[str, dict[str, float] | None, list[tuple[str, Any]]]] = (
+        [
+            ("plan order, reserve all (before)", plan, before),
+            ("input order, reserve all", None, before),
+            ("plan order, reserve compiled", plan, now),
+            ("input order, reserve compiled (now)", None, now),
+            ("true durations, reserve compiled", truth, now),
+        ]
+        if not args.compiled
+        else [
+            ("plan order, blocks (before)", plan, [blocks]),
+            ("input order, blocks", None, [blocks]),
+            ("true durations, blocks", truth, [blocks]),
+            ("plan order, interleaved", plan, interleaved),
+            ("input order, interleaved (now)", None, interleaved),
+            ("true durations, interleaved", truth, interleaved),
+        ]
+    )
+    print(f"\n{'variant':36s} {'end s':>7s} {'vs ideal':>9s} {'vs 1 GPU':>9s}  where the 4 longest ran")
+    for label, estimated, changes in variants:
+        with patched(changes):
             end, by_worker = replay(tasks, taskplans, args.gpus, args.compile_workers, estimated)
         where = [next((w for w, names in by_worker.items() if n in names), -1) for n in longest]
-        print(f"{label:34s} {end:7.1f} {end / (work / args.gpus):8.2f}x {work / end:8.2f}x  GPUs {where}")
+        print(f"{label:36s} {end:7.1f} {end / (work / args.gpus):8.2f}x {work / end:8.2f}x  GPUs {where}")
 
 
 if __name__ == "__main__":

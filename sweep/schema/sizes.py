@@ -1,5 +1,6 @@
-"""How many bytes a workload's inputs take, read from the records alone (no torch, nothing
-allocated): what a first sweep, with no earlier durations, orders its tasks by.
+"""How many bytes a workload's tensors take, read from the records alone (no torch, nothing
+allocated): the engine's memory plan and work count (:func:`specs_bytes`), and what a first
+sweep, with no earlier durations, orders its tasks by (:func:`input_bytes`).
 
 A definition's tensor inputs count their shape at the workload's axes times their element size;
 a BackendBench workload counts every tensor of its call (strided ones: their extent). Scalars
@@ -10,16 +11,42 @@ counts 0: the engine reports such a task, and an order must not fail on it first
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 
 from sweep.schema.call_args import ITEMSIZE, iter_tensors
 from sweep.schema.call_json import decode_call
-from sweep.schema.definition import Definition
+from sweep.schema.definition import Definition, TensorSpec
 from sweep.schema.workload import BackendBenchArgsInput, Workload
 
-__all__ = ["input_bytes"]
+__all__ = ["element_size", "input_bytes", "specs_bytes"]
 
 # Sub-byte types the call-argument table has no entry for.
 _FRACTIONAL = {"float4_e2m1": 0.5}
+
+
+def element_size(dtype: str) -> float:
+    """Bytes per element of a definition dtype (0.5 for float4).
+
+    Raises:
+        KeyError: not a dtype a definition can name.
+    """
+    return _FRACTIONAL[dtype] if dtype in _FRACTIONAL else float(ITEMSIZE[dtype])
+
+
+def specs_bytes(definition: Definition, specs: Mapping[str, TensorSpec], axes: Mapping[str, int]) -> float:
+    """Bytes of ``specs`` (the definition's inputs or outputs) at a workload's ``axes``: each
+    tensor's shape times its element size; scalars count nothing.
+
+    Raises:
+        KeyError: a shape names an axis that ``axes`` and the definition's constants lack.
+    """
+    total = 0.0
+    given = dict(axes)
+    for spec in specs.values():
+        shape = definition.resolve_shape(spec, given)
+        if shape is not None:
+            total += math.prod(shape) * element_size(spec.dtype.value)
+    return total
 
 
 def input_bytes(definition: Definition, workload: Workload) -> int:
@@ -31,14 +58,7 @@ def input_bytes(definition: Definition, workload: Workload) -> int:
             except ValueError:
                 return 0
             return sum(t.nbytes for v in (*args, *kwargs.values()) for t in iter_tensors(v))
-    total = 0.0
-    axes = dict(workload.axes)
-    for tensor in definition.inputs.values():
-        try:
-            shape = definition.resolve_shape(tensor, axes)
-        except KeyError:
-            return 0
-        if shape is not None:
-            size = ITEMSIZE.get(tensor.dtype.value) or _FRACTIONAL.get(tensor.dtype.value, 1)
-            total += math.prod(max(d, 0) for d in shape) * size
-    return math.ceil(total)
+    try:
+        return math.ceil(specs_bytes(definition, definition.inputs, workload.axes))
+    except KeyError:
+        return 0

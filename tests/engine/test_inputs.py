@@ -248,3 +248,13 @@ def test_inputs_generated_for_a_definition_with_every_dtype(kit) -> None:
     )
     trace = kit.run(defn, sol, wl)
     assert kit.status(trace) == "PASSED", kit.log(trace)
+
+
+def test_element_sizes_of_the_records_are_torchs_for_every_dtype() -> None:
+    # The schema's table (sweep.schema.sizes) sizes memory plans and work counts without torch.
+    from sweep.engine.io import element_bytes, torch_dtype
+    from sweep.schema import DType
+
+    for dtype in DType:
+        want = 0.5 if dtype is DType.float4_e2m1 else torch_dtype(dtype.value).itemsize
+        assert element_bytes(dtype.value) == want, dtype

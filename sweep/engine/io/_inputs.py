@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from sweep.schema import Definition, RandomInput, SafetensorsInput, ScalarInput, TensorSpec, Workload
+from sweep.schema.sizes import element_size, specs_bytes
 
 __all__ = [
     "INT_RANGE_BITS",
@@ -109,9 +110,7 @@ def torch_dtype(name: str) -> torch.dtype:
 
 def element_bytes(dtype_name: str) -> float:
     """Bytes per element (0.5 for float4)."""
-    if dtype_name == "float4_e2m1":
-        return 0.5
-    return float(TORCH_DTYPES[dtype_name].itemsize)
+    return element_size(dtype_name)
 
 
 def _uniform(n: int, seed: int) -> np.ndarray:
@@ -252,13 +251,7 @@ def memory_plan(definition: Definition, workload: Workload, input_sets: int, flu
     """Count the bytes an evaluation of ``workload`` will allocate."""
 
     def size(specs: dict[str, TensorSpec]) -> int:
-        total = 0.0
-        for spec in specs.values():
-            shape = definition.resolve_shape(spec, workload.axes)
-            if shape is None:
-                continue
-            total += math.prod(shape) * element_bytes(spec.dtype.value)
-        return math.ceil(total)
+        return math.ceil(specs_bytes(definition, specs, workload.axes))
 
     return MemoryPlan(
         input_bytes=size(definition.inputs),

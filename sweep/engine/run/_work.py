@@ -18,7 +18,6 @@ Nothing here raises: what cannot be counted stays ``None`` with a note saying wh
 
 from __future__ import annotations
 
-import math
 import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,9 +26,10 @@ from typing import Any
 import torch
 
 from sweep.engine.aten import call_inputs, describe_call, is_backendbench, materialize_meta, moved_bytes
-from sweep.engine.io import element_bytes, torch_dtype
+from sweep.engine.io import torch_dtype
 from sweep.schema import Definition, ScalarInput, Workload
 from sweep.schema.expr import eval_number
+from sweep.schema.sizes import specs_bytes
 
 __all__ = ["Work", "count_work"]
 
@@ -141,12 +141,9 @@ class _NamedCounter:
         self.axes = {**workload.axes, **definition.const_axes()}
 
     def _bytes(self) -> float:
-        total = 0.0
-        for spec in (*self.defn.inputs.values(), *self.defn.outputs.values()):
-            shape = self.defn.resolve_shape(spec, self.axes)
-            if shape is not None:
-                total += math.prod(shape) * element_bytes(spec.dtype.value)
-        return total
+        return specs_bytes(self.defn, self.defn.inputs, self.axes) + specs_bytes(
+            self.defn, self.defn.outputs, self.axes
+        )
 
     def _meta_args(self) -> list[Any]:
         args: list[Any] = []

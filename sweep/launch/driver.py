@@ -62,6 +62,7 @@ __all__ = [
     "operator_check",
     "plans_for",
     "portable_tasks",
+    "sandbox_spec",
     "warm_workers_for",
 ]
 
@@ -189,6 +190,21 @@ def portable_tasks(tasks: list[Task], cwd: Path) -> list[Task]:
     return out
 
 
+def sandbox_spec(config: SweepConfig, opts: LaunchOptions) -> SandboxSpec:
+    """How a launch's workers start their sandboxes: the backend and preloads of ``opts``,
+    the config's compile pool (``auto``: -1) and ``ray.cuda_max_connections`` (each
+    sandbox's ``CUDA_DEVICE_MAX_CONNECTIONS``, set in its zygote's environment)."""
+    ray = config.ray
+    queues = ray.cuda_max_connections
+    return SandboxSpec(
+        backend=opts.backend,
+        device_kind="auto",
+        preload=opts.preload,
+        compile_workers=-1 if ray.compile_workers == "auto" else ray.compile_workers,
+        env=(("CUDA_DEVICE_MAX_CONNECTIONS", str(queues)),) if queues is not None else (),
+    )
+
+
 def plans_for(selection: Selection, targets: Sequence[str], secret: bytes | None = None) -> list[Plan]:
     """One plan per target, in order; with a secret, every task a secret run."""
     plans = [build_plan(selection, t, unavailable=operator_check) for t in targets]
@@ -258,12 +274,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         # The store opens while Ray starts (each takes a good part of a second or more).
         opening = StoreOpening(config, dataset, run_id, todo)
     clock.mark("plan")
-    spec = SandboxSpec(
-        backend=opts.backend,
-        device_kind="auto",
-        preload=opts.preload,
-        compile_workers=-1 if config.ray.compile_workers == "auto" else config.ray.compile_workers,
-    )
+    spec = sandbox_spec(config, opts)
     offers: ZygoteOffers | None = None
     try:
         # An embedded Ray's workers adopt zygotes started now, whose imports overlap Ray's start.

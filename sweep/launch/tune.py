@@ -22,11 +22,10 @@ from sweep.errors import PlanError
 from sweep.launch._placing import split_unplaceable
 from sweep.launch._run import StartClock, StoreOpening, run_sweep
 from sweep.launch._search_groups import groups_of
-from sweep.launch.driver import LaunchOptions, new_run_id, plans_for, warm_workers_for
+from sweep.launch.driver import LaunchOptions, new_run_id, plans_for, sandbox_spec, warm_workers_for
 from sweep.launch.search import Known, Outcome, search_group
 from sweep.plan import Plan, select, with_lines
 from sweep.plan.dataset import Dataset, load_runnable
-from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema.task import Task
 from sweep.store import query, write_output
 
@@ -47,13 +46,7 @@ class ClusterRunner:
     ) -> None:
         self.config, self.dataset, self.plans, self.conn, self.opts = config, dataset, plans, conn, opts
         self.address = address
-        compile_workers = config.ray.compile_workers
-        self.spec = SandboxSpec(
-            backend=opts.backend,
-            device_kind="auto",
-            preload=opts.preload,
-            compile_workers=-1 if compile_workers == "auto" else compile_workers,
-        )
+        self.spec = sandbox_spec(config, opts)
 
     def __call__(self, tasks: Sequence[Task], again: bool) -> Mapping[str, float | None]:
         run_id = new_run_id()

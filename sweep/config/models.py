@@ -159,7 +159,8 @@ class RaySettings(StrictModel):
         description=(
             "CUDA_DEVICE_MAX_CONNECTIONS of every sandbox: the hardware queues a task's CUDA "
             "context sets up (null: CUDA's default, 8). 1 makes each task's start and end cheaper, "
-            "most with several GPUs a host, but serializes work a solution puts on several streams"
+            "most with several GPUs a host, but serializes work a solution puts on several streams "
+            "and can move a launch-bound kernel's time: compare traces of one setting only"
         ),
     )
     zygote_handover: bool = Field(

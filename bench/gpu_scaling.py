@@ -28,7 +28,8 @@ largest first, and the bench prints how well a task's input bytes rank its secon
 On CPU (``--device cpu``, a smoke test of this script) the "GPUs" are CPU worker slots.
 
 Usage (device machine, repository root): ``source bench/gpu_site.sh; python3 bench/gpu_scaling.py
-[--gpus 1,2,4] [--per-op 2] [--rounds 1] [--short] [--warmup] [--baseline REV | --baseline-dir DIR]``
+[--gpus 1,2,4] [--per-op 2] [--rounds 1] [--short] [--warmup] [--cuda-max-connections N]
+[--baseline REV | --baseline-dir DIR]``
 (``--short``: the shorter timing budget of earlier runs; without it every task runs at the
 evaluation's default settings).
 """
@@ -124,10 +125,20 @@ def _op_of(tags: list[str]) -> str:
     raise SystemExit(f"an imported definition without its aten: tag: {tags}")
 
 
-def write_config(path: Path, data: Path, results: Path, slots: int, device: str, short: bool = False) -> None:
+def write_config(
+    path: Path,
+    data: Path,
+    results: Path,
+    slots: int,
+    device: str,
+    short: bool = False,
+    queues: int | None = None,
+) -> None:
     """A launch config over ``data``: the evaluation's default settings (timing budget included),
-    or with ``short`` the shorter budget of earlier runs (trials 3, warm-up 10 ms, rep 50 ms)."""
-    ray = f"ray: {{num_gpus: {slots}}}\n" if device == "cuda" else f"ray: {{num_cpus: {slots}}}\n"
+    or with ``short`` the shorter budget of earlier runs (trials 3, warm-up 10 ms, rep 50 ms);
+    ``queues``: ``ray.cuda_max_connections`` (``None``: unset, CUDA's default)."""
+    extra = f", cuda_max_connections: {queues}" if queues is not None else ""
+    ray = f"ray: {{num_{'gpus' if device == 'cuda' else 'cpus'}: {slots}{extra}}}\n"
     timing = "trials: 3, warmup_ms: 10, rep_ms: 50, " if short else ""
     path.write_text(
         f"name: scaling\ndataset: [{data}]\nhardware: auto\n{ray}"
@@ -282,6 +293,12 @@ def main() -> None:
     )
     ap.add_argument("--device", choices=("cuda", "cpu"), default="cuda")
     ap.add_argument("--warmup", action="store_true", help="a short uncounted sweep on all the GPUs first")
+    ap.add_argument(
+        "--cuda-max-connections",
+        type=int,
+        default=None,
+        help="ray.cuda_max_connections of every launch (default: unset, CUDA's 8 queues)",
+    )
     ap.add_argument("--baseline", default=None, help="a revision to compare against on >1 GPU (git archive)")
     ap.add_argument("--baseline-dir", type=Path, help="a folder holding the baseline's `sweep` package")
     args = ap.parse_args()
@@ -300,6 +317,8 @@ def main() -> None:
     settings = (
         "short budget (trials 3, warm-up 10 ms, rep 50 ms)" if args.short else "default evaluation settings"
     )
+    if args.cuda_max_connections is not None:
+        settings += f"; ray.cuda_max_connections {args.cuda_max_connections}"
 
     tmp = Path(tempfile.mkdtemp(prefix="sweep-scaling-"))
     trees = {"this": REPO}
@@ -314,7 +333,15 @@ def main() -> None:
     if args.warmup:
         write_dataset(tmp / "warm", 1, max_ops=8)
         cfg = tmp / "warmup.yaml"
-        write_config(cfg, tmp / "warm" / "data", tmp / "results-warmup", sizes[-1], args.device, args.short)
+        write_config(
+            cfg,
+            tmp / "warm" / "data",
+            tmp / "results-warmup",
+            sizes[-1],
+            args.device,
+            args.short,
+            args.cuda_max_connections,
+        )
         got = run(cfg, sizes[-1], args.device)
         print(
             f"warm-up on {sizes[-1]} GPU(s), not counted: {got['ran']} ran in {got['process_s']:.1f} s",
@@ -331,7 +358,15 @@ def main() -> None:
             for who in whos:
                 results = tmp / f"results-{slots}-{who}-{r}"
                 cfg = tmp / f"scaling-{slots}-{who}-{r}.yaml"
-                write_config(cfg, tmp / "dataset" / "data", results, slots, args.device, args.short)
+                write_config(
+                    cfg,
+                    tmp / "dataset" / "data",
+                    results,
+                    slots,
+                    args.device,
+                    args.short,
+                    args.cuda_max_connections,
+                )
                 got = run(cfg, slots, args.device, trees[who])
                 got.update(per_task(results))
                 runs[(slots, who)].append(got)

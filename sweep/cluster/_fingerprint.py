@@ -76,8 +76,12 @@ def code_digest(backend: str, root: Path | None = None) -> str:
 
 def launch_key(spec: SandboxSpec, pool: str, runtime_env: str) -> str:
     """Digest of what a worker was started for: ``spec`` (``workdir`` aside: a folder of
-    logs), the pool signature (``warm.pool_signature``) and the runtime environment as JSON."""
-    what = {
+    logs), the pool signature (``warm.pool_signature``) and the runtime environment as JSON.
+
+    ``spec.env`` (``ray.cuda_max_connections``) is set in the worker's zygote and so in every
+    sandbox it forks: a worker started with other variables must not serve the launch. It is
+    left out while empty, so the keys of workers started before it existed are unchanged."""
+    what: dict[str, object] = {
         "backend": spec.backend,
         "device_kind": spec.device_kind,
         "preload": list(spec.preload),
@@ -85,6 +89,8 @@ def launch_key(spec: SandboxSpec, pool: str, runtime_env: str) -> str:
         "pool": pool,
         "runtime_env": runtime_env,
     }
+    if spec.env:
+        what["env"] = sorted(spec.env)
     return hashlib.sha256(json.dumps(what, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -244,8 +244,12 @@ def test_launch_key_changes_with_each_part() -> None:
         launch_key(replace(spec, start_timeout_s=1.0), "H100 {}", "{}"),
         launch_key(spec, "H200 {}", "{}"),
         launch_key(spec, "H100 {}", '{"env_vars": {"TRITON_INTERPRET": "1"}}'),
+        launch_key(replace(spec, env=(("CUDA_DEVICE_MAX_CONNECTIONS", "1"),)), "H100 {}", "{}"),
+        launch_key(replace(spec, env=(("CUDA_DEVICE_MAX_CONNECTIONS", "4"),)), "H100 {}", "{}"),
     ]
     assert len({base, *others}) == len(others) + 1
+    # No variables: the key such a worker had before the spec's variables were in it (main at 640fecd).
+    assert base == "2c1a694f762d5467"
 
 
 def test_env_changes_names_what_changed() -> None:

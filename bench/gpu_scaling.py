@@ -136,10 +136,11 @@ def write_config(
 ) -> None:
     """A launch config over ``data``: the evaluation's default settings (timing budget included),
     or with ``short`` the shorter budget of earlier runs (trials 3, warm-up 10 ms, rep 50 ms);
-    ``queues``: ``ray.cuda_max_connections`` (``None``: unset, CUDA's default)."""
-    extra = f", cuda_max_connections: {queues}" if queues is not None else ""
-    ray = f"ray: {{num_{'gpus' if device == 'cuda' else 'cpus'}: {slots}{extra}}}\n"
+    ``queues``: ``evaluation.cuda_max_connections`` (``None``: unset, CUDA's default)."""
+    ray = f"ray: {{num_{'gpus' if device == 'cuda' else 'cpus'}: {slots}}}\n"
     timing = "trials: 3, warmup_ms: 10, rep_ms: 50, " if short else ""
+    if queues is not None:
+        timing += f"cuda_max_connections: {queues}, "
     path.write_text(
         f"name: scaling\ndataset: [{data}]\nhardware: auto\n{ray}"
         f"evaluation: {{seed: 0, {timing}"
@@ -297,7 +298,7 @@ def main() -> None:
         "--cuda-max-connections",
         type=int,
         default=None,
-        help="ray.cuda_max_connections of every launch (default: unset, CUDA's 8 queues)",
+        help="evaluation.cuda_max_connections of every launch (default: unset, CUDA's 8 queues)",
     )
     ap.add_argument("--baseline", default=None, help="a revision to compare against on >1 GPU (git archive)")
     ap.add_argument("--baseline-dir", type=Path, help="a folder holding the baseline's `sweep` package")
@@ -318,7 +319,7 @@ def main() -> None:
         "short budget (trials 3, warm-up 10 ms, rep 50 ms)" if args.short else "default evaluation settings"
     )
     if args.cuda_max_connections is not None:
-        settings += f"; ray.cuda_max_connections {args.cuda_max_connections}"
+        settings += f"; evaluation.cuda_max_connections {args.cuda_max_connections}"
 
     tmp = Path(tempfile.mkdtemp(prefix="sweep-scaling-"))
     trees = {"this": REPO}

@@ -78,7 +78,7 @@ def launch_key(spec: SandboxSpec, pool: str, runtime_env: str) -> str:
     """Digest of what a worker was started for: ``spec`` (``workdir`` aside: a folder of
     logs), the pool signature (``warm.pool_signature``) and the runtime environment as JSON.
 
-    ``spec.env`` (``ray.cuda_max_connections``) is set in the worker's zygote and so in every
+    ``spec.env`` (``evaluation.cuda_max_connections``) is set in the worker's zygote and so in every
     sandbox it forks: a worker started with other variables must not serve the launch. It is
     left out while empty, so the keys of workers started before it existed are unchanged."""
     what: dict[str, object] = {

@@ -152,17 +152,6 @@ class RaySettings(StrictModel):
             "auto: the node's CPUs per GPU less one, at most 8, and none on CPU)"
         ),
     )
-    cuda_max_connections: int | None = Field(
-        default=None,
-        ge=1,
-        le=32,
-        description=(
-            "CUDA_DEVICE_MAX_CONNECTIONS of every sandbox: the hardware queues a task's CUDA "
-            "context sets up (null: CUDA's default, 8). 1 makes each task's start and end cheaper, "
-            "most with several GPUs a host, but serializes work a solution puts on several streams "
-            "and can move a launch-bound kernel's time: compare traces of one setting only"
-        ),
-    )
     zygote_handover: bool = Field(
         default=True,
         description=(
@@ -298,8 +287,6 @@ class SweepConfig(StrictModel):
         }
         data = self.model_dump(mode="json", exclude=skip)
         data["evaluation"] = without_later_defaults(data["evaluation"], config=True)
-        if data["ray"]["cuda_max_connections"] is None:  # configs written before it keep their hash
-            del data["ray"]["cuda_max_connections"]
         text = json.dumps(data, sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 

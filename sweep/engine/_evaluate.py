@@ -23,6 +23,7 @@ from sweep.engine.run._phases import new_run
 from sweep.engine.timing._capture import capture_output
 from sweep.engine.timing._envinfo import environment, nvml_for, resolve_device
 from sweep.engine.timing._nvml import Nvml
+from sweep.errors import EngineError
 from sweep.schema import (
     FLAG_REFERENCE_FAILED,
     FLAG_TAMPERED,
@@ -120,12 +121,14 @@ def evaluate(
             done) and ``"run"`` when its trials begin.
 
     Raises:
-        EngineError: ``device`` is invalid or unavailable.
+        EngineError: ``device`` is invalid or unavailable, or this process was not started
+            with the environment the task's settings ask for (``EvalSettings.process_env``).
     """
     restart("evaluate")
     started = _now()
     cache = cache if cache is not None else default_cache()
     dev = resolve_device(device)
+    _check_process_env(task.settings.process_env())
     _set_mode(dev)
     nvml = _nvml(cache, dev)
     env = _environment(dev, cache, nvml)
@@ -209,6 +212,20 @@ def _untampered(result: Result, guard: _integrity.Guard, solution_loaded: bool) 
         ],
         flags=[FLAG_TAMPERED],
     )
+
+
+def _check_process_env(wanted: tuple[tuple[str, str], ...]) -> None:
+    """Raise ``EngineError`` unless this process was started with what the settings ask of
+    its environment (``EvalSettings.process_env``): CUDA read it when the context was made,
+    so a process without it would time under other conditions than its trace would say."""
+    for name, value in wanted:
+        have = os.environ.get(name)
+        if have != value:
+            raise EngineError(
+                f"this process has {name}={have!r} but the evaluation settings ask for {value!r}; "
+                "it must be set before CUDA starts: sweep launch and sweep eval set it in each "
+                f"sandbox, and a caller of sweep.engine.evaluate must start its process with {name}={value}"
+            )
 
 
 def trace_of(task: Task, evaluation: Evaluation, started: str | None = None) -> Trace:

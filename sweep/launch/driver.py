@@ -192,16 +192,15 @@ def portable_tasks(tasks: list[Task], cwd: Path) -> list[Task]:
 
 def sandbox_spec(config: SweepConfig, opts: LaunchOptions) -> SandboxSpec:
     """How a launch's workers start their sandboxes: the backend and preloads of ``opts``,
-    the config's compile pool (``auto``: -1) and ``ray.cuda_max_connections`` (each
-    sandbox's ``CUDA_DEVICE_MAX_CONNECTIONS``, set in its zygote's environment)."""
+    the config's compile pool (``auto``: -1) and what its evaluation settings need in every
+    sandbox's environment (``evaluation.cuda_max_connections``, set in its zygote's)."""
     ray = config.ray
-    queues = ray.cuda_max_connections
     return SandboxSpec(
         backend=opts.backend,
         device_kind="auto",
         preload=opts.preload,
         compile_workers=-1 if ray.compile_workers == "auto" else ray.compile_workers,
-        env=(("CUDA_DEVICE_MAX_CONNECTIONS", str(queues)),) if queues is not None else (),
+        env=config.evaluation.process_env(),
     )
 
 

@@ -95,6 +95,7 @@ def evaluate_from_dataset(
         raise EngineError(f"definition {pick.definition.name!r} cannot be evaluated here: {problem}")
     kind, env = sandbox_device(device)
     settings = settings or EvalSettings()
+    env = (*env, *settings.process_env())
     traces: list[Trace] = []
     try:
         with Sandbox(SandboxSpec(device_kind=kind, env=env)) as sandbox:

@@ -44,10 +44,10 @@ class Timeouts(StrictModel):
 
 
 #: Settings added after results were first stored, with the default that leaves a hash as it was.
-_LATER_DEFAULTS: dict[str, object] = {"cpu_threads": 1, "energy": False}
+_LATER_DEFAULTS: dict[str, object] = {"cpu_threads": 1, "energy": False, "cuda_max_connections": None}
 #: Of those, the ones added after a config's hash first covered them (``cpu_threads`` was part
 #: of every config hash since it existed): a config's hash leaves these out at their default.
-_LATER_IN_CONFIG: tuple[str, ...] = ("energy",)
+_LATER_IN_CONFIG: tuple[str, ...] = ("energy", "cuda_max_connections")
 
 
 def without_later_defaults(evaluation: dict[str, object], *, config: bool = False) -> dict[str, object]:
@@ -120,6 +120,22 @@ class EvalSettings(StrictModel):
         "GPU's energy counter (NVML, needs nvidia-ml-py: kernel-sweep[energy]); adds about 4 s "
         "per task (docs/energy.md)",
     )
+    cuda_max_connections: int | None = Field(
+        default=None,
+        ge=1,
+        le=32,
+        description="CUDA_DEVICE_MAX_CONNECTIONS of the process an evaluation runs in: the hardware "
+        "queues its CUDA context sets up (null: CUDA's default, 8). 1 makes each task's start and end "
+        "cheaper, most with several GPUs a host, but serializes work a solution puts on several "
+        "streams and can move a launch-bound kernel's time (docs/launching-and-clusters.md)",
+    )
+
+    def process_env(self) -> tuple[tuple[str, str], ...]:
+        """The environment variables the process that evaluates under these settings must be
+        started with (set before CUDA starts: a sandbox's zygote gets them)."""
+        if self.cuda_max_connections is None:
+            return ()
+        return (("CUDA_DEVICE_MAX_CONNECTIONS", str(self.cuda_max_connections)),)
 
     def settings_hash(self) -> str:
         """Stable hash of every setting that changes what a measurement means.

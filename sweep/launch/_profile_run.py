@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from pathlib import Path
 
 from sweep.errors import ProfileError, clip
@@ -43,10 +44,17 @@ def tool_failure(run: ToolRun, what: str, timeout_s: float) -> str | None:
 
 
 def run_ncu(
-    ncu: str, target: list[str], folder: Path, ncu_set: str, timeout_s: float, problems: list[str]
+    ncu: str,
+    target: list[str],
+    folder: Path,
+    ncu_set: str,
+    timeout_s: float,
+    problems: list[str],
+    env_over: Mapping[str, str] | None = None,
 ) -> list[KernelProfile] | None:
     """Profile ``target`` (only its profiler range) into ``folder/profile.ncu-rep`` and read
-    the kernels back (``None`` when there is no report).
+    the kernels back (``None`` when there is no report); ``env_over``: variables set for it
+    over this process's (the task's ``EvalSettings.process_env``).
 
     Raises:
         ProfileError: ncu cannot read the counters (``ERR_NVGPUCTRPERM``) or profile this GPU.
@@ -68,7 +76,8 @@ def run_ncu(
         "--force-overwrite",
         *target,
     ]
-    run = run_tool(argv, timeout_s=timeout_s, log_path=folder / "ncu.log")
+    env = {**os.environ, **(env_over or {})}
+    run = run_tool(argv, timeout_s=timeout_s, log_path=folder / "ncu.log", env=env)
     problem = ncu_problem(run.output)
     if problem is not None:
         raise ProfileError(problem)
@@ -91,11 +100,17 @@ def run_ncu(
 
 
 def run_sanitizer(
-    sanitizer: str, tool: str, target: list[str], folder: Path, timeout_s: float, problems: list[str]
+    sanitizer: str,
+    tool: str,
+    target: list[str],
+    folder: Path,
+    timeout_s: float,
+    problems: list[str],
+    env_over: Mapping[str, str] | None = None,
 ) -> SanitizerReport | None:
     """Run ``target`` under ``compute-sanitizer --tool TOOL`` (the whole process is checked,
     torch's caching allocator off) into ``folder/sanitizer-TOOL.txt`` and parse it
-    (``None``: no summary, see problems)."""
+    (``None``: no summary, see problems); ``env_over`` as for :func:`run_ncu`."""
     log = folder / f"sanitizer-{tool}.txt"
     # memcheck: a red zone after every allocation, so a read just past a tensor's end is past
     # an allocation's end even where the driver packs small allocations back to back
@@ -103,7 +118,7 @@ def run_sanitizer(
     argv = [sanitizer, "--tool", tool, *padding, "--print-limit", "100", *target]
     # Without torch's caching allocator every tensor is an allocation of its own, so a read
     # past a tensor's end is past an allocation's end, which is what memcheck sees.
-    env = {**os.environ, "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+    env = {**os.environ, **(env_over or {}), "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
     run = run_tool(argv, timeout_s=timeout_s, log_path=log, env=env)
     try:
         report = parse_sanitizer(run.output, tool)

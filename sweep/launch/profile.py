@@ -376,14 +376,17 @@ def profile_task(
     if device:
         target.append(device)
     out = _empty(task, folder)
+    env_over = dict(task.settings.process_env())  # as its evaluation's process had them
     say = on_step or (lambda _text: None)
     if "ncu" in tools:
         say(f"{task.task_id}: ncu ({ncu_set}) on {task.solution.name} / {task.workload.uuid}")
-        out.kernels = run_ncu(tools["ncu"], target, folder, ncu_set, timeout_s, out.problems)
+        out.kernels = run_ncu(tools["ncu"], target, folder, ncu_set, timeout_s, out.problems, env_over)
     if "sanitizer" in tools:
         for tool in SANITIZER_TOOLS:
             say(f"{task.task_id}: compute-sanitizer --tool {tool}")
-            report = run_sanitizer(tools["sanitizer"], tool, target, folder, timeout_s, out.problems)
+            report = run_sanitizer(
+                tools["sanitizer"], tool, target, folder, timeout_s, out.problems, env_over
+            )
             if report is not None:
                 out.sanitizer.append(report)
     if store_path is not None:

@@ -219,6 +219,8 @@ def test_launch_with_address_from_outside_the_cluster(head: Head, tmp_path: Path
 
 #: What Ray prints when a job's working_dir package left the GCS before its actors fetched it.
 _RAY_PACKAGE_LOST = "Failed to download runtime_env file package"
+#: Submissions of the job test before a lost package fails it (each with other content).
+_SUBMISSIONS = 4
 
 
 def test_launch_as_a_ray_job_with_a_working_dir(head: Head, tmp_path: Path) -> None:
@@ -247,11 +249,14 @@ def test_launch_as_a_ray_job_with_a_working_dir(head: Head, tmp_path: Path) -> N
     ]
     proc = _run(submit, tmp_path)
     out = proc.stdout + proc.stderr
-    if proc.returncode != 0 and _RAY_PACKAGE_LOST in out:
+    for again in range(1, _SUBMISSIONS):
+        if proc.returncode == 0 or _RAY_PACKAGE_LOST not in out:
+            break
         # Ray at times drops a job's working_dir package from the GCS before the job's actors
-        # fetch it (ray-project/ray#36703, seen once in a full suite); nothing of ours ran. A
-        # package of other content is uploaded anew (one of the same would not be).
-        (job / "resubmitted.txt").write_text("1\n")
+        # fetch it (ray-project/ray#36703; seen once in a full suite, and twice in a row beside
+        # a busy loop): Ray could not set up their environment. A package of other content
+        # is uploaded anew (one of the same would not be).
+        (job / "resubmitted.txt").write_text(f"{again}\n")
         proc = _run(submit, tmp_path)
         out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out

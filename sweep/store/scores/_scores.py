@@ -12,13 +12,17 @@ Formulas and sources: docs/scores.md.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from sweep.errors import StoreError, shown
 from sweep.store.db import DEFAULT_BASELINE, at_p_sql, sql_literal
 from sweep.store.read import Session, Store, run_sql
+
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
 
 __all__ = [
     "SET_SUMMARY_COLUMNS",
@@ -188,6 +192,20 @@ def _records(s: Session, sql: str) -> list[dict[str, object]]:
     return [dict(zip(res.columns, row)) for row in res.rows]
 
 
+#: How a score view's column becomes a record's field, by the field's annotation (a string:
+#: this module's annotations are postponed); a field of another type is a KeyError here.
+_CASTS: dict[str, Callable[[Any], object]] = {"str": str, "int": int, "float": float, "float | None": _f}
+
+_R = TypeVar("_R", bound="DataclassInstance")
+
+
+def _record(cls: type[_R], row: dict[str, object], **given: object) -> _R:
+    """A ``cls`` from one row of a score view: each field not ``given`` is the column of its
+    name, cast to the field's type (the records and the views name their columns alike)."""
+    cast = {f.name: _CASTS[str(f.type)](row[f.name]) for f in fields(cls) if f.name not in given}
+    return cls(**cast, **given)
+
+
 def projection_of(
     s: Session,
     *,
@@ -212,21 +230,7 @@ QUALIFY row_number() OVER (PARTITION BY solution_set, hardware
                            ORDER BY time_share DESC NULLS LAST, definition) <= {int(top)}
 ORDER BY solution_set, hardware, time_share DESC NULLS LAST, definition""",
     ):
-        gains.setdefault((str(r["solution_set"]), str(r["hardware"])), []).append(
-            DefinitionGain(
-                definition=str(r["definition"]),
-                workloads=int(r["workloads"]),  # type: ignore[call-overload]
-                passed=int(r["passed"]),  # type: ignore[call-overload]
-                failed=int(r["failed"]),  # type: ignore[call-overload]
-                not_run=int(r["not_run"]),  # type: ignore[call-overload]
-                reference_ms=float(r["reference_ms"]),  # type: ignore[arg-type]
-                projected_ms=float(r["projected_ms"]),  # type: ignore[arg-type]
-                speedup=_f(r["speedup"]),
-                time_share=_f(r["time_share"]),
-                gain_of_covered=_f(r["gain_of_covered"]),
-                share_of_gain=_f(r["share_of_gain"]),
-            )
-        )
+        gains.setdefault((str(r["solution_set"]), str(r["hardware"])), []).append(_record(DefinitionGain, r))
     sets = []
     for r in _records(
         s, f"SELECT * FROM projection {cond} ORDER BY covered_speedup DESC NULLS LAST, solution_set, hardware"
@@ -238,24 +242,7 @@ ORDER BY solution_set, hardware, time_share DESC NULLS LAST, definition""",
             if covered is not None and covered > 0:
                 e2e = amdahl(covered, uncovered)
         key = (str(r["solution_set"]), str(r["hardware"]))
-        sets.append(
-            SetProjection(
-                solution_set=key[0],
-                hardware=key[1],
-                workloads=int(r["workloads"]),  # type: ignore[call-overload]
-                definitions=int(r["definitions"]),  # type: ignore[call-overload]
-                passed=int(r["passed"]),  # type: ignore[call-overload]
-                failed=int(r["failed"]),  # type: ignore[call-overload]
-                not_run=int(r["not_run"]),  # type: ignore[call-overload]
-                covered_reference_ms=float(r["covered_reference_ms"]),  # type: ignore[arg-type]
-                covered_projected_ms=float(r["covered_projected_ms"]),  # type: ignore[arg-type]
-                covered_speedup=covered,
-                share_at_reference_time=_f(r["share_at_reference_time"]),
-                end_to_end_speedup=e2e,
-                bound=bound,
-                top=gains.get(key, []),
-            )
-        )
+        sets.append(_record(SetProjection, r, end_to_end_speedup=e2e, bound=bound, top=gains.get(key, [])))
     hw_cond = f"AND w.hardware = {sql_literal(hardware)}" if hardware is not None else ""
     unmeasured = {
         str(r["hardware"]): int(r["n"])  # type: ignore[call-overload]
@@ -338,17 +325,4 @@ def scores_at(
         rows = _records(
             s, f"SELECT * FROM ({at_p_sql(checked, baseline)}) ORDER BY hardware, solution_set, p"
         )
-    return [
-        ScoreAtP(
-            solution_set=str(r["solution_set"]),
-            hardware=str(r["hardware"]),
-            p=float(r["p"]),  # type: ignore[arg-type]
-            tasks=int(r["tasks"]),  # type: ignore[call-overload]
-            definitions=int(r["definitions"]),  # type: ignore[call-overload]
-            fast_p=float(r["fast_p"]),  # type: ignore[arg-type]
-            win_at_p=None if r["win_at_p"] is None else float(r["win_at_p"]),  # type: ignore[arg-type]
-            win_tasks=int(r["win_tasks"]),  # type: ignore[call-overload]
-            pass_rate=float(r["pass_rate"]),  # type: ignore[arg-type]
-        )
-        for r in rows
-    ]
+    return [_record(ScoreAtP, r) for r in rows]

@@ -27,6 +27,7 @@ import torch
 import torch.distributed as dist
 
 from sweep.engine._evaluate import trace_of
+from sweep.engine._process import env_problem
 from sweep.engine.builds._build import build_solution, reference_solution
 from sweep.engine.builds._built import BuildError
 from sweep.engine.guard import _integrity
@@ -76,6 +77,9 @@ def evaluate_rank(
     started = datetime.datetime.now(datetime.timezone.utc).isoformat()
     state = _RankRun(task)
     try:
+        problem = env_problem(task.settings.process_env())
+        if problem is not None:
+            raise _Stop(Status.RUNTIME_ERROR, f"rank {slot.rank}: {problem}")
         dev = _device(device, slot.rank, slot.world_size)
         state.env = environment(dev, nvml_for(dev))
         dist.init_process_group(

@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 
 import torch
 
-from sweep.engine._process import prepare_process
+from sweep.engine._process import env_problem, prepare_process
 from sweep.engine.guard import _integrity
 from sweep.engine.guard._global_state import preserved_state
 from sweep.engine.io._outcome import Result, Stop, traceback_text
@@ -128,7 +128,9 @@ def evaluate(
     started = _now()
     cache = cache if cache is not None else default_cache()
     dev = resolve_device(device)
-    _check_process_env(task.settings.process_env())
+    problem = env_problem(task.settings.process_env())
+    if problem is not None:
+        raise EngineError(problem)
     _set_mode(dev)
     nvml = _nvml(cache, dev)
     env = _environment(dev, cache, nvml)
@@ -212,20 +214,6 @@ def _untampered(result: Result, guard: _integrity.Guard, solution_loaded: bool) 
         ],
         flags=[FLAG_TAMPERED],
     )
-
-
-def _check_process_env(wanted: tuple[tuple[str, str], ...]) -> None:
-    """Raise ``EngineError`` unless this process was started with what the settings ask of
-    its environment (``EvalSettings.process_env``): CUDA read it when the context was made,
-    so a process without it would time under other conditions than its trace would say."""
-    for name, value in wanted:
-        have = os.environ.get(name)
-        if have != value:
-            raise EngineError(
-                f"this process has {name}={have!r} but the evaluation settings ask for {value!r}; "
-                "it must be set before CUDA starts: sweep launch and sweep eval set it in each "
-                f"sandbox, and a caller of sweep.engine.evaluate must start its process with {name}={value}"
-            )
 
 
 def trace_of(task: Task, evaluation: Evaluation, started: str | None = None) -> Trace:

@@ -5,10 +5,12 @@ by the functions that need it."""
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 
 __all__ = [
     "cuda_problem",
     "device_of",
+    "env_problem",
     "gpu_problem",
     "phase_marks",
     "preload",
@@ -74,6 +76,22 @@ def cuda_problem(device: str) -> str | None:
     from sweep.engine.timing import _envinfo
 
     return _envinfo.cuda_problem(device)
+
+
+def env_problem(wanted: Sequence[tuple[str, str]]) -> str | None:
+    """Why this process cannot evaluate under settings that ask ``wanted`` of its environment
+    (``EvalSettings.process_env``), or ``None``: CUDA read those variables when the context was
+    made, so a process started without them would time under other conditions than its trace
+    would say."""
+    for name, value in wanted:
+        have = os.environ.get(name)
+        if have != value:
+            return (
+                f"this process has {name}={have!r} but the evaluation settings ask for {value!r}; "
+                "it must be set before CUDA starts: sweep launch and sweep eval set it in each "
+                f"sandbox, and a caller of sweep.engine.evaluate must start its process with {name}={value}"
+            )
+    return None
 
 
 def gpu_problem() -> str | None:

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     import duckdb
     import pyarrow as pa
 
-__all__ = ["SpoolBatch", "SpooledChunk", "insert_spooled", "spool_chunk"]
+__all__ = ["SpoolBatch", "SpooledChunk", "insert_spooled", "insert_spooled_on", "spool_chunk"]
 
 #: Parquet's compression of spooled rows: cheap both ways, and the records (JSON, most of a
 #: row) shrink several times, so the folder's bytes on disk are a fraction of the logs'.
@@ -172,10 +172,20 @@ def insert_spooled(store: WritableStore, batch: SpoolBatch, marks: list[LogMark]
     Raises:
         StoreLockedError: Another process held the store for the whole wait.
     """
+    if not len(batch) and not marks:
+        batch.remove()
+        return AddCounts(present=batch.duplicates)
+    with store.writing() as con:
+        return insert_spooled_on(con, batch, marks)
+
+
+def insert_spooled_on(con: duckdb.DuckDBPyConnection, batch: SpoolBatch, marks: list[LogMark]) -> AddCounts:
+    """:func:`insert_spooled` on a read-write connection the caller opened (and closes: its
+    close checkpoints, which several batches in a row can share)."""
     try:
         if not len(batch) and not marks:
             return AddCounts(present=batch.duplicates)
-        with store.writing() as con, _unordered(con):
+        with _unordered(con):
             rels: dict[str, str] = {}
             if batch.traces_files:
                 con.register("_spooled_rows", _batch_table(batch.traces_files))

@@ -1,0 +1,296 @@
+"""A first ingest's timeline: when the reading waits for the one writer, when the writer waits
+for the reading, and where the seconds of each insert go, for a few settings in one run.
+
+It writes ``store_ingest.py``'s synthetic logs once, then for each variant runs
+:func:`sweep.store.ingestion.ingest_into` into a new store, in a fresh process, with the
+``sweep.store.ingest`` logger at DEBUG (each insert's size, the reading's wait for the insert
+before it, each insert's seconds, when the reading ended). Variants (``--variants``, comma
+separated, each run ``--rounds`` times, alternating):
+
+- ``default``: the product as it is (parsing processes as ``auto_workers`` picks them);
+- ``workers=N``: N parsing processes;
+- ``rows=N``: N spooled traces per insert (the product's ``SPOOL_BATCH_ROWS`` otherwise);
+- ``baseline``: the product of ``--baseline-dir DIR`` (a folder holding another checkout's
+  ``sweep``: ``git archive REV sweep | tar -x -C DIR``), measured in the same run (a checkout
+  older than this bench logs no timeline: its seconds only);
+- ``a+b``: both (``held+rows=245760``);
+- ``held``: an experiment, not the product: the store's file held open by one connection for
+  the whole ingest (the product opens and closes it for each insert, so other processes can
+  get in between, and each close checkpoints), closed once at the end, that close timed.
+
+Per run: seconds, traces/s, the reading's end, the sum of the reading's waits, the inserts'
+seconds and the writer's idle time (the seconds before its first insert and between inserts).
+An ingest bound by its writer shows the reading waiting; one bound by its parsing shows the
+writer idle.
+
+Usage: ``python bench/ingest_timeline.py [--traces 1000000] [--rounds 2]
+[--variants default,workers=16,rows=245760]`` (on a GPU host after ``source bench/gpu_site.sh``)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from store_ingest import write_logs
+
+_WAITED = re.compile(r"insert of (\d+) trace rows: reading waited ([\d.]+) s")
+_DONE = re.compile(r"insert done in ([\d.]+) s")
+_READ = re.compile(r"logs read in ([\d.]+) s by (\d+) worker")
+
+
+class _Held:
+    """The ``held`` experiment's one connection, opened by the first write."""
+
+    def __init__(self) -> None:
+        self.cm: Any = None
+        self.con: Any = None
+
+    def close(self, events: list[tuple[float, str]], start: float) -> None:
+        if self.cm is None:
+            return
+        t = time.perf_counter()
+        self.cm.__exit__(None, None, None)
+        events.append(
+            (time.perf_counter() - start, f"held connection closed in {time.perf_counter() - t:.3f} s")
+        )
+
+
+_HELD = _Held()
+
+
+def _hold_open() -> None:
+    """Make every ``WritableStore.writing`` of this process use one connection, never closed by it."""
+    from contextlib import contextmanager
+
+    from sweep.store.rows import WritableStore
+
+    opening = WritableStore.writing
+
+    @contextmanager
+    def writing(self: WritableStore, *, timeout_s: float | None = None) -> Iterator[Any]:
+        if _HELD.cm is None:
+            _HELD.cm = opening(self, timeout_s=timeout_s)
+            _HELD.con = _HELD.cm.__enter__()
+        yield _HELD.con
+
+    WritableStore.writing = writing  # type: ignore[method-assign]
+
+
+_STATEMENTS_ENV = "INGEST_TIMELINE_STATEMENTS"
+
+
+class _TimedConnection:
+    """A DuckDB connection whose statements of ``_STATEMENT_MIN_S`` or more, and closes, are events."""
+
+    def __init__(self, con: Any, events: list[tuple[float, str]], since: Callable[[], float]) -> None:
+        self._con, self._events, self._since = con, events, since
+
+    def _note(self, began: float, what: str) -> None:
+        took = time.perf_counter() - began
+        if took >= _STATEMENT_MIN_S:
+            self._events.append((began - self._since(), f"  {took:.3f} s: {what}"))
+
+    def execute(self, sql: str, *args: Any, **kwargs: Any) -> Any:
+        began = time.perf_counter()
+        try:
+            return self._con.execute(sql, *args, **kwargs)
+        finally:
+            self._note(began, " ".join(sql.split())[:80])
+
+    def cursor(self) -> _TimedConnection:
+        return _TimedConnection(self._con.cursor(), self._events, self._since)
+
+    def close(self) -> None:
+        began = time.perf_counter()
+        self._con.close()
+        self._note(began, "(close: checkpoint)")
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._con, name)
+
+
+_STATEMENT_MIN_S = 0.05
+
+
+def _time_statements(events: list[tuple[float, str]], since: Callable[[], float]) -> None:
+    """Every DuckDB connection this process opens from now on times its statements."""
+    import duckdb
+
+    real = duckdb.connect
+
+    def connect(*args: Any, **kwargs: Any) -> _TimedConnection:
+        return _TimedConnection(real(*args, **kwargs), events, since)
+
+    duckdb.connect = connect  # type: ignore[assignment]
+
+
+def _child(variant: str, logs: Path, store: Path) -> None:
+    """One ingest here; prints each DEBUG line as (seconds since start, message), then a JSON summary."""
+    import logging
+
+    from sweep.store.ingestion import CHUNK_BYTES, SPOOL_BATCH_ROWS, auto_workers, ingest_into
+    from sweep.store.rows import WritableStore
+
+    start = time.perf_counter()
+    events: list[tuple[float, str]] = []
+    clock = [start]
+
+    class _Keep(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            events.append((time.perf_counter() - start, record.getMessage()))
+
+    log = logging.getLogger("sweep.store.ingest")
+    log.setLevel(logging.DEBUG)
+    log.addHandler(_Keep())
+    size = sum(p.stat().st_size for p in logs.rglob("*.jsonl"))
+    workers = auto_workers(size, CHUNK_BYTES)
+    rows = SPOOL_BATCH_ROWS
+    for part in variant.split("+"):  # e.g. held+rows=245760
+        name, _, value = part.partition("=")
+        if name == "workers":
+            workers = int(value)
+        elif name == "rows":
+            rows = int(value)
+        elif name == "held":
+            _hold_open()
+        elif name not in ("default", "baseline"):
+            raise SystemExit(f"unknown variant {variant!r}")
+    if os.environ.get(_STATEMENTS_ENV):
+        _time_statements(events, lambda: clock[0])
+    store_ = WritableStore(store)
+    start = clock[0] = time.perf_counter()
+    report = ingest_into(store_, [logs], workers=workers, batch_rows=rows)
+    _HELD.close(events, start)
+    seconds = time.perf_counter() - start
+    store_.close()
+    for t, msg in events:
+        print(f"  {t:7.3f} s  {msg}")
+    print(
+        json.dumps({"seconds": seconds, "added": report.traces_added, "events": events, "workers": workers})
+    )
+
+
+def _summary(out: dict[str, object]) -> dict[str, float]:
+    """Totals of one run's events. Inserts run in order, each once it is handed over and the
+    one before it has ended (its start: its end less its seconds)."""
+    events = out["events"]
+    assert isinstance(events, list)
+    waited = 0.0
+    inserts: list[tuple[float, float]] = []  # (start, seconds)
+    read_end = float("nan")
+    for t, msg in events:
+        if m := _WAITED.search(msg):
+            waited += float(m.group(2))
+        elif m := _DONE.search(msg):
+            inserts.append((t - float(m.group(1)), float(m.group(1))))
+        elif _READ.search(msg):
+            read_end = t
+    idle, free_at = 0.0, 0.0
+    for s, d in inserts:
+        idle += max(0.0, s - free_at)
+        free_at = s + d
+    seconds = float(out["seconds"])  # type: ignore[arg-type]
+    return {
+        "seconds": seconds,
+        "rate": float(out["added"]) / seconds,  # type: ignore[arg-type]
+        "read_end": read_end,
+        "waited": waited,
+        "inserts": float(len(inserts)),
+        "insert_s": sum(d for _, d in inserts),
+        "idle": idle,
+        "last_s": inserts[-1][1] if inserts else float("nan"),
+    }
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--traces", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=2)
+    ap.add_argument("--variants", default="default")
+    ap.add_argument("--baseline-dir", type=Path, help="the `sweep` the `baseline` variant runs")
+    ap.add_argument("--statements", action="store_true", help="time each DuckDB statement of 50 ms or more")
+    ap.add_argument("--child", nargs=3, help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.child:
+        _child(args.child[0], Path(args.child[1]), Path(args.child[2]))
+        return
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    work = Path(tempfile.mkdtemp(prefix="ingest-timeline-", dir=os.environ.get("BENCH_TMP")))
+    try:
+        t0 = time.perf_counter()
+        size = write_logs(work, args.traces)
+        print(
+            f"{args.traces:,} traces, {size / 1e6:.0f} MB of JSONL written in {time.perf_counter() - t0:.1f} s"
+        )
+        runs: dict[str, list[dict[str, float]]] = {v: [] for v in variants}
+        for r in range(args.rounds):
+            for v in variants if r % 2 == 0 else variants[::-1]:
+                store = work / f"{r}-{v.replace('=', '_')}.duckdb"
+                # What the bench wrote (the logs, the last run's store) reaches the disk first, so
+                # no commit of this run waits for it (a file system's journal can make one fsync wait
+                # for other files' writes).
+                t = time.perf_counter()
+                os.sync()
+                synced = time.perf_counter() - t
+                env = dict(os.environ, **({_STATEMENTS_ENV: "1"} if args.statements else {}))
+                if v.split("+")[0] == "baseline":
+                    if args.baseline_dir is None:
+                        raise SystemExit("the baseline variant needs --baseline-dir")
+                    paths = [str(args.baseline_dir.resolve()), env.get("PYTHONPATH", "")]
+                    env["PYTHONPATH"] = os.pathsep.join(p for p in paths if p)
+                proc = subprocess.run(
+                    [sys.executable, __file__, "--child", v, str(work / "traces"), str(store)],
+                    env=env,
+                    capture_output=True,
+                    text=True,
+                    check=False,
+                )
+                if proc.returncode != 0:
+                    raise SystemExit(f"{v} failed:\n{proc.stdout}\n{proc.stderr}")
+                lines = proc.stdout.rstrip().splitlines()
+                out = json.loads(lines[-1])
+                s = _summary(out)
+                runs[v].append(s)
+                print(
+                    f"round {r + 1} {v} ({out['workers']} workers): {s['seconds']:.2f} s, {s['rate']:,.0f} traces/s "
+                    f"(sync before it {synced:.2f} s)"
+                )
+                print("\n".join(lines[:-1]))
+                store.unlink(missing_ok=True)
+                shutil.rmtree(store.with_suffix(".duckdb.wal"), ignore_errors=True)
+        print(
+            f"\nmachine: {platform.machine()}, {os.cpu_count()} cpus; {args.traces:,} traces, {args.rounds} round(s)\n"
+        )
+        print(
+            "| variant | median s | traces/s | reading ends s | reading waited s | inserts | insert s | writer idle s |"
+        )
+        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        for v, ss in runs.items():
+
+            def med(k: str, ss: list[dict[str, float]] = ss) -> float:
+                return statistics.median(x[k] for x in ss)
+
+            print(
+                f"| {v} | {med('seconds'):.2f} | {med('rate'):,.0f} | {med('read_end'):.2f} | {med('waited'):.2f} "
+                f"| {med('inserts'):.0f} | {med('insert_s'):.2f} | {med('idle'):.2f} | {med('last_s'):.2f} |"
+            )
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()

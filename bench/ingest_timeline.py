@@ -19,7 +19,8 @@ separated, each run ``--rounds`` times, alternating):
   get in between, and each close checkpoints), closed once at the end, that close timed.
 
 Per run: seconds, traces/s, the reading's end, the sum of the reading's waits, the inserts'
-seconds and the writer's idle time (the seconds before its first insert and between inserts).
+seconds, the writer's idle time (the seconds before its first insert and between inserts), the
+last insert's seconds and the ingesting process's peak resident memory.
 An ingest bound by its writer shows the reading waiting; one bound by its parsing shows the
 writer idle.
 
@@ -179,9 +180,12 @@ def _child(variant: str, logs: Path, store: Path) -> None:
     store_.close()
     for t, msg in events:
         print(f"  {t:7.3f} s  {msg}")
-    print(
-        json.dumps({"seconds": seconds, "added": report.traces_added, "events": events, "workers": workers})
-    )
+    import resource
+
+    peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
+    worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
+    out = {"seconds": seconds, "added": report.traces_added, "events": events, "workers": workers}
+    print(json.dumps(out | {"peak_mb": peak_mb, "worker_peak_mb": worker_mb}))
 
 
 def _summary(out: dict[str, object]) -> dict[str, float]:
@@ -213,6 +217,7 @@ def _summary(out: dict[str, object]) -> dict[str, float]:
         "insert_s": sum(d for _, d in inserts),
         "idle": idle,
         "last_s": inserts[-1][1] if inserts else float("nan"),
+        "peak_mb": float(out["peak_mb"]),  # type: ignore[arg-type]
     }
 
 
@@ -267,7 +272,8 @@ def main() -> None:
                 runs[v].append(s)
                 print(
                     f"round {r + 1} {v} ({out['workers']} workers): {s['seconds']:.2f} s, {s['rate']:,.0f} traces/s "
-                    f"(sync before it {synced:.2f} s)"
+                    f"peak {out['peak_mb']:,.0f} MB (workers' largest {out['worker_peak_mb']:,.0f}; "
+                    f"sync before it {synced:.2f} s)"
                 )
                 print("\n".join(lines[:-1]))
                 store.unlink(missing_ok=True)
@@ -276,9 +282,10 @@ def main() -> None:
             f"\nmachine: {platform.machine()}, {os.cpu_count()} cpus; {args.traces:,} traces, {args.rounds} round(s)\n"
         )
         print(
-            "| variant | median s | traces/s | reading ends s | reading waited s | inserts | insert s | writer idle s |"
+            "| variant | median s | traces/s | reading ends s | reading waited s | inserts | insert s "
+            "| writer idle s | last insert s | peak MB |"
         )
-        print("| --- | --- | --- | --- | --- | --- | --- | --- |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for v, ss in runs.items():
 
             def med(k: str, ss: list[dict[str, float]] = ss) -> float:
@@ -286,7 +293,7 @@ def main() -> None:
 
             print(
                 f"| {v} | {med('seconds'):.2f} | {med('rate'):,.0f} | {med('read_end'):.2f} | {med('waited'):.2f} "
-                f"| {med('inserts'):.0f} | {med('insert_s'):.2f} | {med('idle'):.2f} | {med('last_s'):.2f} |"
+                f"| {med('inserts'):.0f} | {med('insert_s'):.2f} | {med('idle'):.2f} | {med('last_s'):.2f} | {med('peak_mb'):,.0f} |"
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)

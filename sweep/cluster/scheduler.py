@@ -238,19 +238,21 @@ class _Loop:
                 self.slots.offer(w)
 
     def _reserve(self, w: _Worker, queue: deque[_Item]) -> list[Any]:
-        """Top up ``w``'s reservation with the tasks worth compiling among the shared queue's
-        next ``lookahead`` (the others stay, in order); the new ones, packed, for its pool."""
+        """Top up ``w``'s reservation with every stride-th task worth compiling among the shared
+        queue's next ``lookahead`` x stride (stride: its pool's workers, at most ``_MAX_STRIDE``;
+        the others stay, in order); the new ones, packed, for its pool."""
         want = w.lookahead - len(w.ahead)
         new: list[_Item] = []
         kept: list[_Item] = []
+        # Every stride-th task worth compiling, the others left for the pool's other workers
+        # (each takes its next call from the front): reservations interleave as a
+        # longest-first queue deals, not one block of it each.
+        stride = max(1, min(w.pool.size, _MAX_STRIDE))
+        window = w.lookahead * stride
         # Looked at in place first: a sweep with nothing to compile leaves the queue untouched.
-        if want > 0 and any(worth_compiling(i.task) for i in itertools.islice(queue, w.lookahead)):
-            # Every stride-th task worth compiling, the others left for the pool's other workers
-            # (each takes its next call from the front): reservations interleave as a
-            # longest-first queue deals, not one block of it each.
-            stride = max(1, min(w.pool.size, _MAX_STRIDE))
+        if want > 0 and any(worth_compiling(i.task) for i in itertools.islice(queue, window)):
             seen = 0
-            for _ in range(min(len(queue), w.lookahead * stride)):
+            for _ in range(min(len(queue), window)):
                 item = queue.popleft()
                 if len(new) < want and worth_compiling(item.task):
                     seen += 1

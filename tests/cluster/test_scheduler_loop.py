@@ -292,3 +292,19 @@ def test_reservations_of_tasks_worth_compiling_interleave_the_longest_first_queu
     assert len({w for w, ids in ray.started for tid in ids if tid in longs}) == 4
     assert [tid for _, ids in ray.reserved for tid in ids]  # still reserved for the pools
     assert ray.now <= 1.0 + (4 * 10 + 36) / 4 + 1.0
+
+
+def test_a_reservation_looks_as_far_as_it_deals() -> None:
+    # Two workers with compile pools of 2: each keeps 4 tasks reserved, every 2nd task worth
+    # compiling among the queue's next 4 x 2. Plain tasks fill the queue's next 4 but not 8:
+    # the first call already reserves the compiled ones behind them (a look at the next 4
+    # alone once found nothing and reserved nothing).
+    plain = _tasks([f"p{i}" for i in range(5)])
+    compiled = [_compiled(t) for t in _tasks([f"c{i}" for i in range(8)])]
+    tasks = plain + compiled
+    est = {t.task_id: 10.0 for t in plain} | {t.task_id: 1.0 for t in compiled}
+    ray = FakeRay(compile_workers=2)
+    _, deliveries = _run(tasks, 2, ray, SchedulerOptions(max_batch=1), estimated_s=est)
+    _one_each(tasks, deliveries)
+    first_worker, first_reserved = ray.reserved[0]
+    assert first_reserved and set(first_reserved) <= {t.task_id for t in compiled}

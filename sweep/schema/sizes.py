@@ -18,7 +18,12 @@ from sweep.schema.call_json import decode_call
 from sweep.schema.definition import Definition, TensorSpec
 from sweep.schema.workload import BackendBenchArgsInput, Workload
 
-__all__ = ["element_size", "input_bytes", "specs_bytes"]
+__all__ = ["MAX_BYTES", "element_size", "input_bytes", "specs_bytes", "whole_bytes"]
+
+#: A size past any memory: what a count of bytes too large for a float (axes near 2**63 in a
+#: shape of many dimensions) saturates to, so a hostile record is refused as too large, not
+#: raised on.
+MAX_BYTES = 2**63 - 1
 
 # Sub-byte types the call-argument table has no entry for.
 _FRACTIONAL = {"float4_e2m1": 0.5}
@@ -37,6 +42,8 @@ def specs_bytes(definition: Definition, specs: Mapping[str, TensorSpec], axes: M
     """Bytes of ``specs`` (the definition's inputs or outputs) at a workload's ``axes``: each
     tensor's shape times its element size; scalars count nothing.
 
+    A count past what a float holds is ``math.inf``.
+
     Raises:
         KeyError: a shape names an axis that ``axes`` and the definition's constants lack.
     """
@@ -45,8 +52,16 @@ def specs_bytes(definition: Definition, specs: Mapping[str, TensorSpec], axes: M
     for spec in specs.values():
         shape = definition.resolve_shape(spec, given)
         if shape is not None:
-            total += math.prod(shape) * element_size(spec.dtype.value)
+            try:
+                total += math.prod(shape) * element_size(spec.dtype.value)
+            except OverflowError:  # an int product past a float's range
+                return math.inf
     return total
+
+
+def whole_bytes(count: float) -> int:
+    """A byte count rounded up, at most :data:`MAX_BYTES` (``math.inf`` included)."""
+    return MAX_BYTES if not count < MAX_BYTES else math.ceil(count)
 
 
 def input_bytes(definition: Definition, workload: Workload) -> int:
@@ -59,6 +74,6 @@ def input_bytes(definition: Definition, workload: Workload) -> int:
                 return 0
             return sum(t.nbytes for v in (*args, *kwargs.values()) for t in iter_tensors(v))
     try:
-        return math.ceil(specs_bytes(definition, definition.inputs, workload.axes))
+        return whole_bytes(specs_bytes(definition, definition.inputs, workload.axes))
     except KeyError:
         return 0

@@ -223,6 +223,28 @@ def test_task_over_the_memory_budget_fails_before_allocating(kit, vadd) -> None:
     assert "settings.memory_budget_gb = 1e-06" in kit.log(trace)
 
 
+def test_a_size_past_a_floats_range_is_over_the_budget_not_a_crash(kit) -> None:
+    # Twenty axes near 2**62: the byte count does not fit a float (it raised OverflowError).
+    axes = {f"a{i}": {"type": "var"} for i in range(20)}
+    defn = Definition.model_validate(
+        {
+            "name": "many_dims",
+            "op_type": "t",
+            "axes": axes,
+            "inputs": {"x": {"shape": list(axes), "dtype": "float32"}},
+            "outputs": {"y": {"shape": ["a0"], "dtype": "float32"}},
+            "reference": "def run(x):\n    raise AssertionError('must not run')\n",
+        }
+    )
+    wl = Workload.model_validate(
+        {"uuid": "w", "axes": dict.fromkeys(axes, 2**62), "inputs": {"x": {"type": "random"}}}
+    )
+    sol = kit.solution("many_dims", "def run(x):\n    raise AssertionError('must not run')\n")
+    trace = kit.run(defn, sol, wl)
+    assert kit.status(trace) == "RUNTIME_ERROR"
+    assert "over the memory budget" in kit.log(trace) and "nothing was allocated" in kit.log(trace)
+
+
 def test_default_settings_budget_is_documented() -> None:
     assert EvalSettings().memory_budget_gb is None
 

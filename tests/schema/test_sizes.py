@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from sweep.schema import Definition, Workload
 from sweep.schema.call_args import ITEMSIZE
-from sweep.schema.sizes import input_bytes
+from sweep.schema.sizes import MAX_BYTES, input_bytes
 
 
 def _definition(inputs: dict[str, Any], axes: dict[str, Any] | None = None) -> Definition:
@@ -89,3 +89,20 @@ def test_a_call_counts_the_sum_of_its_tensors(tensors: list[tuple[list[int], str
 def test_larger_axes_never_count_fewer_bytes(m: int, n: int) -> None:
     d = _definition({"a": {"shape": ["m", "n"], "dtype": "float32"}})
     assert input_bytes(d, _workload({"m": m, "n": n})) <= input_bytes(d, _workload({"m": m + 1, "n": n}))
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(1, 40), st.integers(1, 2**63 - 1), st.sampled_from(["float32", "float4_e2m1", "int64"]))
+def test_a_size_past_a_floats_range_saturates_and_never_raises(dims: int, axis: int, dtype: str) -> None:
+    # A hostile record: many dimensions of axes near 2**63. An order of a first sweep reads every
+    # task's size before anything runs, so this must count, not raise (it once raised OverflowError).
+    axes = {f"a{i}": {"type": "var"} for i in range(dims)}
+    d = _definition({"x": {"shape": list(axes), "dtype": dtype}}, {**axes, "m": {"type": "var"}})
+    got = input_bytes(d, _workload({**dict.fromkeys(axes, axis), "m": 1}))
+    halves = axis**dims * (1 if dtype == "float4_e2m1" else 2 * ITEMSIZE[dtype])  # exact, in half bytes
+    exact = (halves + 1) // 2
+    assert 0 < got <= MAX_BYTES
+    if exact < 2**52:  # within a float's exact integers: the count itself
+        assert got == exact
+    else:
+        assert got >= min(MAX_BYTES, 2**52)

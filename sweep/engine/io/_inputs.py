@@ -22,7 +22,7 @@ import numpy as np
 import torch
 
 from sweep.schema import Definition, RandomInput, SafetensorsInput, ScalarInput, TensorSpec, Workload
-from sweep.schema.sizes import element_size, specs_bytes
+from sweep.schema.sizes import element_size, specs_bytes, whole_bytes
 
 __all__ = [
     "INT_RANGE_BITS",
@@ -251,7 +251,7 @@ def memory_plan(definition: Definition, workload: Workload, input_sets: int, flu
     """Count the bytes an evaluation of ``workload`` will allocate."""
 
     def size(specs: dict[str, TensorSpec]) -> int:
-        return math.ceil(specs_bytes(definition, specs, workload.axes))
+        return whole_bytes(specs_bytes(definition, specs, workload.axes))
 
     return MemoryPlan(
         input_bytes=size(definition.inputs),

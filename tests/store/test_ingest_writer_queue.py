@@ -223,3 +223,44 @@ def test_a_file_store_ingest_checkpoints_less_than_once_a_batch(tmp_path: Path) 
         report = ingest_into(store, [root], workers=2, chunk_bytes=2048, batch_rows=10)
     assert report.traces_added == 81
     assert len(batches) >= 8 and 1 <= len(opened) < len(batches), (opened, batches)
+
+
+def test_a_store_another_process_holds_stops_the_ingest_and_leaves_nothing_behind(tmp_path: Path) -> None:
+    """Another process takes the store once the reading has begun: the writer's open gives up
+    after the lock timeout, the ingest raises it, and no spool folder or writer thread is left."""
+    import subprocess
+    import sys
+
+    from sweep.store import StoreLockedError
+
+    root = _logs(tmp_path)
+    db = tmp_path / "store" / "s.duckdb"
+    holder: list[subprocess.Popen[str]] = []
+    real_parse = _ingest.parse_in_order
+
+    def parse(*args: Any, **kw: Any) -> Iterator[Any]:
+        for item in real_parse(*args, **kw):
+            if not holder:  # the store is closed here: the writer has not begun
+                code = "import duckdb, sys, time; c = duckdb.connect(sys.argv[1]); print('held', flush=True); time.sleep(60)"
+                proc = subprocess.Popen(
+                    [sys.executable, "-c", code, str(db)], stdout=subprocess.PIPE, text=True
+                )
+                holder.append(proc)
+                assert proc.stdout is not None and proc.stdout.readline().strip() == "held"
+            yield item
+
+    try:
+        with (
+            mock.patch.object(_ingest, "parse_in_order", parse),
+            pytest.raises(StoreLockedError, match=str(db)),
+        ):
+            ingest_into(
+                WritableStore(db, lock_timeout_s=0.5), [root], workers=2, chunk_bytes=2048, batch_rows=10
+            )
+    finally:
+        for proc in holder:
+            proc.kill()
+            proc.wait()
+    assert holder
+    assert [p.name for p in db.parent.iterdir() if p.name.startswith(".sweep-ingest-")] == []
+    assert not [t for t in threading.enumerate() if t.name == "sweep-ingest-insert"]

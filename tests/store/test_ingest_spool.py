@@ -214,7 +214,7 @@ def test_a_failed_insert_leaves_no_spool_and_raises(tmp_path: Path) -> None:
         raise RuntimeError("insert failed")
 
     with (
-        mock.patch("sweep.store.ingestion._ingest.insert_spooled_on", boom),
+        mock.patch("sweep.store.ingestion._inserter.insert_spooled_on", boom),
         pytest.raises(RuntimeError, match="insert failed"),
     ):
         ingest_into(WritableStore(db), [root], workers=2, chunk_bytes=2048, batch_rows=30)

@@ -17,7 +17,7 @@ from unittest import mock
 
 import pytest
 
-from sweep.store.ingestion import _ingest
+from sweep.store.ingestion import _ingest, _inserter
 from sweep.store.ingestion._ingest import IngestReport, ingest_into
 from sweep.store.ingestion._spool import SpoolBatch
 from sweep.store.rows import AddCounts, RowBatch
@@ -74,37 +74,37 @@ def _opens(store: WritableStore) -> Iterator[list[int]]:
         yield opened
 
 
-def _inserter(tmp_path: Path, writer: _Writer) -> tuple[_ingest._Inserter, IngestReport]:
+def _make(tmp_path: Path) -> tuple[_inserter.Inserter, IngestReport]:
     report = IngestReport(store="s")
     store = WritableStore(tmp_path / "s.duckdb")
-    return _ingest._Inserter(store, report), report
+    return _inserter.Inserter(store, report.added), report
 
 
 def test_spooled_batches_wait_in_the_queue_and_share_one_connection(tmp_path: Path) -> None:
     writer = _Writer()
-    inserter, report = _inserter(tmp_path, writer)
-    with mock.patch.object(_ingest, "_insert_on", writer), _opens(inserter.store) as opened:
+    inserter, report = _make(tmp_path)
+    with mock.patch.object(_inserter, "_insert_on", writer), _opens(inserter.store) as opened:
         inserter.submit(_spooled(1), [])
         assert writer.started.wait(_WAIT_S)  # the writer holds batch 1
         # While it does, the reading hands over as many as the queue holds, without waiting.
-        for rows in range(2, 2 + _ingest._QUEUED_SPOOLED):
+        for rows in range(2, 2 + _inserter._QUEUED_SPOOLED):
             inserter.submit(_spooled(rows), [])
-        assert len(inserter._queue) == _ingest._QUEUED_SPOOLED
+        assert len(inserter._queue) == _inserter._QUEUED_SPOOLED
         writer.release()
         inserter.wait()
-    assert [rows for rows, _ in writer.calls] == list(range(1, 2 + _ingest._QUEUED_SPOOLED))
+    assert [rows for rows, _ in writer.calls] == list(range(1, 2 + _inserter._QUEUED_SPOOLED))
     # One connection: the queue never ran dry, so the store closed (checkpointed) once.
     assert len(opened) == 1 and {con for _, con in writer.calls} == set(opened)
-    assert report.traces_added == sum(range(1, 2 + _ingest._QUEUED_SPOOLED))
+    assert report.traces_added == sum(range(1, 2 + _inserter._QUEUED_SPOOLED))
 
 
 def test_a_full_queue_makes_the_reading_wait(tmp_path: Path) -> None:
     writer = _Writer()
-    inserter, _ = _inserter(tmp_path, writer)
-    with mock.patch.object(_ingest, "_insert_on", writer):
+    inserter, _ = _make(tmp_path)
+    with mock.patch.object(_inserter, "_insert_on", writer):
         inserter.submit(_spooled(1), [])
         assert writer.started.wait(_WAIT_S)
-        for rows in range(2, 2 + _ingest._QUEUED_SPOOLED):
+        for rows in range(2, 2 + _inserter._QUEUED_SPOOLED):
             inserter.submit(_spooled(rows), [])
         extra = threading.Thread(target=inserter.submit, args=(_spooled(99), []))
         extra.start()
@@ -119,10 +119,10 @@ def test_a_full_queue_makes_the_reading_wait(tmp_path: Path) -> None:
 
 def test_rows_built_in_memory_wait_for_an_idle_writer(tmp_path: Path) -> None:
     writer = _Writer()
-    inserter, _ = _inserter(tmp_path, writer)
+    inserter, _ = _make(tmp_path)
     built = RowBatch()
     built.add_trace(make_trace("s1", "wl-1"), source="x")
-    with mock.patch.object(_ingest, "_insert_on", writer):
+    with mock.patch.object(_inserter, "_insert_on", writer):
         inserter.submit(_spooled(1), [])
         assert writer.started.wait(_WAIT_S)
         held = threading.Thread(target=inserter.submit, args=(built, []))
@@ -137,8 +137,8 @@ def test_rows_built_in_memory_wait_for_an_idle_writer(tmp_path: Path) -> None:
 
 def test_an_error_stops_the_batches_after_it_and_is_raised(tmp_path: Path) -> None:
     writer = _Writer(fail_at=1)
-    inserter, report = _inserter(tmp_path, writer)
-    with mock.patch.object(_ingest, "_insert_on", writer):
+    inserter, report = _make(tmp_path)
+    with mock.patch.object(_inserter, "_insert_on", writer):
         inserter.submit(_spooled(1), [])
         assert writer.started.wait(_WAIT_S)
         for rows in (2, 3, 4):
@@ -154,8 +154,8 @@ def test_an_error_stops_the_batches_after_it_and_is_raised(tmp_path: Path) -> No
 def test_an_empty_batch_opens_nothing(tmp_path: Path) -> None:
     writer = _Writer()
     writer.release()
-    inserter, report = _inserter(tmp_path, writer)
-    with mock.patch.object(_ingest, "_insert_on", writer), _opens(inserter.store) as opened:
+    inserter, report = _make(tmp_path)
+    with mock.patch.object(_inserter, "_insert_on", writer), _opens(inserter.store) as opened:
         inserter.submit(SpoolBatch(duplicates=3), [])
         inserter.wait()
     assert opened == [] and writer.calls == [] and report.traces_present == 3
@@ -167,14 +167,14 @@ def test_a_queued_ingest_stores_what_one_batch_at_a_time_stores(tmp_path: Path) 
     root = _logs(tmp_path)
     here, there = WritableStore.memory(), WritableStore.memory()
     a = ingest_into(here, [root], workers=1)
-    real = _ingest._insert_on
+    real = _inserter._insert_on
     slow = threading.Event()
 
     def slowed(*args: Any) -> AddCounts:
         slow.wait(0.05)
         return real(*args)
 
-    with mock.patch.object(_ingest, "_insert_on", slowed):
+    with mock.patch.object(_inserter, "_insert_on", slowed):
         b = ingest_into(there, [root], workers=2, chunk_bytes=2048, batch_rows=10)
     assert _fields(b) == _fields(a) and a.traces_added == 81
     assert _stored(there) == _stored(here)
@@ -186,12 +186,12 @@ def test_a_file_store_ingest_checkpoints_less_than_once_a_batch(tmp_path: Path) 
     (or the reading has ended), so the writer is behind by construction, whatever the load."""
     root = _logs(tmp_path)
     real_insert, real_parse, real_submit = (
-        _ingest._insert_on,
+        _inserter._insert_on,
         _ingest.parse_in_order,
-        _ingest._Inserter.submit,
+        _inserter.Inserter.submit,
     )
     read_all = threading.Event()
-    inserters: list[_ingest._Inserter] = []
+    inserters: list[_inserter.Inserter] = []
     seen: set[int] = set()
     batches: list[int] = []
 
@@ -199,7 +199,7 @@ def test_a_file_store_ingest_checkpoints_less_than_once_a_batch(tmp_path: Path) 
         yield from real_parse(*args, **kw)
         read_all.set()
 
-    def submit(self: _ingest._Inserter, *args: Any) -> None:
+    def submit(self: _inserter.Inserter, *args: Any) -> None:
         inserters[:] = [self]
         real_submit(self, *args)
 
@@ -215,9 +215,9 @@ def test_a_file_store_ingest_checkpoints_less_than_once_a_batch(tmp_path: Path) 
 
     store = WritableStore(tmp_path / "store" / "s.duckdb")
     with (
-        mock.patch.object(_ingest, "_insert_on", behind),
+        mock.patch.object(_inserter, "_insert_on", behind),
         mock.patch.object(_ingest, "parse_in_order", parse),
-        mock.patch.object(_ingest._Inserter, "submit", submit),
+        mock.patch.object(_inserter.Inserter, "submit", submit),
         _opens(store) as opened,
     ):
         report = ingest_into(store, [root], workers=2, chunk_bytes=2048, batch_rows=10)

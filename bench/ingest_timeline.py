@@ -143,7 +143,7 @@ def _child(variant: str, logs: Path, store: Path) -> None:
     """One ingest here; prints each DEBUG line as (seconds since start, message), then a JSON summary."""
     import logging
 
-    from sweep.store.ingestion import CHUNK_BYTES, SPOOL_BATCH_ROWS, auto_workers, ingest_into
+    from sweep.store.ingestion import CHUNK_BYTES, INGEST_LOGGER, SPOOL_BATCH_ROWS, auto_workers, ingest_into
     from sweep.store.rows import WritableStore
 
     start = time.perf_counter()
@@ -154,7 +154,7 @@ def _child(variant: str, logs: Path, store: Path) -> None:
         def emit(self, record: logging.LogRecord) -> None:
             events.append((time.perf_counter() - start, record.getMessage()))
 
-    log = logging.getLogger("sweep.store.ingest")
+    log = logging.getLogger(INGEST_LOGGER)
     log.setLevel(logging.DEBUG)
     log.addHandler(_Keep())
     size = sum(p.stat().st_size for p in logs.rglob("*.jsonl"))

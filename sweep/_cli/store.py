@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated
 
@@ -72,6 +74,32 @@ def render_export(r: ExportReport) -> str:
     )
 
 
+@contextmanager
+def _timeline_on_stderr() -> Iterator[None]:
+    """The ingest's DEBUG lines (:data:`sweep.store.INGEST_LOGGER`) on stderr meanwhile, with
+    the seconds since the start."""
+    import logging
+    import time
+
+    from sweep.store import INGEST_LOGGER
+
+    start = time.perf_counter()
+
+    class _Lines(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            echo(f"{time.perf_counter() - start:8.3f} s  {record.getMessage()}", err=True)
+
+    log = logging.getLogger(INGEST_LOGGER)
+    handler, level = _Lines(), log.level
+    log.addHandler(handler)
+    log.setLevel(logging.DEBUG)
+    try:
+        yield
+    finally:
+        log.removeHandler(handler)
+        log.setLevel(level)
+
+
 def _notes(notes: list[str]) -> None:
     for n in notes:
         echo(f"note: {n}", err=True)
@@ -84,6 +112,14 @@ def ingest(
         typer.Argument(help="Trace files (*.jsonl, *.json), folders, or folders written by 'sweep export'."),
     ],
     store: StoreFileOpt = DEFAULT_STORE_PATH,
+    timeline: Annotated[
+        bool,
+        typer.Option(
+            "--timeline",
+            help="Print each insert as it happens (its traces, seconds, how long the reading waited for it) "
+            "and when the reading ended: whether the parsing or the one writer bounds the ingest.",
+        ),
+    ] = False,
 ) -> None:
     """Add traces to the store; ingesting the same file twice adds nothing.
 
@@ -94,7 +130,8 @@ def ingest(
     """
     from sweep.store import ingest as ingest_paths
 
-    report = ingest_paths(paths, store)
+    with _timeline_on_stderr() if timeline else nullcontext():
+        report = ingest_paths(paths, store)
     for w in report.warnings[:_MAX_WARNINGS]:
         echo(f"warning: {w}", err=True)
     if len(report.warnings) > _MAX_WARNINGS:

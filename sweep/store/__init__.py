@@ -43,6 +43,7 @@ from sweep.store.db._connection import StoreLockedError, sql_literal
 from sweep.store.db._schema import NODE_TABLES, SCHEMA_VERSION, TABLES, VIEW_NAMES, column_names
 from sweep.store.db._store_context import StoreContext
 from sweep.store.ingestion._ingest import IngestReport, ingest
+from sweep.store.ingestion._inserter import INGEST_LOGGER
 from sweep.store.profiles._profile_parse import (
     NCU_METRICS,
     KernelProfile,
@@ -71,6 +72,7 @@ from sweep.store.write._log_files import log_path
 from sweep.store.write._writer import ResultsWriter, completed_task_ids
 
 __all__ = [
+    "INGEST_LOGGER",
     "NCU_METRICS",
     "NODE_TABLES",
     "SCHEMA_VERSION",

@@ -306,5 +306,5 @@ def test_a_reservation_looks_as_far_as_it_deals() -> None:
     ray = FakeRay(compile_workers=2)
     _, deliveries = _run(tasks, 2, ray, SchedulerOptions(max_batch=1), estimated_s=est)
     _one_each(tasks, deliveries)
-    first_worker, first_reserved = ray.reserved[0]
+    _, first_reserved = ray.reserved[0]
     assert first_reserved and set(first_reserved) <= {t.task_id for t in compiled}

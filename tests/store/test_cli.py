@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import json
+import logging
+import re
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
 from sweep.cli import app
+from sweep.store import INGEST_LOGGER
 
 from .conftest import make_trace
 
@@ -32,6 +35,25 @@ def db(tmp_path: Path) -> Path:
     res = runner.invoke(app, ["ingest", str(log), "--store", str(path)])
     assert res.exit_code == 0, res.output
     return path
+
+
+def test_ingest_timeline_prints_each_insert_on_stderr_and_only_then(tmp_path: Path) -> None:
+    log = tmp_path / "t.jsonl"
+    log.write_text("".join(make_trace("s1", f"wl-{i}").to_json() + "\n" for i in range(3)))
+    store = tmp_path / "s.duckdb"
+    res = runner.invoke(app, ["ingest", str(log), "--store", str(store), "--timeline"])
+    assert res.exit_code == 0, res.output
+    lines = res.stderr.splitlines()
+    assert len(lines) == 3, lines
+    assert re.fullmatch(r" *\d+\.\d{3} s  logs read in \d+\.\d{3} s by 1 worker\(s\)", lines[0])
+    waited = r" *\d+\.\d{3} s  insert of 3 trace rows: reading waited \d+\.\d{3} s for the writer \(0 batch\(es\) waiting\)"
+    assert re.fullmatch(waited, lines[1])
+    assert re.fullmatch(r" *\d+\.\d{3} s  insert done in \d+\.\d{3} s", lines[2])
+    assert res.stdout.startswith(f"ingested 3 traces from 1 file into {store}: 3 added")
+    # Without the flag nothing is printed, and the logger is as it was (no handler left behind).
+    res = runner.invoke(app, ["ingest", str(log), "--store", str(tmp_path / "t.duckdb")])
+    assert res.exit_code == 0 and res.stderr == ""
+    assert not logging.getLogger(INGEST_LOGGER).handlers
 
 
 def test_ingest_messages(shared_data: Path, tmp_path: Path) -> None:

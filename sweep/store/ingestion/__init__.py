@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from sweep.store.ingestion._ingest_pool import (
         write_frame as write_frame,
     )
+    from sweep.store.ingestion._inserter import (
+        INGEST_LOGGER as INGEST_LOGGER,
+    )
     from sweep.store.ingestion._jsonl_chunks import (
         CHUNK_BYTES as CHUNK_BYTES,
     )
@@ -68,6 +71,7 @@ if TYPE_CHECKING:
 
 #: Each public name of this wing and the module that defines it.
 _WHERE = {
+    "INGEST_LOGGER": "_inserter",
     "auto_workers": "_ingest_pool",
     "BATCH_ROWS": "_ingest",
     "SPOOL_BATCH_ROWS": "_ingest",
@@ -91,6 +95,7 @@ _WHERE = {
 __all__ = [
     "BATCH_ROWS",
     "CHUNK_BYTES",
+    "INGEST_LOGGER",
     "MAX_LINE_BYTES",
     "SPOOL_BATCH_ROWS",
     "IngestJob",

@@ -20,11 +20,12 @@ from sweep.store.rows import AddCounts, LogMark, RowBatch, WritableStore, insert
 if TYPE_CHECKING:
     import duckdb
 
-__all__ = ["Inserter", "ingest_log"]
+__all__ = ["INGEST_LOGGER", "Inserter", "ingest_log"]
 
-#: Each insert's size, how long the reading waited for the insert before it and how long the
-#: insert took, at DEBUG: whether an ingest is bound by its parsing or by its one writer.
-ingest_log = logging.getLogger("sweep.store.ingest")
+#: The logger of each insert's size, how long the reading waited for the insert before it and
+#: how long the insert took, at DEBUG: whether an ingest is bound by its parsing or its writer.
+INGEST_LOGGER = "sweep.store.ingest"
+ingest_log = logging.getLogger(INGEST_LOGGER)
 
 #: Batches of spooled rows that may wait for the writer. They are files on disk, not memory;
 #: while the writer is behind, the reading goes on (its workers would stall otherwise) and the

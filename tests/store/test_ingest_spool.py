@@ -303,3 +303,18 @@ def test_a_batch_is_read_as_one_chunk_in_the_order_of_its_files(tmp_path: Path) 
     table = _spool._batch_table(files)
     assert [b.num_rows for b in table.to_batches()] == [7]
     assert table.column("x").to_pylist() == [0, 1, 10, 20, 21, 22, 30]
+
+
+def test_a_batch_whose_store_cannot_be_opened_leaves_no_files(tmp_path: Path) -> None:
+    log = _write(tmp_path / "t.jsonl", [_rich(i).to_json() for i in range(3)])
+    (chunk,) = [c for c in split_log(log) if isinstance(c, Chunk)]
+    batch = SpoolBatch()
+    batch.add(spool_chunk(dataclasses.replace(chunk, spool=str(tmp_path / "x"))))
+    assert list(tmp_path.glob("x*"))
+    store = WritableStore(tmp_path / "s.duckdb")
+    with (
+        mock.patch.object(WritableStore, "writing", side_effect=RuntimeError("cannot open")),
+        pytest.raises(RuntimeError, match="cannot open"),
+    ):
+        insert_spooled(store, batch, [])
+    assert list(tmp_path.glob("x*")) == []

@@ -172,11 +172,13 @@ def insert_spooled(store: WritableStore, batch: SpoolBatch, marks: list[LogMark]
     Raises:
         StoreLockedError: Another process held the store for the whole wait.
     """
-    if not len(batch) and not marks:
-        batch.remove()
-        return AddCounts(present=batch.duplicates)
-    with store.writing() as con:
-        return insert_spooled_on(con, batch, marks)
+    try:
+        if not len(batch) and not marks:
+            return AddCounts(present=batch.duplicates)
+        with store.writing() as con:
+            return insert_spooled_on(con, batch, marks)
+    finally:
+        batch.remove()  # also when the store could not be opened
 
 
 def insert_spooled_on(con: duckdb.DuckDBPyConnection, batch: SpoolBatch, marks: list[LogMark]) -> AddCounts:

@@ -131,6 +131,22 @@ def toy_tasks(
     return out
 
 
+def fault_add_task(settings: EvalSettings, hardware: str, solution: Solution | None = None) -> Task:
+    """The task of ``DATA / "faults"``'s ``fault_add`` on its first workload: its passing torch
+    solution, or ``solution`` (a variant of it), under ``settings`` for ``hardware``."""
+    from sweep.plan.dataset import load_dataset
+
+    ds = load_dataset([str(DATA / "faults")])
+    return Task.make(
+        ds.definitions["fault_add"],
+        solution or ds.solutions["fault_add_ok_torch_add"],
+        ds.workloads["fault_add"][0],
+        settings,
+        hardware,
+        dataset_root=str(DATA / "faults"),
+    )
+
+
 def write_dataset(root: Path, solutions: dict[str, str], n_workloads: int = 2) -> Path:
     """A dataset root with definition ``toy_add`` (y = x + 1), ``n_workloads`` workloads and one
     python solution per entry of ``solutions`` (name -> source of ``main.py``, ``run(x)``

@@ -8,11 +8,10 @@ import pytest
 from sweep.engine import evaluate
 from sweep.engine._process import env_problem
 from sweep.errors import EngineError
-from sweep.plan.dataset import load_dataset
 from sweep.schema import Status
 from sweep.schema.distributed import RankSlot
 from sweep.schema.task import Task
-from tests.cluster.conftest import DATA
+from tests.cluster.conftest import fault_add_task
 from tests.conftest import quick_settings
 from tests.data.distributed.allreduce import definition, solution, workload
 
@@ -33,16 +32,7 @@ def test_env_problem_names_the_variable_and_both_values(monkeypatch: pytest.Monk
 
 def test_a_single_process_task_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv(VAR, raising=False)
-    ds = load_dataset([str(DATA / "faults")])
-    settings = quick_settings().model_copy(update={"cuda_max_connections": 1})
-    task = Task.make(
-        ds.definitions["fault_add"],
-        ds.solutions["fault_add_ok_torch_add"],
-        ds.workloads["fault_add"][0],
-        settings,
-        "CPU",
-        dataset_root=str(DATA / "faults"),
-    )
+    task = fault_add_task(quick_settings().model_copy(update={"cuda_max_connections": 1}), "CPU")
     with pytest.raises(EngineError, match=f"this process has {VAR}=None"):
         evaluate(task, device="cpu")
 

@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from sweep.launch.profile import profile_task
-from sweep.plan.dataset import load_dataset
 from sweep.schema.task import Task
-from tests.cluster.conftest import DATA
+from tests.cluster.conftest import fault_add_task
 from tests.conftest import quick_settings
 
 VAR = "CUDA_DEVICE_MAX_CONNECTIONS"
@@ -24,16 +23,7 @@ def _stand_in(path: Path) -> str:
 
 
 def _task(queues: int | None) -> Task:
-    ds = load_dataset([str(DATA / "faults")])
-    settings = quick_settings().model_copy(update={"cuda_max_connections": queues})
-    return Task.make(
-        ds.definitions["fault_add"],
-        ds.solutions["fault_add_ok_torch_add"],
-        ds.workloads["fault_add"][0],
-        settings,
-        "H100",
-        dataset_root=str(DATA / "faults"),
-    )
+    return fault_add_task(quick_settings().model_copy(update={"cuda_max_connections": queues}), "H100")
 
 
 @pytest.mark.parametrize(("queues", "seen"), [(None, "unset"), (1, "1"), (4, "4")])

@@ -15,7 +15,7 @@ from sweep.plan.dataset import load_dataset
 from sweep.sandbox import Sandbox
 from sweep.schema import EvalSettings, Solution, Status
 from sweep.schema.task import Task
-from tests.cluster.conftest import DATA
+from tests.cluster.conftest import DATA, fault_add_task
 from tests.conftest import quick_settings
 
 VAR = "CUDA_DEVICE_MAX_CONNECTIONS"
@@ -60,15 +60,7 @@ def _task(queues: int | None) -> Task:
     settings = quick_settings(min_iterations=1, max_iterations=2).model_copy(
         update={"cuda_max_connections": queues}
     )
-    root = str(DATA / "faults")
-    return Task.make(
-        ds.definitions["fault_add"],
-        solution,
-        ds.workloads["fault_add"][0],
-        settings,
-        "CPU",
-        dataset_root=root,
-    )
+    return fault_add_task(settings, "CPU", solution)
 
 
 @pytest.mark.parametrize("started_with", [None, 1])

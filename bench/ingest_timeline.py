@@ -46,6 +46,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _duckdb_timing import time_every_connection
 from store_ingest import write_logs
 
 _WAITED = re.compile(r"insert of (\d+) trace rows: reading waited ([\d.]+) s")
@@ -94,49 +95,19 @@ def _hold_open() -> None:
 _STATEMENTS_ENV = "INGEST_TIMELINE_STATEMENTS"
 
 
-class _TimedConnection:
-    """A DuckDB connection whose statements of ``_STATEMENT_MIN_S`` or more, and closes, are events."""
-
-    def __init__(self, con: Any, events: list[tuple[float, str]], since: Callable[[], float]) -> None:
-        self._con, self._events, self._since = con, events, since
-
-    def _note(self, began: float, what: str) -> None:
-        took = time.perf_counter() - began
-        if took >= _STATEMENT_MIN_S:
-            self._events.append((began - self._since(), f"  {took:.3f} s: {what}"))
-
-    def execute(self, sql: str, *args: Any, **kwargs: Any) -> Any:
-        began = time.perf_counter()
-        try:
-            return self._con.execute(sql, *args, **kwargs)
-        finally:
-            self._note(began, " ".join(sql.split())[:80])
-
-    def cursor(self) -> _TimedConnection:
-        return _TimedConnection(self._con.cursor(), self._events, self._since)
-
-    def close(self) -> None:
-        began = time.perf_counter()
-        self._con.close()
-        self._note(began, "(close: checkpoint)")
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._con, name)
-
-
 _STATEMENT_MIN_S = 0.05
 
 
 def _time_statements(events: list[tuple[float, str]], since: Callable[[], float]) -> None:
-    """Every DuckDB connection this process opens from now on times its statements."""
-    import duckdb
+    """Every DuckDB statement of this process from now on, and each close (not the opens), that takes
+    ``_STATEMENT_MIN_S`` or more: an event at its start (seconds since ``since()``)."""
 
-    real = duckdb.connect
+    def note(what: str, began: float, wall_s: float, _cpu_s: float) -> None:
+        if what != "(open)" and wall_s >= _STATEMENT_MIN_S:
+            text = "(close: checkpoint)" if what == "(close)" else " ".join(what.split())[:80]
+            events.append((began - since(), f"  {wall_s:.3f} s: {text}"))
 
-    def connect(*args: Any, **kwargs: Any) -> _TimedConnection:
-        return _TimedConnection(real(*args, **kwargs), events, since)
-
-    duckdb.connect = connect  # type: ignore[assignment]
+    time_every_connection(note)
 
 
 def _child(variant: str, logs: Path, store: Path) -> None:

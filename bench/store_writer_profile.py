@@ -34,11 +34,11 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _duckdb_timing import time_every_connection
 from warm_launch import REPO, _baseline_tree, _commit
 
 #: (wall s, CPU s, calls) per statement kind, in a child.
@@ -54,51 +54,27 @@ def _kind(sql: str) -> str:
     return text[:70]
 
 
-def _timed(label: str, fn: Callable[[], Any]) -> Any:
-    w0, c0 = time.perf_counter(), time.process_time()
-    try:
-        return fn()
-    finally:
-        s = _SPENT[label]
-        s[0] += time.perf_counter() - w0
-        s[1] += time.process_time() - c0
-        s[2] += 1
-
-
-class _Timed:
-    """A DuckDB connection whose statements, cursors and close are timed."""
-
-    def __init__(self, con: Any) -> None:
-        self._con = con
-
-    def execute(self, sql: str, *args: Any, **kwargs: Any) -> Any:
-        return _timed(_kind(sql), lambda: self._con.execute(sql, *args, **kwargs))
-
-    def cursor(self) -> _Timed:
-        return _Timed(self._con.cursor())
-
-    def close(self) -> None:
+def _spend(what: str, _began: float, wall_s: float, cpu_s: float) -> None:
+    """Sum a statement's seconds under its kind; each close (a checkpoint) is a row of its own."""
+    if what == "(close)":
         _CLOSES.append(0)
-        _timed(f"(close {len(_CLOSES)}: checkpoint)", self._con.close)
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._con, name)
+        label = f"(close {len(_CLOSES)}: checkpoint)"
+    else:
+        label = what if what == "(open)" else _kind(what)
+    s = _SPENT[label]
+    s[0] += wall_s
+    s[1] += cpu_s
+    s[2] += 1
 
 
 def _child(answers: Path, pristine: Path, work: Path) -> None:
     """Run the writing process over a copy of the spooled files; print what it took as JSON."""
-    import duckdb
     from store_ingest import _insert_spooled
 
     # The answers name the files where the workers wrote them: put a fresh copy there.
     shutil.rmtree(work / "files", ignore_errors=True)
     shutil.copytree(pristine, work / "files")
-    real = duckdb.connect
-
-    def connect(*args: Any, **kwargs: Any) -> _Timed:
-        return _Timed(_timed("(open)", lambda: real(*args, **kwargs)))
-
-    duckdb.connect = connect  # type: ignore[assignment]
+    time_every_connection(_spend)
     spool = work / "answers.copy"
     shutil.copyfile(answers, spool)
     store = work / "store.duckdb"

@@ -124,7 +124,7 @@ def _failing_tasks(device: str, world: int):  # type: ignore[no-untyped-def]
 
 
 def _plain_rank(
-    rank: int, world: int, port: int, device: str, jobs: list[tuple[str, int]], iters: int, q
+    rank: int, world: int, store: str, device: str, jobs: list[tuple[str, int]], iters: int, q
 ) -> None:  # type: ignore[no-untyped-def]
     import torch
     import torch.distributed as dist
@@ -133,7 +133,7 @@ def _plain_rank(
     if device == "cuda":
         torch.cuda.set_device(rank)
     dev = torch.device("cuda", rank) if device == "cuda" else torch.device("cpu")
-    dist.init_process_group(backend, init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    dist.init_process_group(backend, init_method=f"file://{store}", rank=rank, world_size=world)
     gather = getattr(dist, "all_gather_single", None) or dist.all_gather_into_tensor
     results = {}
     for collective, size in jobs:
@@ -173,23 +173,24 @@ def plain_times(device: str, world: int, jobs: list[tuple[str, int]], iters: int
     """Seconds per call of each (collective, size) by torch.distributed alone, slowest rank."""
     import multiprocessing as mp
 
-    from sweep.sandbox.gang import free_port
+    from sweep.sandbox.gang import meeting_file
 
     ctx = mp.get_context("spawn")  # children inherit this process's environment (multicast off)
     q = ctx.Queue()
-    port = free_port()
-    procs = [
-        ctx.Process(target=_plain_rank, args=(r, world, port, device, jobs, iters, q)) for r in range(world)
-    ]
-    for p in procs:
-        p.start()
-    try:
-        got: dict[str, float] = q.get(timeout=1800)
-    finally:
+    with meeting_file() as store:
+        procs = [
+            ctx.Process(target=_plain_rank, args=(r, world, str(store), device, jobs, iters, q))
+            for r in range(world)
+        ]
         for p in procs:
-            p.join(timeout=60)
-            if p.is_alive():
-                p.kill()
+            p.start()
+        try:
+            got: dict[str, float] = q.get(timeout=1800)
+        finally:
+            for p in procs:
+                p.join(timeout=60)
+                if p.is_alive():
+                    p.kill()
     return got
 
 

@@ -84,7 +84,7 @@ def evaluate_rank(
         state.env = environment(dev, nvml_for(dev))
         dist.init_process_group(
             backend=slot.backend,
-            init_method=f"tcp://{slot.master_addr}:{slot.master_port}",
+            init_method=f"file://{slot.store_file}",
             rank=slot.rank,
             world_size=slot.world_size,
             timeout=datetime.timedelta(

@@ -5,8 +5,10 @@ of the Ray placement group the gang scheduler reserved, ``gang_sched``; or this 
 Each rank is a task of its own to a :class:`~sweep.sandbox.supervisor.Sandbox`: a fresh process
 forked from a zygote that imported torch and took the harness's snapshot, with the same
 deadlines, crash reports and integrity checks as a single-GPU task. The ranks meet through a
-process group made for this task alone (a free port on this host; NCCL on GPUs, gloo on the
-CPU) and destroyed before each rank sends its trace.
+process group made for this task alone (on a file in a folder of this gang's own, torch's
+``FileStore``; NCCL on GPUs, gloo on the CPU) and destroyed before each rank sends its trace.
+They meet on a file rather than a TCP port: a port found free here could be taken by any other
+process (another gang, Ray) before rank 0 bound it, and the gang failed with ``EADDRINUSE``.
 
 When a rank fails (a crash, an exit, an exception, a wrong result, its deadline) the others
 get ``grace_s`` to report what they saw, then every process still running is killed: a rank
@@ -23,9 +25,11 @@ from __future__ import annotations
 
 import contextlib
 import queue
-import socket
+import shutil
+import tempfile
 import threading
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Self
@@ -44,8 +48,8 @@ from sweep.schema.task import Task
 __all__ = [
     "MULTICAST_OFF_ENV",
     "GangZygote",
-    "free_port",
     "gang_env",
+    "meeting_file",
     "rank_bytes",
     "run_gang",
     "world_size",
@@ -98,11 +102,16 @@ def rank_bytes(task: Task) -> int | None:
     return total
 
 
-def free_port(host: str = "127.0.0.1") -> int:
-    """A TCP port free on ``host`` now, for one task's process group to meet on."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((host, 0))
-        return int(s.getsockname()[1])
+@contextlib.contextmanager
+def meeting_file(under: str | None = None) -> Iterator[Path]:
+    """A path no file has yet, in a new folder (under ``under``, or the system's temporary
+    folder) removed with what is in it on exit: where one gang's process group meets
+    (``init_method="file://<path>"``). Each rank reaches it by its absolute path."""
+    folder = Path(tempfile.mkdtemp(prefix="sweep-gang-", dir=under)).resolve()
+    try:
+        yield folder / "store"
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def gang_env(spec: SandboxSpec) -> tuple[tuple[str, str], ...]:
@@ -220,20 +229,28 @@ def run_gang(
     if zygote is None:
         with GangZygote(spec) as own:
             return run_gang(task, spec, stamp, grace_s=grace_s, zygote=own)
+    with meeting_file() as store:
+        return _run_ranks(task, spec, stamp or Provenance(), grace_s, zygote, store)
+
+
+def _run_ranks(
+    task: Task, spec: SandboxSpec, stamp: Provenance, grace_s: float, zygote: GangZygote, store: Path
+) -> Trace:
+    """:func:`run_gang`'s ranks, meeting on ``store``."""
     n = world_size(task)
-    stamp = stamp or Provenance()
     backend = "nccl" if spec.device_kind == "cuda" else "gloo"
-    port = free_port()
     base = replace(spec, prefork=False, env=gang_env(spec), compile_workers=0)
     # Each rank's logs in a folder of its own: two supervisors in one folder would share names.
     specs = [
         replace(
             base,
-            workdir=None if spec.workdir is None else str(Path(spec.workdir) / f"gang-{port}" / f"rank-{r}"),
+            workdir=None
+            if spec.workdir is None
+            else str(Path(spec.workdir) / store.parent.name.removeprefix("sweep-") / f"rank-{r}"),
         )
         for r in range(n)
     ]
-    slots = [RankSlot(rank=r, world_size=n, master_port=port, backend=backend) for r in range(n)]
+    slots = [RankSlot(rank=r, world_size=n, store_file=str(store), backend=backend) for r in range(n)]
     tasks = [task.model_copy(update={"rank": s}) for s in slots]
     boxes = [_RankSandbox(specs[r], stamp, zygote) for r in range(n)]
     results: queue.Queue[tuple[int, Trace]] = queue.Queue()

@@ -154,8 +154,10 @@ class RankSlot(Record):
 
     rank: NonNegInt64
     world_size: PosInt64
-    master_addr: str = "127.0.0.1"
-    master_port: PosInt64
+    #: The file the ranks' process group meets on (torch's ``FileStore``): new for each gang, in
+    #: a folder of its own. A file, not a TCP port: a port chosen free by the parent could be
+    #: taken by any other process before rank 0 bound it.
+    store_file: str
     backend: Literal["nccl", "gloo"] = "gloo"
 
 

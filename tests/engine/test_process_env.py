@@ -42,7 +42,7 @@ def test_a_rank_is_refused_before_it_joins_its_group(monkeypatch: pytest.MonkeyP
     settings = quick_settings().model_copy(update={"cuda_max_connections": 1})
     task = Task.make(definition(None), solution("good"), workload(64, 2), settings, "CPU")
     # No peer ever comes: a rank that went on to join its process group would wait for it.
-    rank = task.model_copy(update={"rank": RankSlot(rank=0, world_size=2, master_port=1)})
+    rank = task.model_copy(update={"rank": RankSlot(rank=0, world_size=2, store_file="/nonexistent/store")})
     trace = evaluate(rank, device="cpu")
     ev = trace.evaluation
     assert ev is not None and ev.status is Status.RUNTIME_ERROR

@@ -8,13 +8,16 @@ ranks. A whole launch of gangs beside single-GPU tasks is in tests/cluster/test_
 
 from __future__ import annotations
 
+import stat
+import tempfile
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from sweep.sandbox._gang_merge import merge_ranks, secondary
-from sweep.sandbox.gang import GangZygote, run_gang
+from sweep.sandbox.gang import GangZygote, meeting_file, run_gang
 from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import EvalSettings, Status, Timeouts, Trace
 from sweep.schema.task import Task
@@ -91,6 +94,55 @@ def test_a_hung_rank_takes_the_task_down_in_its_timeout(tmp_path: Path, zygote: 
     assert ev is not None and ev.status is Status.TIMEOUT, ev.log if ev else None
     assert _dist(trace).failed_rank == 1  # rank 0 waited in a collective: not its fault
     assert "time.sleep" not in ev.log or "main.py" in ev.log
+
+
+def test_a_meeting_file_is_new_private_and_removed_even_on_error(tmp_path: Path) -> None:
+    seen: list[Path] = []
+    with pytest.raises(RuntimeError), meeting_file(str(tmp_path)) as store:
+        seen.append(store)
+        assert store.is_absolute() and not store.exists() and store.parent.parent == tmp_path
+        assert stat.S_IMODE(store.parent.stat().st_mode) == 0o700  # no other user's process writes it
+        store.write_text("what a rank left")
+        raise RuntimeError("the gang failed")
+    assert not seen[0].parent.exists()
+    with meeting_file(str(tmp_path)) as a, meeting_file(str(tmp_path)) as b:
+        assert a != b  # two gangs at once never share one
+
+
+def test_gangs_at_once_meet_apart_and_leave_no_meeting_folder(
+    tmp_path: Path, zygote: GangZygote, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The ranks once met on a TCP port the parent found free; another process could take it
+    # first (EADDRINUSE in CI). Gangs now meet on files of their own, in the temporary folder.
+    meet = tmp_path / "tmp"
+    meet.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(meet))
+    made: list[str] = []
+    mkdtemp = tempfile.mkdtemp
+
+    def recorded(**kw: str | None) -> str:
+        made.append(mkdtemp(**kw))  # type: ignore[call-overload]
+        return made[-1]
+
+    monkeypatch.setattr(tempfile, "mkdtemp", recorded)
+    kinds = ["good", "good", "crash_on_1"]
+    traces: dict[int, Trace] = {}
+
+    def one(i: int) -> None:
+        traces[i] = _gang(kinds[i], tmp_path / f"gang{i}", zygote)
+
+    threads = [threading.Thread(target=one, args=(i,)) for i in range(len(kinds))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=120)
+    statuses = [traces[i].evaluation.status for i in range(len(kinds))]  # type: ignore[union-attr]
+    assert statuses == [Status.PASSED, Status.PASSED, Status.RUNTIME_ERROR], [
+        traces[i].evaluation.log
+        for i in range(len(kinds))  # type: ignore[union-attr]
+    ]
+    assert len(set(made)) == 3 and all(Path(m).parent == meet for m in made)  # one a gang
+    assert list(meet.iterdir()) == []  # every meeting folder went, the crashed gang's too
 
 
 def _shipped_tasks() -> list[Task]:

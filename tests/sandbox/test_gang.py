@@ -227,3 +227,23 @@ def test_blame_goes_to_the_rank_whose_failure_is_its_own() -> None:
     assert _dist(merged).failed_rank == 1 and merged.evaluation.status is Status.TIMEOUT  # type: ignore[union-attr]
     merged = merge_ranks(task, [peer, hung], [0, 1], set(), {})  # first to arrive, but a victim
     assert _dist(merged).failed_rank == 1
+
+
+@pytest.mark.gpu
+def test_every_visible_gpu_meets_over_nccl_on_the_gang_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    meet = tmp_path / "tmp"
+    meet.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(meet))
+    world = torch.cuda.device_count()  # one rank a GPU; a host of one GPU still meets over NCCL
+    task = Task.make(definition(None), solution("good"), workload(1 << 20, world), _settings(), "GPU")
+    spec = SandboxSpec(device_kind="cuda", workdir=str(tmp_path / "work"))
+    trace = run_gang(task, spec, grace_s=5.0)
+    ev = trace.evaluation
+    assert ev is not None and ev.status is Status.PASSED, ev.log if ev else None
+    d = _dist(trace)
+    assert d.backend == "nccl" and d.world_size == world and len({r.pid for r in d.ranks}) == world
+    assert list(meet.iterdir()) == []

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING
 
-from sweep.schema import Definition, Solution, TimingStats, Trace, Workload
+from sweep.schema import Definition, Solution, Trace, Workload
 from sweep.schema.distributed import DistributedResult
 from sweep.schema.hardware import record_name
 from sweep.schema.params import params_json
@@ -91,20 +91,43 @@ class Known:
 _NO_KNOWN = Known()
 
 
+class _Columns:
+    """Columns that hold a sub-record's fields, named as the fields are (after ``prefix``):
+    read with one ``attrgetter`` call (a loop in C), all NULL when the sub-record is absent.
+    A row is built for every trace ingested, so this is per-trace work."""
+
+    def __init__(self, fields: tuple[str, ...], prefix: str = "") -> None:
+        self.names = tuple(prefix + f for f in fields)
+        self._get = operator.attrgetter(*fields)
+        self._none: dict[str, object] = dict.fromkeys(self.names)
+
+    def of(self, record: object | None) -> Mapping[str, object]:
+        """The columns' values for ``record`` (a shared mapping of NULLs for ``None``: read only)."""
+        if record is None:
+            return self._none
+        return dict(zip(self.names, self._get(record)))
+
+
 _TIMING_FIELDS = ("clock", "iterations", "p10_ms", "p50_ms", "p90_ms", "mean_ms", "cv")
-
-
-@functools.cache
-def _timing_columns(prefix: str) -> tuple[str, ...]:
-    return tuple(f"{prefix}_{f}" for f in _TIMING_FIELDS)
-
-
-def _timing(prefix: str, t: TimingStats | None) -> dict[str, object]:
-    """The ``<prefix>_clock`` ... ``<prefix>_cv`` columns of one timing (all NULL for none)."""
-    names = _timing_columns(prefix)
-    if t is None:
-        return dict.fromkeys(names)
-    return dict(zip(names, (t.clock, t.iterations, t.p10_ms, t.p50_ms, t.p90_ms, t.mean_ms, t.cv)))
+# The solution's timing has three columns more (schema version 3) than the reference's one.
+_TIMING = _Columns((*_TIMING_FIELDS, "timer", "rel_error", "target_met"), "timing_")
+_REF_TIMING = _Columns((*_TIMING_FIELDS, "timer"), "ref_timing_")
+_PERFORMANCE = _Columns(
+    (
+        "latency_ms",
+        "reference_latency_ms",
+        "speedup_factor",
+        "work_flops",
+        "work_bytes",
+        "work_source",
+        "tflops",
+        "gbps",
+        "peak_fraction",
+        "floor_ms",
+    )
+)
+_CLOCKS = _Columns(("sm_clock_mhz_before", "sm_clock_mhz_after", "sm_clock_mhz_max", "throttled"))
+_PROVENANCE = _Columns(("task_id", "node_id", "gpu_id", "worker_pid", "attempt"))
 
 
 @functools.cache
@@ -131,11 +154,17 @@ def _ordered(table: str, row: Mapping[str, object]) -> tuple[object, ...]:
     return values
 
 
-def _distributed(d: DistributedResult | None) -> dict[str, object]:
+_DISTRIBUTED_NAMES = tuple(name for name, _ in V9_TRACE_COLUMNS)
+#: The columns of a call made by one rank: world size 1, the rest NULL.
+_ONE_RANK: dict[str, object] = dict(
+    zip(_DISTRIBUTED_NAMES, (1, None, None, None, None, None, None, None, None, None), strict=True)
+)
+
+
+def _distributed(d: DistributedResult | None) -> Mapping[str, object]:
     """The columns of a call made by several ranks (world size 1 and NULLs for one rank)."""
-    names = [name for name, _ in V9_TRACE_COLUMNS]
     if d is None:
-        return dict(zip(names, (1, None, None, None, None, None, None, None, None, None), strict=True))
+        return _ONE_RANK
     ranks = sorted(d.ranks, key=lambda r: r.rank)
     values = (
         d.world_size,
@@ -149,7 +178,7 @@ def _distributed(d: DistributedResult | None) -> dict[str, object]:
         [r.status for r in ranks],
         [r.latency_ms for r in ranks],
     )
-    return dict(zip(names, values, strict=True))
+    return dict(zip(_DISTRIBUTED_NAMES, values, strict=True))
 
 
 @functools.lru_cache(maxsize=256)
@@ -237,7 +266,6 @@ class RowBatch:
         sol = ctx.solution_for(trace.definition, trace.solution)
         prov = trace.provenance
         corr, perf, env, clocks = ev.correctness, ev.performance, ev.environment, ev.clocks
-        timing, ref_timing = ev.timing, ev.reference_timing
         extra = corr.extra if corr is not None else None
         # Keyed by column name and put in the schema's order (_schema.built_columns, the one
         # declaration of the table's columns), so the builder cannot drift from the schema.
@@ -251,9 +279,7 @@ class RowBatch:
             "max_absolute_error": corr.max_absolute_error if corr else None,
             "max_relative_error": corr.max_relative_error if corr else None,
             "correctness_extra": json.dumps(extra) if extra is not None else None,
-            "latency_ms": perf.latency_ms if perf else None,
-            "reference_latency_ms": perf.reference_latency_ms if perf else None,
-            "speedup_factor": perf.speedup_factor if perf else None,
+            **_PERFORMANCE.of(perf),
             "hardware": _hardware(env.hardware),
             "hardware_raw": env.hardware,
             "device_name": env.device_name,
@@ -261,11 +287,9 @@ class RowBatch:
             "timestamp": parse_timestamp(ev.timestamp),
             "log": ev.log,
             "seed": ev.seed,
-            **_timing("timing", timing),
-            **_timing("ref_timing", ref_timing),
-            "sm_clock_mhz_before": clocks.sm_clock_mhz_before if clocks else None,
-            "sm_clock_mhz_after": clocks.sm_clock_mhz_after if clocks else None,
-            "sm_clock_mhz_max": clocks.sm_clock_mhz_max if clocks else None,
+            **_TIMING.of(ev.timing),
+            **_REF_TIMING.of(ev.reference_timing),
+            **_CLOCKS.of(clocks),
             "throttle_reasons_before": list(clocks.throttle_reasons_before) if clocks else None,
             "throttle_reasons_after": list(clocks.throttle_reasons_after) if clocks else None,
             "op_type": defn.op_type if defn else known.op_type,
@@ -276,38 +300,22 @@ class RowBatch:
             or (sol.content_hash if sol else known.solution_hash),
             "sweep": (prov.sweep if prov else None) or known.sweep,
             "run_id": (prov.run_id if prov else None) or known.run_id,
-            "task_id": prov.task_id if prov else None,
+            **_PROVENANCE.of(prov),
             "config_hash": (prov.config_hash if prov else None) or known.config_hash,
             "settings_hash": (prov.settings_hash if prov else None) or known.settings_hash,
-            "node_id": prov.node_id if prov else None,
-            "gpu_id": prov.gpu_id if prov else None,
-            "worker_pid": prov.worker_pid if prov else None,
-            "attempt": prov.attempt if prov else None,
             "started_at": parse_timestamp(prov.started_at) if prov else None,
             "finished_at": parse_timestamp(prov.finished_at) if prov else None,
             "record": data,
             "source": known.source or source,
             "ingested_at": now or self._now,
             # Schema version 3 (_schema.V3_TRACE_COLUMNS).
-            "work_flops": perf.work_flops if perf else None,
-            "work_bytes": perf.work_bytes if perf else None,
-            "work_source": perf.work_source if perf else None,
-            "tflops": perf.tflops if perf else None,
-            "gbps": perf.gbps if perf else None,
-            "peak_fraction": perf.peak_fraction if perf else None,
-            "floor_ms": perf.floor_ms if perf else None,
             "flags": list(ev.flags or ()),
-            "timing_timer": timing.timer if timing else None,
-            "timing_rel_error": timing.rel_error if timing else None,
-            "timing_target_met": timing.target_met if timing else None,
-            "ref_timing_timer": ref_timing.timer if ref_timing else None,
-            "throttled": clocks.throttled if clocks else None,
             # Schema version 5 (_schema.V5_TRACE_COLUMNS).
             "solution_params": params_json(trace.solution_params)
             if trace.solution_params is not None
             else None,
             # Schema version 9 (_schema.V9_TRACE_COLUMNS).
-            **_distributed(ev.distributed if ev else None),
+            **_distributed(ev.distributed),
         }
         self._rows["traces"].append(_ordered("traces", row))
         return key

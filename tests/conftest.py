@@ -306,3 +306,18 @@ def shared_eval_sandbox(_eval_sandboxes: SharedSandboxes, monkeypatch: pytest.Mo
 
     monkeypatch.setattr(sweep.launch.local, "Sandbox", _eval_sandboxes)
     return _eval_sandboxes
+
+
+#: What the decoy ``sweep`` package (:func:`decoy_cwd`) raises when it is imported.
+DECOY_MESSAGE = "the decoy sweep of the working folder was imported"
+
+
+@pytest.fixture
+def decoy_cwd(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A working folder holding a ``sweep`` package of its own (another checkout, an older copy)
+    that raises when imported: a child process that imports it instead of the running one fails."""
+    folder = tmp_path / "decoy"
+    (folder / "sweep").mkdir(parents=True)
+    (folder / "sweep" / "__init__.py").write_text(f"raise ImportError({DECOY_MESSAGE!r})\n")
+    monkeypatch.chdir(folder)
+    return folder

@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from sweep._python import python_env
 from sweep.errors import ProfileError, clip
 from sweep.sandbox.profile_tools import ToolRun, run_tool
 from sweep.store import (
@@ -76,7 +77,7 @@ def run_ncu(
         "--force-overwrite",
         *target,
     ]
-    env = {**os.environ, **(env_over or {})}
+    env = python_env({**os.environ, **(env_over or {})})  # the `sweep` this process runs
     run = run_tool(argv, timeout_s=timeout_s, log_path=folder / "ncu.log", env=env)
     problem = ncu_problem(run.output)
     if problem is not None:
@@ -118,7 +119,7 @@ def run_sanitizer(
     argv = [sanitizer, "--tool", tool, *padding, "--print-limit", "100", *target]
     # Without torch's caching allocator every tensor is an allocation of its own, so a read
     # past a tensor's end is past an allocation's end, which is what memcheck sees.
-    env = {**os.environ, **(env_over or {}), "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"}
+    env = python_env({**os.environ, **(env_over or {}), "PYTORCH_NO_CUDA_MEMORY_CACHING": "1"})
     run = run_tool(argv, timeout_s=timeout_s, log_path=log, env=env)
     try:
         report = parse_sanitizer(run.output, tool)

@@ -17,11 +17,11 @@ Artifacts go to
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sweep._python import python_module
 from sweep.cluster.gpu_tasks import GpuTaskFailure, NoGpuError, run_each_on_a_gpu
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import DistributedTaskError, ProfileError, shown
@@ -372,7 +372,8 @@ def profile_task(
     """
     task_file = folder / "task.json"
     write_atomic(task_file, task.model_dump_json())
-    target = [sys.executable, "-m", "sweep.engine.profile_main", str(task_file), str(calls)]
+    # The very `sweep` this process runs, not the working folder's (run_ncu/run_sanitizer: its env).
+    target = [*python_module("sweep.engine.profile_main"), str(task_file), str(calls)]
     if device:
         target.append(device)
     out = _empty(task, folder)

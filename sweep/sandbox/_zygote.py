@@ -32,16 +32,16 @@ import subprocess
 import sys
 import time
 from dataclasses import asdict, dataclass
-from pathlib import Path
 from typing import TypeVar
 
+from sweep._python import python_code, python_env
 from sweep.sandbox._child import ChildParams
 from sweep.sandbox._process_guard import children_of, kill_descendants, kill_group
 
 __all__ = ["ExitState", "ZygoteClient"]
 
 _MAX_MSG = 1 << 16
-_ENTRY = "import sys; from sweep.sandbox._zygote import zygote_main; sys.exit(zygote_main(sys.argv[1:]))"
+_ENTRY = "from sweep.sandbox._zygote import zygote_main\nsys.exit(zygote_main(sys.argv[1:]))\n"
 
 
 @dataclass(frozen=True)
@@ -319,14 +319,7 @@ def zygote_environment(
     """The environment a zygote runs in: ``base`` (this process's by default) with ``env_over``
     on top, and the sweep package importable (it may have reached this worker through a
     runtime_env: on sys.path, not on PYTHONPATH)."""
-    env = {**(os.environ if base is None else base), **dict(env_over)}
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [package_parent(), env.get("PYTHONPATH", "")]))
-    return env
-
-
-def package_parent() -> str:
-    """The folder the ``sweep`` package is imported from."""
-    return str(Path(__file__).resolve().parents[2])
+    return python_env({**(os.environ if base is None else base), **dict(env_over)})
 
 
 # ---------------------------------------------------------------------------------------
@@ -380,7 +373,7 @@ class ZygoteClient:
     ) -> None:
         self._ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self._proc: subprocess.Popen[bytes] | _Foreign = subprocess.Popen(
-            [sys.executable, "-c", _ENTRY, str(theirs.fileno()), backend, device_kind, ",".join(preload)],
+            [*python_code(_ENTRY), str(theirs.fileno()), backend, device_kind, ",".join(preload)],
             pass_fds=[theirs.fileno()],
             env=zygote_environment(env_over),
             stdin=subprocess.DEVNULL,

@@ -38,10 +38,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from sweep._python import package_parent, python_code
 from sweep.sandbox._zygote import (
     ZygoteClient,
     ZygoteError,
-    package_parent,
     preload_zygote,
     serve_owner,
     zygote_environment,
@@ -59,7 +59,7 @@ __all__ = [
     "zygote_environment",
 ]
 
-_ENTRY = "import sys; from sweep.sandbox.handover import handover_main; sys.exit(handover_main(sys.argv[1:]))"
+_ENTRY = "from sweep.sandbox.handover import handover_main\nsys.exit(handover_main(sys.argv[1:]))\n"
 _WATCH_S = 0.1
 
 
@@ -193,9 +193,7 @@ def offer_zygote(
         with open(f"{path}.log", "ab") as log:
             proc = subprocess.Popen(
                 [
-                    sys.executable,
-                    "-c",
-                    _ENTRY,
+                    *python_code(_ENTRY),
                     str(listener.fileno()),
                     str(os.getpid()),
                     f"{bound_s:.3f}",

@@ -281,3 +281,9 @@ def test_the_folders_of_dead_supervisors_are_removed_and_live_ones_kept(
     finally:
         sb.close()
     assert not own.exists()
+
+
+def test_the_zygote_runs_this_sweep_from_a_folder_holding_another(decoy_cwd: Path) -> None:
+    with Sandbox(SandboxSpec(backend=FAKE_BACKEND, preload=())) as sb:
+        trace = sb.run(toy_tasks(["ok"])[0])
+    assert trace.evaluation is not None and trace.evaluation.status is Status.PASSED, trace.evaluation

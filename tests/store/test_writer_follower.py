@@ -207,3 +207,12 @@ def test_a_follower_far_behind_catches_up_in_passes_of_bounded_size(
     assert all(isinstance(p, Stored) for p in passes) and len(passes) >= 5  # bounded, one after the other
     assert sum(p.traces for p in passes) == 20
     assert query(db, "SELECT count(*) FROM traces").rows == [(20,)]
+
+
+def test_the_follower_runs_this_sweep_from_a_folder_holding_another(tmp_path: Path, decoy_cwd: Path) -> None:
+    results, db = _paths(tmp_path)
+    with ResultsWriter(results, db, sweep="s", run_id="r", flush_interval_s=0.02) as w:
+        w.write_many([make_trace("s1", f"wl-{i}", provenance={"task_id": f"t-{i}"}) for i in range(5)])
+    # Stored by the follower: a follower that could not start leaves them in the logs only.
+    assert (w.pending, w.last_error) == (0, None)
+    assert query(db, "SELECT count(*) FROM traces").rows == [(5,)]

@@ -28,6 +28,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, NamedTuple, TypeVar
 
+from sweep._python import python_env, python_module
 from sweep.errors import StoreError
 from sweep.store.ingestion._jsonl_chunks import Chunk, ParsedChunk, parse_chunk
 
@@ -100,18 +101,15 @@ def read_frame(inp: IO[bytes]) -> bytes | None:
 
 
 class _Worker:
-    """One ``python -m sweep.store.ingestion._ingest_worker`` process."""
+    """One ``sweep.store.ingestion._ingest_worker`` process."""
 
     def __init__(self) -> None:
-        env = dict(os.environ)
-        # The worker imports the very `sweep` this process runs, wherever it came from.
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
+        # The very `sweep` this process runs, wherever it came from (not the working folder's).
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sweep.store.ingestion._ingest_worker"],
+            python_module("sweep.store.ingestion._ingest_worker"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=env,
+            env=python_env(),
         )
 
     def send(self, chunk: Chunk) -> None:

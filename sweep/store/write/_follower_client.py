@@ -3,15 +3,14 @@ tells it how far logs are synced, and hears how far they are stored."""
 
 from __future__ import annotations
 
-import os
 import pickle
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from sweep._python import python_env, python_module
 from sweep.errors import StoreError
 from sweep.store.db import StoreContext
 from sweep.store.write._follower import Flush, Start, Stored, Synced
@@ -39,10 +38,6 @@ class FollowerClient:
         lock_timeout_s: float,
         on_stored: Callable[[Stored], None],
     ) -> None:
-        env = dict(os.environ)
-        # The follower imports the very `sweep` this process runs, wherever it came from.
-        root = str(Path(__file__).resolve().parents[2])
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (root, env.get("PYTHONPATH")) if p)
         self.lock_timeout_s = lock_timeout_s
         self.on_stored = on_stored
         self.error: str | None = None  # the process died or cannot be told
@@ -57,10 +52,11 @@ class FollowerClient:
         self._tokens = 0
         self._done = False
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "sweep.store.write._follower_main"],
+            # The very `sweep` this process runs, wherever it came from (not the working folder's).
+            python_module("sweep.store.write._follower_main"),
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            env=env,
+            env=python_env(),
             close_fds=True,  # never inherit the writer's folder lock
         )
         self._send(Start(str(store_path), context, interval_s, lock_timeout_s))

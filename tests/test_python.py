@@ -18,13 +18,19 @@ _WHICH = "import sweep\nprint(sweep.__file__)\n"
 
 def test_plain_python_c_would_import_the_decoy(decoy_cwd: Path) -> None:
     # The premise: what `python -c` and `python -m` do by themselves in such a folder.
-    plain = subprocess.run([sys.executable, "-c", _WHICH], env=python_env(), capture_output=True, text=True)
+    plain = subprocess.run(
+        [sys.executable, "-c", _WHICH], env=python_env(), capture_output=True, text=True, check=False
+    )
     assert plain.returncode != 0 and DECOY_MESSAGE in plain.stderr
 
 
 def test_code_imports_the_running_sweep_from_a_decoy_folder(decoy_cwd: Path) -> None:
     run = subprocess.run(
-        [*python_code(_WHICH), "an", "argument"], env=python_env(), capture_output=True, text=True
+        [*python_code(_WHICH), "an", "argument"],
+        env=python_env(),
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert run.returncode == 0, run.stderr
     assert run.stdout.strip() == sweep.__file__
@@ -40,7 +46,9 @@ def test_a_module_runs_as_main_with_its_arguments(decoy_cwd: Path, tmp_path: Pat
         "    open(sys.argv[1], 'w').write(' '.join(sys.argv[2:]) + '|' + sweep.__file__)\n"
     )
     env = python_env({**os.environ, "PYTHONPATH": str(mod.parent)})
-    run = subprocess.run([*python_module("sweep_argv_probe"), str(out), "a", "b"], env=env, capture_output=True)
+    run = subprocess.run(
+        [*python_module("sweep_argv_probe"), str(out), "a", "b"], env=env, capture_output=True, check=False
+    )
     assert run.returncode == 0, run.stderr
     assert out.read_text() == f"a b|{sweep.__file__}"
 

@@ -20,7 +20,9 @@ separated, each run ``--rounds`` times, alternating):
 
 Per run: seconds, traces/s, the reading's end, the sum of the reading's waits, the inserts'
 seconds, the writer's idle time (the seconds before its first insert and between inserts), the
-last insert's seconds and the ingesting process's peak resident memory.
+last insert's seconds, the ingesting process's peak resident memory, and the CPU time per
+trace of the ingesting process (all its threads, DuckDB's too) and of its workers (on a
+loaded or small machine these move less than the seconds do).
 An ingest bound by its writer shows the reading waiting; one bound by its parsing shows the
 writer idle.
 
@@ -143,20 +145,28 @@ def _child(variant: str, logs: Path, store: Path) -> None:
             raise SystemExit(f"unknown variant {variant!r}")
     if os.environ.get(_STATEMENTS_ENV):
         _time_statements(events, lambda: clock[0])
+    import resource
+
+    def cpu(who: int) -> float:
+        use = resource.getrusage(who)
+        return use.ru_utime + use.ru_stime
+
     store_ = WritableStore(store)
     start = clock[0] = time.perf_counter()
+    cpu_before = cpu(resource.RUSAGE_SELF)
     report = ingest_into(store_, [logs], workers=workers, batch_rows=rows)
     _HELD.close(events, start)
     seconds = time.perf_counter() - start
+    # Every thread of this process (DuckDB's too), and the workers (ended by now).
+    own_cpu, workers_cpu = cpu(resource.RUSAGE_SELF) - cpu_before, cpu(resource.RUSAGE_CHILDREN)
     store_.close()
     for t, msg in events:
         print(f"  {t:7.3f} s  {msg}")
-    import resource
-
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
     out = {"seconds": seconds, "added": report.traces_added, "events": events, "workers": workers}
-    print(json.dumps(out | {"peak_mb": peak_mb, "worker_peak_mb": worker_mb}))
+    cpus = {"cpu_s": own_cpu, "workers_cpu_s": workers_cpu}
+    print(json.dumps(out | cpus | {"peak_mb": peak_mb, "worker_peak_mb": worker_mb}))
 
 
 def _summary(out: dict[str, object]) -> dict[str, float]:
@@ -189,6 +199,9 @@ def _summary(out: dict[str, object]) -> dict[str, float]:
         "idle": idle,
         "last_s": inserts[-1][1] if inserts else float("nan"),
         "peak_mb": float(out["peak_mb"]),  # type: ignore[arg-type]
+        # µs of CPU per trace: of the ingesting process (its DuckDB threads too), of its workers.
+        "cpu_us": float(out.get("cpu_s", "nan")) / float(out["added"]) * 1e6,  # type: ignore[arg-type]
+        "workers_cpu_us": float(out.get("workers_cpu_s", "nan")) / float(out["added"]) * 1e6,  # type: ignore[arg-type]
     }
 
 
@@ -244,6 +257,7 @@ def main() -> None:
                 print(
                     f"round {r + 1} {v} ({out['workers']} workers): {s['seconds']:.2f} s, {s['rate']:,.0f} traces/s "
                     f"peak {out['peak_mb']:,.0f} MB (workers' largest {out['worker_peak_mb']:,.0f}; "
+                    f"CPU µs/trace: ingesting process {s['cpu_us']:.1f}, workers {s['workers_cpu_us']:.1f}; "
                     f"sync before it {synced:.2f} s)"
                 )
                 print("\n".join(lines[:-1]))
@@ -254,9 +268,9 @@ def main() -> None:
         )
         print(
             "| variant | median s | traces/s | reading ends s | reading waited s | inserts | insert s "
-            "| writer idle s | last insert s | peak MB |"
+            "| writer idle s | last insert s | peak MB | CPU µs/trace: ingesting | workers |"
         )
-        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
+        print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
         for v, ss in runs.items():
 
             def med(k: str, ss: list[dict[str, float]] = ss) -> float:
@@ -264,7 +278,8 @@ def main() -> None:
 
             print(
                 f"| {v} | {med('seconds'):.2f} | {med('rate'):,.0f} | {med('read_end'):.2f} | {med('waited'):.2f} "
-                f"| {med('inserts'):.0f} | {med('insert_s'):.2f} | {med('idle'):.2f} | {med('last_s'):.2f} | {med('peak_mb'):,.0f} |"
+                f"| {med('inserts'):.0f} | {med('insert_s'):.2f} | {med('idle'):.2f} | {med('last_s'):.2f} | {med('peak_mb'):,.0f} "
+                f"| {med('cpu_us'):.1f} | {med('workers_cpu_us'):.1f} |"
             )
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -9,7 +9,7 @@ timing statistics), then, each in a fresh process (so its peak memory is its own
   one process, tuple rows, 20,000-row inserts);
 - ``ingest``: :func:`sweep.store.ingest` of the folder into a new store, with the number of
   parsing processes it picks (one per usable CPU, one less past two, for logs this large): the
-  workers write their rows as Parquet files that DuckDB's scan inserts (``spool``, the product's
+  workers write their rows as Arrow files that the ingesting process inserts (``spool``, the product's
   path); again with the workers sending their rows back as Arrow, batched in the ingesting
   process (``spool=False``, the path before, the baseline the new one is measured against in
   the same run); and with ``workers=1`` (this process parses: the cost of one core);
@@ -19,7 +19,7 @@ timing statistics), then, each in a fresh process (so its peak memory is its own
   untimed) into a spool file of their answers, then only what the one writing process of an
   ingest does, timed: read each answer, batch, insert into a new store. With many cores the
   parsing workers keep up and this is what bounds an ingest. Measured for both hand-overs:
-  Arrow answers, and Parquet files (the files written beforehand too).
+  Arrow answers, and spooled files (the files written beforehand too).
 
 ``small`` and ``writer-small``: the same two with spooled rows inserted 122,880 at a time (one
 DuckDB row group, the batch before ``SPOOL_BATCH_ROWS``): the baseline of the new batch size,
@@ -254,7 +254,7 @@ def _child(mode: str, results: Path, store: Path) -> None:
 def _spool(logs: list[Path], spool: Path, files: Path | None) -> Path:
     """Parse every chunk of the logs (worker processes, as ingest does) into a file of the
     answers the writing process reads, in order (with ``files``, the workers write their rows
-    there as Parquet, as ingest has them do); not timed."""
+    there as files, as ingest has them do); not timed."""
     import pickle
 
     from sweep.store.ingestion import CHUNK_BYTES, auto_workers, parse_in_order, split_log, write_frame
@@ -490,8 +490,8 @@ def main() -> None:
             for key, mode, store, label in (
                 ("baseline", "baseline", work / "baseline.duckdb", "baseline (main's ingest)"),
                 ("arrow", "ingest-arrow", work / "arrow.duckdb", "ingest, Arrow answers (before)"),
-                ("small", "ingest-small", work / "small.duckdb", "ingest, Parquet files, 122,880 a batch"),
-                ("ingest", "ingest", results / "sweep.duckdb", "ingest, Parquet files (new)"),
+                ("small", "ingest-small", work / "small.duckdb", "ingest, spooled files, 122,880 a batch"),
+                ("ingest", "ingest", results / "sweep.duckdb", "ingest, spooled files (new)"),
                 ("one", "ingest-1", work / "one.duckdb", "ingest, workers=1"),
                 ("again", "ingest", results / "sweep.duckdb", "re-ingest"),
                 (
@@ -504,9 +504,9 @@ def main() -> None:
                     "writer-small",
                     "writer-small",
                     work / "writer-small.duckdb",
-                    "writing process alone, Parquet, 122,880 a batch",
+                    "writing process alone, spooled files, 122,880 a batch",
                 ),
-                ("writer", "writer", work / "writer.duckdb", "writing process alone, Parquet"),
+                ("writer", "writer", work / "writer.duckdb", "writing process alone, spooled files"),
             ):
                 if key in methods:
                     measured[key] = _measure(mode, results, store)
@@ -530,16 +530,16 @@ def main() -> None:
             notes = {
                 "baseline": ("baseline (main's ingest)", "one process, 20,000-row inserts"),
                 "arrow": ("ingest, workers answer Arrow (before)", "rows batched in the ingesting process"),
-                "small": ("ingest, workers write Parquet, 1 row group a batch", "as before: 122,880 a batch"),
-                "ingest": ("ingest, workers write Parquet (new)", f"{_spool_rows():,} a batch"),
+                "small": ("ingest, workers write files, 1 row group a batch", "as before: 122,880 a batch"),
+                "ingest": ("ingest, workers write files (new)", f"{_spool_rows():,} a batch"),
                 "one": ("ingest, workers=1", "parsed in the ingesting process"),
                 "again": ("re-ingest (all present)", "0 added: idempotent"),
                 "writer-arrow": ("writing process alone, Arrow (before)", "parsed beforehand"),
                 "writer-small": (
-                    "writing process alone, Parquet, 1 row group a batch",
+                    "writing process alone, spooled files, 1 row group a batch",
                     "as before: 122,880 a batch",
                 ),
-                "writer": ("writing process alone, Parquet (new)", f"{_spool_rows():,} a batch"),
+                "writer": ("writing process alone, spooled files (new)", f"{_spool_rows():,} a batch"),
             }
             for key, m in measured.items():
                 method, note = notes[key]

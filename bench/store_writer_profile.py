@@ -2,7 +2,7 @@
 checkout and a baseline's ``sweep`` measured in the same run.
 
 The folder's logs (``bench/store_ingest.py``'s synthetic ones) are parsed once beforehand by
-worker processes, untimed, into Parquet files as an ingest's workers write them. Then, in a
+worker processes, untimed, into spooled files as an ingest's workers write them. Then, in a
 fresh process per run (alternating the two checkouts, round by round), only what the one
 writing process of an ingest does is run and timed, as ``store_ingest.py``'s ``writer`` does,
 each run over its own copy of the files. Every statement DuckDB runs for it is timed by a
@@ -103,7 +103,7 @@ def _run(tree: Path, answers: Path, pristine: Path, work: Path) -> dict[str, Any
 
 
 def _prepare(work: Path, traces: int) -> tuple[Path, Path]:
-    """Logs written and parsed by worker processes into Parquet files (as an ingest's workers
+    """Logs written and parsed by worker processes into spooled files (as an ingest's workers
     write them) and a file of the answers the writing process reads; returns both. The logs
     stay: the writing process reads each one's first bytes to mark how far it is stored."""
     from store_ingest import _spool, write_logs

@@ -1,4 +1,4 @@
-"""Rows spooled to Parquet by worker processes and inserted by DuckDB's scan store what rows
+"""Rows spooled to Arrow files by worker processes and inserted by DuckDB store what rows
 built in this process store: every column of every table, the same counts and warnings, no
 repeats (within a chunk, across the chunks of a batch, across batches, against the store), and
 the spool folder is gone afterwards, also after an error.
@@ -158,6 +158,23 @@ def test_repeats_across_a_batch_keep_the_first_and_count_the_rest_present(tmp_pa
     assert (counts.traces, counts.present) == (0, 1)
 
 
+def test_a_repeat_across_logs_keeps_the_first_logs_row(tmp_path: Path) -> None:
+    """The same line in two logs (one ingested under two names): the row of the log read first
+    is stored, whichever file's name sorts first, as rows built here keep it."""
+    line = _rich(3).to_json()
+    logs = [_write(tmp_path / "z.jsonl", [_rich(4).to_json(), line]), _write(tmp_path / "a.jsonl", [line])]
+    store = WritableStore.memory()
+    batch = SpoolBatch()
+    chunks = [c for log in logs for c in split_log(log, 1) if isinstance(c, Chunk)]
+    for n, chunk in enumerate(chunks):
+        batch.add(spool_chunk(dataclasses.replace(chunk, spool=str(tmp_path / f"{n:010d}"))))
+    counts = insert_spooled(store, batch, [])
+    assert (counts.traces, counts.present) == (2, 1)
+    with store.writing() as con:
+        rows = con.execute("SELECT source FROM traces WHERE record = ?", [line]).fetchall()
+    assert rows == [(str(logs[0].resolve()),)]
+
+
 def _logs(root: Path) -> Path:
     traces = root / "traces"
     traces.mkdir()
@@ -275,7 +292,7 @@ def test_spooled_rows_are_batched_by_their_own_size() -> None:
     from sweep.store.ingestion._spool import SpooledChunk
 
     job = IngestJob(WritableStore.memory(), IngestReport(store="m"), 2, 5)
-    chunk = SpooledChunk("f.traces.parquet", "", 2, 0, 2, 0, [])
+    chunk = SpooledChunk("f.traces.arrow", "", 2, 0, 2, 0, [])
     job.spooled.add(chunk)
     job.spooled.add(chunk)
     assert not job.full()
@@ -291,18 +308,19 @@ def test_spooled_rows_are_batched_by_their_own_size() -> None:
 def test_a_batch_is_read_as_one_chunk_in_the_order_of_its_files(tmp_path: Path) -> None:
     """What DuckDB inserts: one contiguous table (no piece smaller than a row group that the
     insert would merge in one thread), the rows in the order of the files as given (not of
-    their names)."""
+    their names), each with its position, by which the first of repeated keys is kept."""
     import pyarrow as pa
-    import pyarrow.parquet as pq
 
     files = []
     for i, n in enumerate((2, 1, 3, 1)):
-        f = tmp_path / f"{6 - i}.parquet"
-        pq.write_table(pa.table({"x": [10 * i + k for k in range(n)]}), f)
+        f = tmp_path / f"{6 - i}.arrow"
+        _spool._write(pa.table({"x": [10 * i + k for k in range(n)]}), str(f))
         files.append(str(f))
     table = _spool._batch_table(files)
     assert [b.num_rows for b in table.to_batches()] == [7]
     assert table.column("x").to_pylist() == [0, 1, 10, 20, 21, 22, 30]
+    assert table.column("_spool_position").to_pylist() == list(range(7))
+    assert not list(tmp_path.glob("*.part"))  # written under another name, then renamed
 
 
 def test_a_batch_whose_store_cannot_be_opened_leaves_no_files(tmp_path: Path) -> None:
@@ -318,3 +336,13 @@ def test_a_batch_whose_store_cannot_be_opened_leaves_no_files(tmp_path: Path) ->
     ):
         insert_spooled(store, batch, [])
     assert list(tmp_path.glob("x*")) == []
+
+
+def test_workers_run_this_sweep_from_a_folder_holding_another(tmp_path: Path, decoy_cwd: Path) -> None:
+    """A worker of ``python -m`` would import the working folder's ``sweep`` first."""
+    root = _logs(tmp_path)
+    here, there = WritableStore.memory(), WritableStore.memory()
+    a = ingest_into(here, [root], workers=1)
+    b = ingest_into(there, [root], workers=2, chunk_bytes=2048, batch_rows=30)
+    assert _fields(b) == _fields(a)
+    assert _stored(there) == _stored(here)

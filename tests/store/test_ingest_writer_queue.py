@@ -54,7 +54,7 @@ class _Writer:
 
 
 def _spooled(rows: int) -> SpoolBatch:
-    return SpoolBatch(traces_files=[f"/nonexistent/{rows}.parquet"], trace_rows=rows)
+    return SpoolBatch(traces_files=[f"/nonexistent/{rows}.arrow"], trace_rows=rows)
 
 
 @contextmanager

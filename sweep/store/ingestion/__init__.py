@@ -1,5 +1,5 @@
 """Files into the store: JSONL logs and export folders read as bounded regular files, split into
-chunks, parsed in a pool of processes (their rows handed over as Parquet files), lines already stored counted present."""
+chunks, parsed in a pool of processes (their rows handed over as Arrow files), lines already stored counted present."""
 
 from __future__ import annotations
 

@@ -63,7 +63,7 @@ BATCH_ROWS = 122_880
 #: core busy whatever the machine has, and updates the cross-hardware tables once per row group;
 #: four cut the writing process's CPU by a quarter (eight did no better on 2 cores, and leave
 #: less of an ingest's parsing to overlap with its inserts). Memory: the batch being inserted,
-#: as Arrow (about 1.5 KB per trace); the next one waits in the folder as Parquet files.
+#: as Arrow (about 1.5 KB per trace); the next ones wait in the folder as Arrow files (LZ4).
 SPOOL_BATCH_ROWS = 4 * BATCH_ROWS
 
 
@@ -193,7 +193,7 @@ class IngestJob:
 
     def logs(self, paths: list[Path], workers: int | None, chunk_bytes: int, *, spool: bool = True) -> None:
         """Read JSONL logs, in order, their chunks parsed by ``workers`` processes (which,
-        with ``spool``, hand their rows over as Parquet files: :mod:`sweep.store.ingestion._spool`)."""
+        with ``spool``, hand their rows over as Arrow files: :mod:`sweep.store.ingestion._spool`)."""
         if workers is None:
             workers = auto_workers(sum(p.stat().st_size for p in paths), chunk_bytes)
 
@@ -209,7 +209,7 @@ class IngestJob:
         chunks: Iterable[Chunk | ParsedChunk | LogEnd] = (
             mark_present(items(), marks, self.store.present_keys) if marks else items()
         )
-        # With workers, rows reach the store as Parquet files they write (_spool.py): beside
+        # With workers, rows reach the store as Arrow files they write (_spool.py): beside
         # a file store (its disk, not a memory-backed /tmp), deleted once inserted.
         folder = (
             Path(tempfile.mkdtemp(prefix=".sweep-ingest-", dir=self._spool_parent()))
@@ -345,8 +345,8 @@ def ingest_into(
         workers: Processes that parse JSONL logs (default: one per usable CPU, one less past two, when the logs
             are large, else none besides this one); 1 parses here.
         chunk_bytes: Bytes of whole lines a worker parses at a time.
-        spool: Workers write their rows to Parquet files beside the store, which DuckDB's scan
-            inserts (False: they send them back as Arrow, built into batches here; the same
+        spool: Workers write their rows to Arrow files beside the store, which this process
+            reads and DuckDB inserts (False: they send them back as Arrow, built into batches here; the same
             rows, counts and warnings, with more work for this process).
     """
     report = IngestReport(store=store.where)

@@ -157,7 +157,7 @@ def parse_in_order(
     Args:
         items: Chunks, and markers (a log's end) that keep their place among them.
         workers: Processes that parse; 1 parses in this process, one chunk at a time.
-        spool: With workers, a folder where they write each chunk's rows as Parquet files,
+        spool: With workers, a folder where they write each chunk's rows as Arrow files,
             named in input order, answering with a :class:`~sweep.store.ingestion._spool.SpooledChunk`
             (:mod:`sweep.store.ingestion._spool`); ``None``: the rows come back as Arrow.
 

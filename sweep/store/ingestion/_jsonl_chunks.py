@@ -62,7 +62,7 @@ class Chunk:
         present: Lines (0-based within the chunk) that are, byte for byte, the canonical
             record of a trace the store holds (:mod:`sweep.store.ingestion._present_lines`): counted as
             read and present without being parsed.
-        spool: Where a worker writes the chunk's rows (``<spool>.traces.parquet`` ...) instead
+        spool: Where a worker writes the chunk's rows (``<spool>.traces.arrow`` ...) instead
             of answering with them (:mod:`sweep.store.ingestion._spool`); "" to answer with them.
     """
 

@@ -1,9 +1,9 @@
-"""Parsed chunks handed over as Parquet files, inserted by DuckDB's own scan.
+"""Parsed chunks handed over as Arrow files, inserted by DuckDB with every thread.
 
 With many parsing processes, what bounds a first ingest is the one process that writes. Today's
 answer of a worker (its rows as Arrow, read back and deduplicated in Python, then registered)
 cost that process about 4 µs of CPU per trace before DuckDB saw a row. Here a worker writes its
-chunk's rows, in the store's column layout, to Parquet files in a spool folder
+chunk's rows, in the store's column layout, to Arrow IPC files (LZ4) in a spool folder
 (:func:`spool_chunk`), and answers with their names and its counts only; the writing process
 gathers the files of a batch (:class:`SpoolBatch`) and inserts them with one statement per
 table (:func:`insert_spooled`): DuckDB deduplicates (in SQL, the first of repeated keys kept, in
@@ -11,14 +11,21 @@ the order of the lines) and inserts with every thread, and no row becomes a Pyth
 batch's files are deleted once it is stored, so the folder holds a few batches at most, whatever
 the size of the logs.
 
-The traces of a batch are read into Arrow (in C++, every thread) as one contiguous table
-(:func:`_batch_table`), not scanned from the files. An insert that keeps the order of its rows
+The rows of a batch are read as one contiguous table (:func:`_batch_table`), not scanned from
+the files, each row with its position, by which the first of repeated keys is kept. An
+insert that keeps the order of its rows
 merges the pieces of its source smaller than a row group in one thread; a spooled file holds
 one chunk (~5,000 traces), so the scan of the files kept two of a 16-core host's cores busy
 (``bench/store_writer_profile.py``). Pieces of a row group or a little more (tried too) sped
 the insert up but made the checkpoint after each batch about three times as long. The
 price: the batch held in memory while it is inserted (about 1.5 KB of Arrow per trace, twice
 that while it is joined).
+
+Arrow IPC with LZ4, not Parquet (the format before): cheaper to write and to read back. On the
+2-core VM a first ingest of 200,000 traces took 23.0 µs of the ingesting process's CPU a trace
+against 27.6 and 60.0 µs of the workers' against 65.2, with a lower peak of memory
+(``bench/results/2026-11-29-vm-ingest-arrow-spool.log``). The price: the files take about 230
+bytes a trace on disk against 160.
 """
 
 from __future__ import annotations
@@ -38,9 +45,9 @@ if TYPE_CHECKING:
 
 __all__ = ["SpoolBatch", "SpooledChunk", "insert_spooled", "insert_spooled_on", "spool_chunk"]
 
-#: Parquet's compression of spooled rows: cheap both ways, and the records (JSON, most of a
-#: row) shrink several times, so the folder's bytes on disk are a fraction of the logs'.
-_COMPRESSION = "snappy"
+#: The compression of spooled rows: cheap both ways, and the records (JSON, most of a row)
+#: shrink several times, so the folder's bytes on disk are a fraction of the logs'.
+_COMPRESSION = "lz4"
 
 
 @dataclass(frozen=True)
@@ -48,8 +55,8 @@ class SpooledChunk:
     """A parsed chunk whose rows a worker wrote to files (see :class:`~sweep.store.ingestion._jsonl_chunks.ParsedChunk`).
 
     Attributes:
-        traces_file: Parquet file of its ``traces`` rows (no repeats within the chunk), or "" for none.
-        workloads_file: Parquet file of its ``workloads`` rows, or "" for none.
+        traces_file: Arrow file of its ``traces`` rows (no repeats within the chunk), or "" for none.
+        workloads_file: Arrow file of its ``workloads`` rows, or "" for none.
         trace_rows: Rows in ``traces_file``.
         duplicates: Traces left out because the chunk held the same trace before.
         traces_read: Evaluated traces accepted (repeats included).
@@ -67,13 +74,13 @@ class SpooledChunk:
 
 
 def _write(table: pa.Table, path: str) -> str:
-    import pyarrow.parquet as pq
+    from pyarrow import feather
 
     if not table.num_rows:
         return ""
     # Written under another name and renamed: a reader never sees half a file.
     part = path + ".part"
-    pq.write_table(table, part, compression=_COMPRESSION)
+    feather.write_feather(table, part, compression=_COMPRESSION)
     os.replace(part, path)
     return path
 
@@ -88,8 +95,8 @@ def spool_chunk(chunk: Chunk) -> SpooledChunk:
     """
     parsed = parse_chunk(chunk)
     return SpooledChunk(
-        traces_file=_write(parsed.traces, f"{chunk.spool}.traces.parquet"),
-        workloads_file=_write(parsed.workloads, f"{chunk.spool}.workloads.parquet"),
+        traces_file=_write(parsed.traces, f"{chunk.spool}.traces.arrow"),
+        workloads_file=_write(parsed.workloads, f"{chunk.spool}.workloads.arrow"),
         trace_rows=parsed.traces.num_rows,
         duplicates=parsed.duplicates,
         traces_read=parsed.traces_read,
@@ -133,22 +140,26 @@ class SpoolBatch:
                 os.unlink(f)
 
 
-def _first_of_each(files: list[str], key: str) -> str:
-    """SQL of the rows of ``files`` (in their order: the chunks' names sort as their lines do),
-    the first row of each ``key`` only, as a batch built in Python keeps them."""
-    listed = ", ".join("'" + f.replace("'", "''") + "'" for f in sorted(files))
-    scan = f"read_parquet([{listed}], filename = true, file_row_number = true)"
+_POSITION = "_spool_position"
+
+
+def _first_of_each(rows: str, key: str) -> str:
+    """SQL of the rows of the relation ``rows`` (its ``_spool_position`` says their order), the
+    first row of each ``key`` only, as a batch built in Python keeps them."""
     return (
-        f"SELECT * EXCLUDE (filename, file_row_number) FROM {scan} "
-        f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY filename, file_row_number) = 1"
+        f"SELECT * EXCLUDE ({_POSITION}) FROM {rows} "
+        f"QUALIFY row_number() OVER (PARTITION BY {key} ORDER BY {_POSITION}) = 1"
     )
 
 
 def _batch_table(files: list[str]) -> pa.Table:
-    """The rows of ``files``, in their order, as one contiguous table (one chunk)."""
-    import pyarrow.parquet as pq
+    """The rows of ``files``, in their order, as one contiguous table (one chunk), with their
+    position in it (column ``_spool_position``)."""
+    import pyarrow as pa
+    from pyarrow import feather
 
-    return pq.read_table(files).combine_chunks()
+    table = pa.concat_tables([feather.read_table(f) for f in files]).combine_chunks()
+    return table.append_column(_POSITION, pa.array(range(table.num_rows), type=pa.int64()))
 
 
 @contextmanager
@@ -191,18 +202,19 @@ def insert_spooled_on(con: duckdb.DuckDBPyConnection, batch: SpoolBatch, marks: 
             rels: dict[str, str] = {}
             if batch.traces_files:
                 con.register("_spooled_rows", _batch_table(batch.traces_files))
-                traces = "SELECT * FROM _spooled_rows"
+                traces = f"SELECT * EXCLUDE ({_POSITION}) FROM _spooled_rows"
                 # Repeats across the batch's chunks are rare (a log ingested under two names):
                 # one count tells, and only then the window that keeps the first of each.
                 repeats = con.execute(
-                    f"SELECT count(*) - count(DISTINCT trace_key) FROM ({traces})"
+                    "SELECT count(*) - count(DISTINCT trace_key) FROM _spooled_rows"
                 ).fetchone()
                 if repeats is not None and repeats[0]:
-                    traces = _first_of_each(batch.traces_files, "trace_key")
+                    traces = _first_of_each("_spooled_rows", "trace_key")
                 con.execute(f"CREATE OR REPLACE TEMP VIEW _spooled_traces AS {traces}")
                 rels["traces"] = "_spooled_traces"
             if batch.workloads_files:
-                workloads = _first_of_each(batch.workloads_files, "definition, uuid")
+                con.register("_spooled_workload_rows", _batch_table(batch.workloads_files))
+                workloads = _first_of_each("_spooled_workload_rows", "definition, uuid")
                 con.execute(f"CREATE OR REPLACE TEMP VIEW _spooled_workloads AS {workloads}")
                 rels["workloads"] = "_spooled_workloads"
             try:
@@ -212,6 +224,8 @@ def insert_spooled_on(con: duckdb.DuckDBPyConnection, batch: SpoolBatch, marks: 
                 con.execute("DROP VIEW IF EXISTS _spooled_workloads")
                 if batch.traces_files:
                     con.unregister("_spooled_rows")
+                if batch.workloads_files:
+                    con.unregister("_spooled_workload_rows")
         # Repeats within the chunks and across them: present, as a batch built in Python counts them.
         counts.present = batch.trace_rows + batch.duplicates - counts.traces
         return counts

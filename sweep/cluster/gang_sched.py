@@ -34,7 +34,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sweep.sandbox.gang import rank_bytes, run_gang, world_size
+from sweep.sandbox.gang import rank_bytes, run_gang, shared_zygote, world_size
 from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema import Provenance, Status, Trace
 from sweep.schema.task import Task
@@ -152,7 +152,9 @@ def _gang_main(task_json: str, spec: SandboxSpec, run_id: str) -> str:
     stamp = Provenance(
         node_id=ctx.get_node_id(), gpu_id=os.environ.get("CUDA_VISIBLE_DEVICES"), run_id=run_id
     )
-    return run_gang(task, spec, stamp).to_json()
+    # The zygote of the gangs this worker ran before, when their spec and environment were the same.
+    with shared_zygote(spec) as zygote:
+        return run_gang(task, spec, stamp, zygote=zygote).to_json()
 
 
 def run_gang_tasks(

@@ -18,19 +18,22 @@ one (``_gang_merge``), which names the failing rank and keeps every rank's log, 
 
 The ranks' processes are forked by one zygote (:class:`GangZygote`): torch is imported once per
 gang, not once per rank, and a caller that runs many gangs of one spec (a Ray task, a test
-module) may pass the same zygote to each. Every rank is still a fresh process of its own.
+module) may pass the same zygote to each; :func:`shared_zygote` keeps one per spec and
+environment in a process that runs gang after gang (a launch's Ray worker). Every rank is still
+a fresh process of its own.
 """
 
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import shutil
 import tempfile
 import threading
 import time
 from collections.abc import Iterator
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Self
 
@@ -52,6 +55,7 @@ __all__ = [
     "meeting_file",
     "rank_bytes",
     "run_gang",
+    "shared_zygote",
     "world_size",
 ]
 
@@ -172,6 +176,60 @@ class GangZygote:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+#: Zygotes :func:`shared_zygote` keeps (the least recently used idle one goes past it): one per
+#: spec and environment, and a worker sees few (a GPU gang's Ray task sees the GPUs of its group).
+_SHARED_MAX = 4
+
+
+@dataclass
+class _SharedEntry:
+    """A shared zygote and how many gangs use it now."""
+
+    zygote: GangZygote
+    users: int = 0
+
+
+_SHARED_LOCK = threading.Lock()
+#: This process's shared gang zygotes by key, in the order of their last use (the newest last).
+_SHARED: dict[tuple[object, ...], _SharedEntry] = {}
+
+
+def _shared_key(spec: SandboxSpec) -> tuple[object, ...]:
+    # What a zygote is made of: the spec's backend, device kind, preloads and variables, and the
+    # environment it inherits (Ray sets CUDA_VISIBLE_DEVICES for each task: new GPUs, new zygote).
+    return (
+        spec.backend,
+        spec.device_kind,
+        spec.preload,
+        spec.start_timeout_s,
+        gang_env(spec),
+        tuple(sorted(os.environ.items())),
+    )
+
+
+@contextlib.contextmanager
+def shared_zygote(spec: SandboxSpec) -> Iterator[GangZygote]:
+    """This process's zygote for gangs of ``spec``, reused by every later gang of the same spec
+    and environment (a Ray worker runs one gang after another): torch is imported once, not once
+    per gang. Each rank is still a fresh process forked from it, and the zygote never runs a
+    solution's code, as a GPU worker's zygote serves all its tasks. Past :data:`_SHARED_MAX`,
+    the least recently used zygote no gang uses is stopped."""
+    key = _shared_key(spec)
+    with _SHARED_LOCK:
+        entry = _SHARED.pop(key, None) or _SharedEntry(GangZygote(spec))
+        _SHARED[key] = entry  # last: the most recently used
+        entry.users += 1
+        idle = [k for k, e in _SHARED.items() if not e.users]
+        stop = [_SHARED.pop(k).zygote for k in idle[: max(0, len(_SHARED) - _SHARED_MAX)]]
+    for old in stop:
+        old.close()
+    try:
+        yield entry.zygote
+    finally:
+        with _SHARED_LOCK:
+            entry.users -= 1
 
 
 class _RankSandbox(Sandbox):

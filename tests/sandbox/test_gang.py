@@ -247,3 +247,56 @@ def test_every_visible_gpu_meets_over_nccl_on_the_gang_file(
     d = _dist(trace)
     assert d.backend == "nccl" and d.world_size == world and len({r.pid for r in d.ranks}) == world
     assert list(meet.iterdir()) == []
+
+
+@pytest.fixture
+def own_shared() -> Iterator[None]:
+    """The process's shared gang zygotes as this test left them: those it started are stopped."""
+    from sweep.sandbox import gang
+
+    before = dict(gang._SHARED)
+    try:
+        yield
+    finally:
+        for key, entry in list(gang._SHARED.items()):
+            if key not in before:
+                entry.zygote.close()
+        gang._SHARED.clear()
+        gang._SHARED.update(before)
+
+
+def test_gangs_of_one_spec_and_environment_share_a_zygote(
+    tmp_path: Path, own_shared: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sweep.sandbox.gang import shared_zygote
+
+    task = Task.make(definition(None), solution("good"), workload(64, 2), _settings(), "CPU")
+    pids = []
+    for _ in range(2):
+        with shared_zygote(_SPEC) as z:
+            trace = run_gang(task, _SPEC, zygote=z)
+            assert trace.evaluation is not None and trace.evaluation.status is Status.PASSED
+            pids.append(z.client().pid)
+    assert pids[0] == pids[1]  # torch imported once for both gangs
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")  # what Ray sets for a task on other GPUs
+    with shared_zygote(_SPEC) as z:
+        assert z.client().pid != pids[0]  # another environment: a zygote of its own
+
+
+def test_past_the_limit_the_idle_zygote_used_longest_ago_stops_never_one_in_use(
+    own_shared: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from sweep.sandbox import gang
+    from sweep.sandbox.gang import shared_zygote
+
+    monkeypatch.setattr(gang, "_SHARED_MAX", 1)
+    with shared_zygote(_SPEC) as busy:
+        busy_pid = busy.client().pid
+        monkeypatch.setenv("SWEEP_TEST_ZYGOTE", "a")
+        with shared_zygote(_SPEC) as a:
+            a_client = a.client()
+        monkeypatch.setenv("SWEEP_TEST_ZYGOTE", "b")
+        with shared_zygote(_SPEC) as b:
+            b.client()
+            assert not a_client.alive()  # idle and used longest ago: stopped
+            assert busy.client().pid == busy_pid  # in use: kept, though past the limit

@@ -287,8 +287,17 @@ def run_gang(
     if zygote is None:
         with GangZygote(spec) as own:
             return run_gang(task, spec, stamp, grace_s=grace_s, zygote=own)
-    with meeting_file() as store:
-        return _run_ranks(task, spec, stamp or Provenance(), grace_s, zygote, store)
+    stamp = stamp or Provenance()
+    with contextlib.ExitStack() as stack:
+        try:
+            store = stack.enter_context(meeting_file())
+        except OSError as e:  # a full or read-only temporary folder: still one trace
+            why = (
+                f"no folder for the ranks to meet in could be made ({e}); free or fix {tempfile.gettempdir()}"
+            )
+            ended = stamp.model_copy(update={"finished_at": now_iso()})
+            return failure_trace(task, Status.RUNTIME_ERROR, why, ended)
+        return _run_ranks(task, spec, stamp, grace_s, zygote, store)
 
 
 def _run_ranks(

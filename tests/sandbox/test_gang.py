@@ -300,3 +300,17 @@ def test_past_the_limit_the_idle_zygote_used_longest_ago_stops_never_one_in_use(
             b.client()
             assert not a_client.alive()  # idle and used longest ago: stopped
             assert busy.client().pid == busy_pid  # in use: kept, though past the limit
+
+
+def test_no_folder_to_meet_in_is_one_runtime_error_trace_naming_it(
+    tmp_path: Path, zygote: GangZygote, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    missing = tmp_path / "gone"  # a temporary folder that is not there (or full, or read-only)
+    monkeypatch.setattr(tempfile, "tempdir", str(missing))
+    trace = _gang("good", tmp_path, zygote)
+    ev = trace.evaluation
+    assert ev is not None and ev.status is Status.RUNTIME_ERROR
+    assert (
+        ev.log.startswith("RUNTIME_ERROR: no folder for the ranks to meet in could be made")
+        and str(missing) in ev.log
+    )

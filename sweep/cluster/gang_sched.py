@@ -12,9 +12,12 @@ Policy (docs/multi-gpu.md, "Placement"):
   waits (no backfilling past it), so a task of 4 GPUs is not kept waiting forever by a stream of
   2-GPU tasks that would each take two of its GPUs as they free up.
 - **No GPUs held idle long.** A group is made just before its task runs and removed as soon as
-  its trace is back; the longest GPUs can sit idle waiting for the head is the rest of one
-  running task, bounded by that task's timeout (``run_gang``'s deadlines, and the Ray task's own
-  deadline here).
+  its trace is back, unless the head of the queue asks for the same: it goes straight to the
+  head then, never released and reserved again. A new group is asked for only when the cluster
+  has its resources free or nothing runs (``_fits``): Ray retries a group it could not place
+  after 100 ms and more, and a slot freed meanwhile stayed idle. The longest GPUs can sit idle
+  waiting for the head is the rest of one running task, bounded by that task's timeout
+  (``run_gang``'s deadlines, and the Ray task's own deadline here).
 - **Beside single-GPU tasks.** In a launch the gang phase runs first, then the single-GPU
   workers start (``sweep.launch``): the single-GPU actors hold their GPU for the whole launch, so
   sharing GPUs with them at the same time could leave a gang unplaceable; in phases neither kind
@@ -139,6 +142,15 @@ def _bundles(task: Task) -> list[dict[str, float]]:
     return [bundle]
 
 
+def _fits(task: Task) -> bool:
+    """Whether the cluster has what ``task``'s group asks for free now (as a whole, not on one
+    node: Ray tells on reserving)."""
+    import ray
+
+    free: dict[str, float] = ray.available_resources()  # type: ignore[no-untyped-call]
+    return all(free.get(k, 0.0) >= v for bundle in _bundles(task) for k, v in bundle.items())
+
+
 def _gang_main(task_json: str, spec: SandboxSpec, run_id: str) -> str:
     """The Ray task of one gang: its ranks' sandboxes on this node, one trace (JSON)."""
     import os
@@ -184,8 +196,24 @@ def run_gang_tasks(
     waiting: tuple[Task, Any, float] | None = None  # the head, its group being reserved
     running: dict[Any, tuple[Task, Any, float]] = {}
     done = 0
+
+    def start(task: Task, pg: Any) -> None:
+        kind = (device_kinds or {}).get(task.hardware, "cpu" if task.hardware == "CPU" else "auto")
+        cpu = task.hardware == "CPU"
+        ref = remote.options(
+            num_cpus=1 if cpu else 0,
+            num_gpus=0 if cpu else world_size(task),
+            scheduling_strategy=PlacementGroupSchedulingStrategy(
+                placement_group=pg, placement_group_capture_child_tasks=True
+            ),
+        ).remote(task.model_dump_json(), _spec_for(spec, kind), run_id)
+        t = task.settings.timeouts
+        running[ref] = (task, pg, time.monotonic() + t.compile_s + 2 * t.run_s + _START_MARGIN_S)
+
     while queue or waiting or running:
-        if waiting is None and queue and len(running) < max_running:
+        # A new group only when it fits now (or nothing runs): Ray retries a group it cannot
+        # place after a growing delay (100 ms, then more), which kept a freed slot idle.
+        if waiting is None and queue and len(running) < max_running and (not running or _fits(queue[0])):
             task = queue.pop(0)
             pg = placement_group(_bundles(task), strategy="STRICT_PACK")
             waiting = (task, pg, time.monotonic())
@@ -193,17 +221,7 @@ def run_gang_tasks(
             task, pg, _ = waiting
             ready, _ = ray.wait([pg.ready()], timeout=0 if running else _TICK_S)
             if ready:
-                kind = (device_kinds or {}).get(task.hardware, "cpu" if task.hardware == "CPU" else "auto")
-                cpu = task.hardware == "CPU"
-                ref = remote.options(
-                    num_cpus=1 if cpu else 0,
-                    num_gpus=0 if cpu else world_size(task),
-                    scheduling_strategy=PlacementGroupSchedulingStrategy(
-                        placement_group=pg, placement_group_capture_child_tasks=True
-                    ),
-                ).remote(task.model_dump_json(), _spec_for(spec, kind), run_id)
-                t = task.settings.timeouts
-                running[ref] = (task, pg, time.monotonic() + t.compile_s + 2 * t.run_s + _START_MARGIN_S)
+                start(task, pg)
                 waiting = None
                 continue
         if running:
@@ -231,7 +249,19 @@ def run_gang_tasks(
                         "the gang did not finish in time; all its ranks were killed",
                         Provenance(run_id=run_id, finished_at=now_iso()),
                     )
-                remove_placement_group(pg)
+                # The group goes straight to the head of the queue when it asks for the same
+                # (no release and new reservation between two gangs); a gang cancelled past its
+                # deadline gives its group back, its process may still hold it for a while.
+                head = waiting[0] if waiting is not None else (queue[0] if queue else None)
+                if ref in finished and head is not None and _bundles(head) == _bundles(task):
+                    if waiting is not None:
+                        remove_placement_group(waiting[1])
+                        waiting = None
+                    else:
+                        queue.pop(0)
+                    start(head, pg)
+                else:
+                    remove_placement_group(pg)
                 on_traces([trace])
                 done += 1
         if on_tick is not None:

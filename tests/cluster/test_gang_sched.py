@@ -76,3 +76,20 @@ def test_the_shipped_large_workloads_stay_off_the_cpu(shipped: list[Task]) -> No
 def test_the_largest_gangs_go_first() -> None:
     tasks = [_task(8, 2), _task(8, 4), _task(8, 3)]
     assert [t.workload.axes["W"] for t in gang_order(tasks)] == [4, 3, 2]
+
+
+def test_a_group_fits_only_when_each_of_its_resources_is_free(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ray
+
+    from sweep.cluster import gang_sched
+
+    free: dict[str, float] = {}
+    monkeypatch.setattr(ray, "available_resources", lambda: dict(free))
+    cpu, gpu = _task(8, 2), _task(8, 4, hardware="H100")
+    assert not gang_sched._fits(cpu)
+    free.update({"CPU": 1.0, "GPU": 3.0, "accelerator_type:H100": 0.5})
+    assert gang_sched._fits(cpu) and not gang_sched._fits(gpu)  # 3 GPUs free, 4 asked
+    free["GPU"] = 4.0
+    assert gang_sched._fits(gpu)
+    del free["accelerator_type:H100"]  # no H100 free: H200s would not do
+    assert not gang_sched._fits(gpu)

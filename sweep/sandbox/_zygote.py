@@ -41,7 +41,7 @@ from sweep.sandbox._process_guard import children_of, kill_descendants, kill_gro
 __all__ = ["ExitState", "ZygoteClient"]
 
 _MAX_MSG = 1 << 16
-_ENTRY = "from sweep.sandbox._zygote import zygote_main\nsys.exit(zygote_main(sys.argv[1:]))\n"
+_ENTRY = "import sys\nfrom sweep.sandbox._zygote import zygote_main\nsys.exit(zygote_main(sys.argv[1:]))\n"
 
 
 @dataclass(frozen=True)

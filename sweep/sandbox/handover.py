@@ -59,7 +59,9 @@ __all__ = [
     "zygote_environment",
 ]
 
-_ENTRY = "from sweep.sandbox.handover import handover_main\nsys.exit(handover_main(sys.argv[1:]))\n"
+_ENTRY = (
+    "import sys\nfrom sweep.sandbox.handover import handover_main\nsys.exit(handover_main(sys.argv[1:]))\n"
+)
 _WATCH_S = 0.1
 
 

@@ -15,10 +15,10 @@ The rows of a batch are read as one contiguous table (:func:`_batch_table`), not
 the files, each row with its position, by which the first of repeated keys is kept. An insert
 that keeps the order of its rows merges the pieces of its source smaller than a row group in
 one thread; a spooled file holds one chunk (~5,000 traces), so the scan of the files kept two
-of a 16-core host's cores busy (``bench/store_writer_profile.py``). Pieces of a row group or a little more (tried too) sped
-the insert up but made the checkpoint after each batch about three times as long. The
-price: the batch held in memory while it is inserted (about 1.5 KB of Arrow per trace, twice
-that while it is joined).
+of a 16-core host's cores busy (``bench/store_writer_profile.py``). Pieces of a row group or a
+little more (tried too) sped the insert up but made the checkpoint after each batch about
+three times as long. The price: the batch held in memory while it is inserted (about 1.5 KB
+of Arrow per trace, twice that while it is joined).
 
 Arrow IPC with LZ4, not Parquet (the format before): cheaper to write and to read back. On the
 2-core VM a first ingest of 200,000 traces took 23.0 µs of the ingesting process's CPU a trace

@@ -44,11 +44,11 @@ from multiprocessing.connection import Connection
 from typing import Any, NamedTuple, TypeVar
 
 from sweep.sandbox._process_guard import ProcessState
+from sweep.sandbox.failure_traces import LOST_CONNECTION
 from sweep.sandbox.packing import load_task
 from sweep.schema.trace_log import sticky_cuda_error
 
 __all__ = [
-    "LOST_CONNECTION",
     "Backend",
     "ChildParams",
     "Evaluate",
@@ -251,9 +251,6 @@ def set_parent_death_signal() -> None:
 
 
 _CRASH_LOG: Any = None
-#: The exit code of a sandbox that cannot send a result: its socket was closed or replaced
-#: (its output may be lost too: the descriptors it printed to may be gone).
-LOST_CONNECTION = 75
 
 
 def _lost_connection(e: OSError, problems: str | None) -> int:

@@ -8,13 +8,40 @@ one here, so every task still ends with exactly one trace.
 from __future__ import annotations
 
 from datetime import datetime, timezone
+from typing import Protocol
 
 from sweep.schema import FLAG_REFERENCE_FAILED, Environment, Evaluation, Provenance, Status, Trace
 from sweep.schema.hardware import record_name
 from sweep.schema.task import Task
 from sweep.schema.trace_log import clip_log
 
-__all__ = ["failure_trace", "lost_worker_trace", "now_iso", "short_error", "stamp_trace"]
+__all__ = [
+    "LOST_CONNECTION",
+    "crash_log",
+    "failure_trace",
+    "lost_worker_trace",
+    "now_iso",
+    "orphan_log",
+    "short_error",
+    "stamp_trace",
+    "timeout_log",
+]
+
+#: The exit code of a sandbox that cannot send a result: its socket was closed or replaced
+#: (its output may be lost too: the descriptors it printed to may be gone).
+LOST_CONNECTION = 75
+
+
+class _Ended(Protocol):
+    """How a sandbox process ended (``_zygote.ExitState``)."""
+
+    @property
+    def code(self) -> int | None: ...
+
+    @property
+    def socket_closed(self) -> bool: ...
+
+    def describe(self) -> str: ...
 
 
 def now_iso(epoch: float | None = None) -> str:
@@ -131,3 +158,42 @@ def short_error(e: BaseException) -> str:
     # Ray wraps a remote exception in its traceback; the last line says what happened.
     head = f"{type(e).__name__}: " if not text.startswith(type(e).__name__) else ""
     return head + ("\n".join(lines[-12:]) if lines else repr(e))
+
+
+def crash_log(pid: int, state: _Ended, phase: str, tail: str) -> str:
+    """The log of a task whose sandbox process died in ``phase`` (``reference``, ``build``,
+    ``run`` or ``evaluation``)."""
+    what = {
+        "reference": "while running the reference (before the solution was imported)",
+        "build": "while building/importing the solution",
+        "run": "while running",
+    }.get(phase, "during the evaluation")
+    why = ""
+    if state.code == LOST_CONNECTION or state.socket_closed:
+        why = (
+            ": it could not send its result, its socket to the supervisor was closed or replaced "
+            "(a solution closing file descriptors it does not own)"
+        )
+    return f"sandbox process {pid} {state.describe()} {what}{why}.\n--- sandbox output (tail) ---\n{tail}"
+
+
+def orphan_log(pid: int, why: str, tail: str) -> str:
+    """The log of a task during which its sandbox's parent (the zygote) died: ``why`` says how."""
+    return (
+        f"{why}; sandbox process {pid} was killed and the zygote replaced. A solution must not "
+        "signal processes other than its own (os.kill(os.getppid(), ...) and the like).\n"
+        f"--- sandbox output (tail) ---\n{tail}"
+    )
+
+
+def timeout_log(pid: int, phase: str, budget: float, tail: str) -> str:
+    """The log of a task whose sandbox process was killed after ``budget`` seconds in ``phase``."""
+    if phase == "reference":
+        what = f"the reference's side (before the solution was imported) exceeded timeouts.run_s={budget:g} s"
+    elif phase == "build":
+        what = f"the build phase (import, compile) exceeded timeouts.compile_s={budget:g} s"
+    elif phase == "run":
+        what = f"the run phase exceeded timeouts.run_s={budget:g} s"
+    else:
+        what = f"the evaluation exceeded timeouts.compile_s + run_s = {budget:g} s"
+    return f"{what}; sandbox process {pid} was killed (SIGKILL).\n--- sandbox output (tail) ---\n{tail}"

@@ -39,7 +39,6 @@ from typing import Any
 from typing_extensions import Self
 
 from sweep.sandbox._child import (
-    LOST_CONNECTION,
     ChildParams,
     Evaluate,
     Failed,
@@ -52,7 +51,7 @@ from sweep.sandbox._child import (
 from sweep.sandbox._process_guard import kill_group
 from sweep.sandbox._spec import SandboxSpec, SandboxStartError, SandboxStats
 from sweep.sandbox._zygote import ExitState, ZygoteClient, ZygoteError
-from sweep.sandbox.failure_traces import failure_trace, now_iso
+from sweep.sandbox.failure_traces import crash_log, failure_trace, now_iso, orphan_log, timeout_log
 from sweep.sandbox.handover import Adopted, ZygoteOffer, adopt_zygote
 from sweep.sandbox.packing import Done, Envelope
 from sweep.schema import Provenance, Status, Trace
@@ -515,45 +514,6 @@ def _clean_marks(marks: object) -> list[tuple[str, float]]:
 # happened. A sandbox writes its stdout, stderr and crash reports (faulthandler) to one log
 # file; the supervisor remembers the offset at which each task started, so a failure trace
 # carries the tail of that task's output only.
-
-
-def crash_log(pid: int, state: ExitState, phase: str, tail: str) -> str:
-    """The log of a task whose sandbox process died in ``phase`` (``reference``, ``build``,
-    ``run`` or ``evaluation``)."""
-    what = {
-        "reference": "while running the reference (before the solution was imported)",
-        "build": "while building/importing the solution",
-        "run": "while running",
-    }.get(phase, "during the evaluation")
-    why = ""
-    if state.code == LOST_CONNECTION or state.socket_closed:
-        why = (
-            ": it could not send its result, its socket to the supervisor was closed or replaced "
-            "(a solution closing file descriptors it does not own)"
-        )
-    return f"sandbox process {pid} {state.describe()} {what}{why}.\n--- sandbox output (tail) ---\n{tail}"
-
-
-def orphan_log(pid: int, why: str, tail: str) -> str:
-    """The log of a task during which its sandbox's parent (the zygote) died: ``why`` says how."""
-    return (
-        f"{why}; sandbox process {pid} was killed and the zygote replaced. A solution must not "
-        "signal processes other than its own (os.kill(os.getppid(), ...) and the like).\n"
-        f"--- sandbox output (tail) ---\n{tail}"
-    )
-
-
-def timeout_log(pid: int, phase: str, budget: float, tail: str) -> str:
-    """The log of a task whose sandbox process was killed after ``budget`` seconds in ``phase``."""
-    if phase == "reference":
-        what = f"the reference's side (before the solution was imported) exceeded timeouts.run_s={budget:g} s"
-    elif phase == "build":
-        what = f"the build phase (import, compile) exceeded timeouts.compile_s={budget:g} s"
-    elif phase == "run":
-        what = f"the run phase exceeded timeouts.run_s={budget:g} s"
-    else:
-        what = f"the evaluation exceeded timeouts.compile_s + run_s = {budget:g} s"
-    return f"{what}; sandbox process {pid} was killed (SIGKILL).\n--- sandbox output (tail) ---\n{tail}"
 
 
 def dump_stacks(pid: int, log: Path) -> None:

@@ -223,7 +223,7 @@ def test_a_socket_closed_by_a_living_sandbox_is_named_even_when_it_is_killed() -
     # the race of the test above, decided both ways, without timing: the words depend on the
     # state the supervisor saw, not on who ended the process
     from sweep.sandbox._zygote import ExitState
-    from sweep.sandbox.supervisor import crash_log
+    from sweep.sandbox.failure_traces import crash_log
 
     killed = crash_log(7, ExitState(running=False, signal=9, socket_closed=True), "run", "")
     exited = crash_log(7, ExitState(running=False, code=75), "run", "")

@@ -307,9 +307,10 @@ def preload_zygote(backend: str, kind: str, preload: str) -> float:
     return time.time()
 
 
-def serve_owner(ctl: socket.socket, ready_at: float) -> None:
-    """Say ready to the owner on ``ctl`` and serve it until it closes (a handed-over zygote)."""
-    ctl.send(_encode(ZygoteReady(os.getpid(), ready_at)))
+def serve_owner(ctl: socket.socket, ready_at: float, *, pid: int | None = None) -> None:
+    """Say ready to the owner on ``ctl`` and serve it until it closes (a handed-over zygote;
+    ``pid``: the process it answers as, its guardian's, by default its own)."""
+    ctl.send(_encode(ZygoteReady(os.getpid() if pid is None else pid, ready_at)))
     _serve(ctl)
 
 
@@ -372,6 +373,7 @@ class ZygoteClient:
         env_over: tuple[tuple[str, str], ...] = (),
     ) -> None:
         self._ctl, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self._lent = False
         self._proc: subprocess.Popen[bytes] | _Foreign = subprocess.Popen(
             [*python_code(_ENTRY), str(theirs.fileno()), backend, device_kind, ",".join(preload)],
             pass_fds=[theirs.fileno()],
@@ -385,11 +387,15 @@ class ZygoteClient:
         self.ready = self._await_ready(start_timeout_s)
 
     @classmethod
-    def adopt(cls, ctl: socket.socket, pid: int, start_timeout_s: float) -> ZygoteClient:
+    def adopt(
+        cls, ctl: socket.socket, pid: int, start_timeout_s: float, *, lent: bool = False
+    ) -> ZygoteClient:
         """The client of zygote ``pid``, already connected on ``ctl`` (its owner now), once it
-        says it is ready; ``ZygoteError`` if it does not in time, or is another process."""
+        says it is ready; ``ZygoteError`` if it does not in time, or is another process.
+        ``lent``: it has a next owner, so :meth:`close` gives it back instead of ending it."""
         self = cls.__new__(cls)
         self._ctl = ctl
+        self._lent = lent
         try:
             foreign = _Foreign(pid)
         except OSError as e:
@@ -483,13 +489,14 @@ class ZygoteClient:
         return self._call(Kill(pid), ExitState)
 
     def close(self) -> None:
-        """Stop the zygote; it kills any sandbox still running."""
+        """Stop the zygote; it kills any sandbox still running. A lent one (:meth:`adopt`) is
+        only let go: it kills and reaps this owner's sandboxes, then serves its next owner."""
         try:
             self._ctl.close()
         finally:
             proc = self._proc
             if isinstance(proc, _Foreign):
-                if proc.ours and not proc.dead(10.0):
+                if proc.ours and not self._lent and not proc.dead(10.0):
                     proc.kill()
                     proc.dead(10.0)
                 proc.release()

@@ -39,9 +39,12 @@ from dataclasses import dataclass, fields
 from pathlib import Path
 
 from sweep._python import package_parent, python_code
+from sweep.sandbox._child import set_parent_death_signal
+from sweep.sandbox._spec import SandboxSpec
 from sweep.sandbox._zygote import (
     ZygoteClient,
     ZygoteError,
+    kill_descendants_except,
     preload_zygote,
     serve_owner,
     zygote_environment,
@@ -49,10 +52,12 @@ from sweep.sandbox._zygote import (
 
 __all__ = [
     "Adopted",
+    "Lent",
     "OfferedZygote",
     "ZygoteOffer",
     "ZygoteRecipe",
     "adopt_zygote",
+    "handed_zygote",
     "handover_main",
     "offer_zygote",
     "recipe_for",
@@ -170,6 +175,43 @@ class OfferedZygote:
         with contextlib.suppress(OSError):
             os.unlink(self.offer.socket_path)
 
+    def lend(self, child_env: Mapping[str, str]) -> Lent:
+        """Connect to it now as its first owner (it was offered with ``owners`` above 1, the
+        next one a worker): a :class:`Lent` for a :class:`~sweep.sandbox.Sandbox` of this
+        process, each sandbox given ``child_env`` (of the offer's ``per_child`` variables: the
+        device). Closing that sandbox gives the zygote back, and the next owner has it.
+
+        Raises:
+            OSError: Its socket cannot be reached.
+        """
+        ctl = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        try:
+            ctl.settimeout(10.0)
+            ctl.connect(self.offer.socket_path)
+            ctl.settimeout(None)
+        except OSError:
+            ctl.close()
+            raise
+        per_child = self.offer.per_child
+        names = sorted(k for k in child_env if _matches(k, per_child))
+        return Lent(
+            ctl=ctl,
+            pid=self.offer.pid,
+            child_env=tuple((k, child_env[k]) for k in names),
+            child_unset=tuple(p for p in per_child if not p.endswith("*") and p not in child_env),
+        )
+
+
+@dataclass(frozen=True)
+class Lent:
+    """An offered zygote lent to the driver before its worker adopts it (:meth:`OfferedZygote.lend`):
+    the connection (its first owner's), its pid, and what each sandbox sets and unsets first."""
+
+    ctl: socket.socket
+    pid: int
+    child_env: tuple[tuple[str, str], ...]
+    child_unset: tuple[str, ...]
+
 
 def offer_zygote(
     folder: Path,
@@ -180,17 +222,20 @@ def offer_zygote(
     bound_s: float,
     per_child: tuple[str, ...] = (),
     loose: tuple[str, ...] = (),
+    owners: int = 1,
 ) -> OfferedZygote:
     """Start a zygote (``recipe``: backend, device kind, preload list) in environment ``env``
     (made by :func:`~sweep.sandbox._zygote.zygote_environment`) that waits for its owner on a
     socket ``name`` in ``folder`` (a private folder of this process's), at most ``bound_s``
-    seconds and only while this process lives."""
+    seconds and only while this process lives. With ``owners`` above 1 it serves that many,
+    one after the other (the first: this process, :meth:`OfferedZygote.borrow`); each waits
+    for the one before to close."""
     backend, kind, preload = recipe
     path = str(folder / name)
     listener = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
     try:
         listener.bind(path)
-        listener.listen(1)
+        listener.listen(owners)  # the later owners wait in the backlog, not refused
         # Its own output (a preload that failed) in the folder, not on the launch's terminal.
         with open(f"{path}.log", "ab") as log:
             proc = subprocess.Popen(
@@ -201,7 +246,7 @@ def offer_zygote(
                     f"{bound_s:.3f}",
                     path,
                 ]
-                + [backend, kind, ",".join(preload)],
+                + [backend, kind, ",".join(preload), str(owners)],
                 pass_fds=[listener.fileno()],
                 env=env,
                 stdin=subprocess.DEVNULL,
@@ -234,24 +279,75 @@ def _peer(conn: socket.socket) -> tuple[int, int]:
 
 def handover_main(argv: list[str]) -> int:
     """Entry point of an offered zygote: ``[LISTEN_FD, DRIVER_PID, BOUND_S, SOCKET_PATH,
-    BACKEND, DEVICE_KIND, "mod1,mod2"]``. Preloads as a worker's zygote does, waits for one
-    owner, then serves it; exits (code 3) without one once the driver is gone or the bound passed."""
+    BACKEND, DEVICE_KIND, "mod1,mod2", OWNERS]``. Preloads as a worker's zygote does, then
+    serves ``OWNERS`` owners (1 when left out) one after the other, each until it closes; exits
+    (code 3) when the next one has not come by the bound or the driver is gone.
+
+    The process the driver started stays a guardian: the zygote proper is its child. A
+    solution that signals its zygote's parent (to reach the worker that owns it, as it would
+    when the worker started its zygote) then kills the guardian, never the driver. The zygote
+    dies with its guardian, so its owner sees its zygote gone and flags that task, as when a
+    solution kills the zygote itself. The guardian's exit code is the zygote's."""
+    zygote = os.fork()
+    if zygote:
+        os.close(int(argv[0]))  # the listener is the zygote's
+        _pid, status = os.waitpid(zygote, 0)
+        code = os.waitstatus_to_exitcode(status)
+        return code if code >= 0 else 128 - code
+    set_parent_death_signal()
+    guardian = os.getppid()
+    if _parent_of(guardian) != int(argv[1]):
+        os._exit(3)  # the guardian or the driver is gone already
     listener = socket.socket(fileno=int(argv[0]))
-    driver, deadline, path = int(argv[1]), time.monotonic() + float(argv[2]), argv[3]
+    driver, bound_s, path = int(argv[1]), float(argv[2]), argv[3]
+    owners = int(argv[7]) if len(argv) > 7 else 1
+    t0 = time.monotonic()
+    ready_at = preload_zygote(argv[4], argv[5], argv[6])
+    for left in range(owners, 0, -1):
+        conn = _next_owner(
+            listener, (guardian, driver), (t0 if left == owners else time.monotonic()) + bound_s, path
+        )
+        if left == 1:
+            listener.close()
+            with contextlib.suppress(OSError):
+                os.unlink(path)  # a further owner finds nothing to connect to
+        with contextlib.suppress(OSError):  # an owner that went away at once (``dismiss``)
+            serve_owner(conn, ready_at, pid=guardian)  # the process the offer names
+        conn.close()
+        # The owner's sandboxes were killed when it closed: reaped (their device memory
+        # given back) before the next owner forks its first.
+        kill_descendants_except(set())
+    os._exit(0)
+
+
+def _parent_of(pid: int) -> int | None:
+    """The parent of process ``pid`` (``None`` when it is gone)."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return int(f.read().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _next_owner(
+    listener: socket.socket, parents: tuple[int, int], deadline: float, path: str
+) -> socket.socket:
+    """The next owner's connection (a process of this user); exits (code 3) once ``deadline``
+    passes or the driver is gone first (``parents``: the guardian's pid and the driver's)."""
     adopted = threading.Event()
+    guardian, driver = parents
 
     def watch() -> None:
-        # The parent is the driver until it dies (then a subreaper or init): a pid reused by
-        # another process cannot pass for it.
+        # The guardian's parent is the driver until it dies (then a subreaper or init): a pid
+        # reused by another process cannot pass for it.
         while not adopted.wait(_WATCH_S):
-            if os.getppid() != driver or time.monotonic() > deadline:
+            if _parent_of(guardian) != driver or time.monotonic() > deadline:
                 with contextlib.suppress(OSError):
                     os.unlink(path)
                 os._exit(3)
 
     watcher = threading.Thread(target=watch, name="sweep-handover-watch", daemon=True)
     watcher.start()
-    ready_at = preload_zygote(argv[4], argv[5], argv[6])
     while True:
         conn, _ = listener.accept()
         _pid, uid = _peer(conn)
@@ -260,12 +356,7 @@ def handover_main(argv: list[str]) -> int:
         conn.close()  # not ours to serve
     adopted.set()
     watcher.join()  # no thread beside the one that forks sandboxes
-    listener.close()
-    with contextlib.suppress(OSError):
-        os.unlink(path)  # a second owner finds nothing to connect to
-    with contextlib.suppress(OSError):  # an owner that went away at once (``dismiss``)
-        serve_owner(conn, ready_at)
-    return 0
+    return conn
 
 
 # ---------------------------------------------------------------------------------------
@@ -333,4 +424,26 @@ def adopt_zygote(
         client=client,
         child_env=tuple((k, env[k]) for k in sorted(names)),
         child_unset=tuple(p for p in offer.per_child if not p.endswith("*") and p not in env),
+    )
+
+
+def handed_zygote(spec: SandboxSpec, offer: ZygoteOffer | None, lent: Lent | None) -> Adopted | str | None:
+    """The zygote a sandbox supervisor of ``spec`` was handed: ``lent`` (used as it is) or
+    ``offer`` (adopted if it is the one ``spec`` would start); else why not, or ``None`` when
+    it was handed neither. The caller starts its own when this is not an :class:`Adopted`."""
+    if lent is not None:
+        try:
+            client = ZygoteClient.adopt(lent.ctl, lent.pid, spec.start_timeout_s, lent=True)
+        except ZygoteError as e:
+            return f"the lent zygote did not answer: {e}"
+        return Adopted(client=client, child_env=lent.child_env, child_unset=lent.child_unset)
+    if offer is None:
+        return None
+    return adopt_zygote(
+        offer,
+        spec.backend,
+        spec.device_kind,
+        spec.preload,
+        env_over=spec.env,
+        start_timeout_s=spec.start_timeout_s,
     )

@@ -52,7 +52,7 @@ from sweep.sandbox._process_guard import kill_group
 from sweep.sandbox._spec import SandboxSpec, SandboxStartError, SandboxStats
 from sweep.sandbox._zygote import ExitState, ZygoteClient, ZygoteError
 from sweep.sandbox.failure_traces import crash_log, failure_trace, now_iso, orphan_log, timeout_log
-from sweep.sandbox.handover import Adopted, ZygoteOffer, adopt_zygote
+from sweep.sandbox.handover import Adopted, Lent, ZygoteOffer, handed_zygote
 from sweep.sandbox.packing import Done, Envelope
 from sweep.schema import Provenance, Status, Trace
 from sweep.schema.task import Task
@@ -117,10 +117,21 @@ class Sandbox:
         stamp: Where this supervisor runs (node, GPU, run id); copied into each trace.
         offer: A zygote started for it by the launch's driver, adopted if it is the one it
             would start (``handover``).
+        lent: A zygote the driver started for a worker and lends this process first
+            (``OfferedZygote.lend``): used as it is, and given back by :meth:`close`.
+        own_zygote: Whether it starts a zygote of its own when it has no (more) handed one;
+            else a start fails (a driver's lane: a zygote of its own would be the driver's
+            child, which a solution could reach as its zygote's parent).
     """
 
     def __init__(
-        self, spec: SandboxSpec, stamp: Provenance | None = None, offer: ZygoteOffer | None = None
+        self,
+        spec: SandboxSpec,
+        stamp: Provenance | None = None,
+        offer: ZygoteOffer | None = None,
+        lent: Lent | None = None,
+        *,
+        own_zygote: bool = True,
     ) -> None:
         self.spec = spec
         self.stamp = stamp or Provenance()
@@ -134,6 +145,8 @@ class Sandbox:
             self._workdir.mkdir(parents=True, exist_ok=True)
         self._zygote: ZygoteClient | None = None
         self._offer = offer
+        self._lent = lent
+        self._own_zygote = own_zygote
         self._child_env: tuple[tuple[tuple[str, str], ...], tuple[str, ...]] = ((), ())
         self._spare: _Child | None = None
         self._info: SandboxInfo | None = None
@@ -178,24 +191,15 @@ class Sandbox:
                 self._zygote.close()
             self._zygote, self._child_env = None, ((), ())
             offer, self._offer = self._offer, None
-            spec = self.spec
-            if offer is not None:
-                got = adopt_zygote(
-                    offer,
-                    spec.backend,
-                    spec.device_kind,
-                    spec.preload,
-                    env_over=spec.env,
-                    start_timeout_s=spec.start_timeout_s,
-                )
-                if isinstance(got, Adopted):
-                    self._zygote, self._child_env = got.client, (got.child_env, got.child_unset)
-                    self.stats.zygote_adopted, self.stats.zygote_preloaded_at = (
-                        True,
-                        got.client.ready.ready_at,
-                    )
-                else:
-                    self.stats.handover_refused = got
+            lent, self._lent = self._lent, None
+            got = handed_zygote(self.spec, offer, lent)
+            if isinstance(got, Adopted):
+                self._zygote, self._child_env = got.client, (got.child_env, got.child_unset)
+                self.stats.zygote_adopted, self.stats.zygote_preloaded_at = True, got.client.ready.ready_at
+            elif got is not None:
+                self.stats.handover_refused = got
+            if self._zygote is None and not self._own_zygote:
+                raise SandboxStartError("its handed zygote is gone, and it starts none of its own")
             try:
                 self._zygote = self._zygote or ZygoteClient(
                     self.spec.backend,

@@ -10,6 +10,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from sweep.sandbox import Sandbox, SandboxSpec
-from sweep.sandbox.handover import OfferedZygote, offer_zygote, zygote_environment
+from sweep.sandbox.handover import OfferedZygote, _parent_of, offer_zygote, zygote_environment
 from sweep.schema import Status
 
 from ..cluster.conftest import FAKE_BACKEND, toy_tasks
@@ -81,8 +82,9 @@ def test_an_adopted_zygote_forks_working_sandboxes(folder: Path) -> None:
         assert sb.stats.zygote_adopted and sb.stats.handover_refused is None
         assert sb._zygote is not None and sb._zygote.adopted and sb._zygote.pid == offered.offer.pid
         assert sb.stats.zygote_preloaded_at is not None
-        # every sandbox is a child of the adopted zygote
-        assert {t.evaluation.environment.libs["zygote"] for t in traces} == {str(offered.offer.pid)}  # type: ignore[union-attr]
+        # every sandbox is a child of the adopted zygote, the child of the process offered
+        (zygote,) = {t.evaluation.environment.libs["zygote"] for t in traces}  # type: ignore[union-attr]
+        assert _parent_of(int(zygote)) == offered.offer.pid
         # A second owner finds nothing to connect to.
         with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s, pytest.raises(OSError):
             s.connect(offered.offer.socket_path)
@@ -215,5 +217,73 @@ def test_an_adopted_zygote_that_dies_fails_that_task_and_is_replaced(folder: Pat
             after = sb.run(toy_tasks(["ok"])[0])
             assert after.evaluation.status is Status.PASSED  # type: ignore[union-attr]
             assert sb._zygote is not None and not sb._zygote.adopted
+    finally:
+        offered.close()
+
+
+def test_a_lent_zygote_serves_this_process_then_its_worker(
+    folder: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    offered = offer_zygote(
+        folder,
+        "z0",
+        (FAKE_BACKEND, "cpu", ()),
+        zygote_environment(()),
+        bound_s=120.0,
+        per_child=PER_CHILD,
+        loose=LOOSE,
+        owners=2,
+    )
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")  # what Ray gave the worker
+    lent = offered.lend({"CUDA_VISIBLE_DEVICES": "7"})  # the driver's lane, on device 7
+    try:
+        with Sandbox(_spec(), lent=lent) as lane:
+            assert _seen_device(lane, folder / "lane") == "7"
+            assert lane.stats.zygote_adopted and lane._zygote is not None
+            assert lane._zygote.pid == offered.offer.pid
+            spare = lane._spare
+            assert spare is not None  # forked for the next task, alive
+            # The worker asks now: it waits while the lane holds the zygote.
+            worker = Sandbox(_spec(), offer=offered.offer)
+            got: list[float] = []
+            asking = threading.Thread(target=lambda: got.append(worker.start() and time.monotonic()))
+            asking.start()
+            time.sleep(1.0)
+            assert got == [] and asking.is_alive()
+            given_back = time.monotonic()
+        asking.join(60)
+        # It has the zygote once the lane gave it back, and the lane's processes are reaped.
+        assert got and got[0] >= given_back
+        assert _gone(spare.pid)
+        with worker:
+            assert worker.stats.zygote_adopted and worker.stats.handover_refused is None
+            assert worker._zygote is not None and worker._zygote.pid == offered.offer.pid
+            assert _seen_device(worker, folder / "worker") == "5"
+            # The last owner: nobody can connect after it.
+            with socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET) as s, pytest.raises(OSError):
+                s.connect(offered.offer.socket_path)
+        offered.close(grace_s=30.0)
+        assert offered._proc.returncode == 0
+    finally:
+        offered.close()
+
+
+def test_a_lent_zygote_left_unclaimed_by_its_worker_exits_at_its_bound(folder: Path) -> None:
+    offered = offer_zygote(
+        folder,
+        "z0",
+        (FAKE_BACKEND, "cpu", ()),
+        zygote_environment(()),
+        bound_s=3.0,
+        per_child=PER_CHILD,
+        owners=2,
+    )
+    try:
+        with Sandbox(_spec(), lent=offered.lend({})) as lane:
+            lane.start()
+        # Given back, and no worker comes: gone within the bound, its socket removed.
+        assert _wait(lambda: not offered.alive(), 30.0)
+        assert offered._proc.returncode == 3
+        assert not os.path.exists(offered.offer.socket_path)
     finally:
         offered.close()

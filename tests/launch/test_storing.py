@@ -76,3 +76,18 @@ def test_traces_count_only_once_their_log_is_synced(tmp_path: Path, monkeypatch:
             "H100",
             [2.0, 2.0],
         )
+
+
+def test_an_empty_delivery_does_not_hold_the_drain(tmp_path: Path) -> None:
+    # A group of no lines is never synced: a drain waiting for it would wait for ever.
+    results = tmp_path / "results"
+    tally = Tally()
+    with ResultsWriter(results, results / "sweep.duckdb", sweep="s", run_id="r") as w:
+        storing = Storing(w, tally, None, {"t-0": "H100"})
+        storing.on_traces([_trace(0)])
+        storing.drain()  # every group synced: nothing left for a sync to carry the next
+        storing.on_traces([])
+        done = threading.Event()
+        threading.Thread(target=lambda: (storing.drain(), done.set()), daemon=True).start()
+        assert done.wait(30)
+    assert tally.statuses == {"PASSED": 1}

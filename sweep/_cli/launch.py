@@ -102,7 +102,7 @@ def render_launch(
         st = result.stats
         workers = max(len(st.workers), 1)
         start = result.wall_s - st.steady_s
-        per = st.steady_s * workers / result.ran
+        per = st.steady_s * workers / max(result.ran - result.head_start, 1)
         marks = dict(result.phases)
         # from the store taken (it is, before distributed tasks run) to their end
         gangs = (
@@ -115,6 +115,8 @@ def render_launch(
             if gangs is None
             else f"the first worker ({gangs:.1f} s of them the distributed tasks)"
         )
+        if result.head_start:
+            first += f" ({result.head_start} task(s) evaluated meanwhile by the head start)"
         lines.append(
             f"wall time {result.wall_s:.1f} s: {start:.1f} s to plan, start Ray and {first}, "
             f"{st.steady_s:.1f} s of evaluations on {len(st.workers)} worker(s) "

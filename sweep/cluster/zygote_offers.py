@@ -29,13 +29,22 @@ from pathlib import Path
 
 from sweep.cluster._worker_actor import resolve_device_kind
 from sweep.cluster.connect import Pool, in_ray_job
+from sweep.cluster.head_start import Lane
 from sweep.config import SweepConfig
 from sweep.sandbox.handover import OfferedZygote, ZygoteOffer, offer_zygote, zygote_environment
 from sweep.sandbox.supervisor import SandboxSpec
 from sweep.schema.hardware import CPU, short_name
 from sweep.schema.task import Task
 
-__all__ = ["PER_CHILD", "RAY_LOOSE", "ZygoteOffers", "auto_is_cpu", "local_gpus", "offer_counts"]
+__all__ = [
+    "PER_CHILD",
+    "RAY_LOOSE",
+    "ZygoteOffers",
+    "auto_is_cpu",
+    "local_gpus",
+    "offer_counts",
+    "visible_gpu_ids",
+]
 
 #: The variables by which Ray gives a worker its accelerators: set in each sandbox.
 PER_CHILD = (
@@ -108,24 +117,30 @@ def offer_counts(config: SweepConfig, address: str | None, todo: Sequence[Task] 
 
 class ZygoteOffers:
     """Zygotes started for the local workers of an embedded launch, each offered to one
-    worker (:meth:`take`); :meth:`close` ends those nobody adopted (use it in a ``finally``)."""
+    worker (:meth:`take`), some lent to this process first (:meth:`lanes`); :meth:`close`
+    ends those nobody adopted (use it in a ``finally``)."""
 
     def __init__(self) -> None:
         # Private (0700) to this user: only its processes reach the sockets.
         self._dir = tempfile.TemporaryDirectory(prefix="sweep-handover-")
         self._free: dict[bool, list[OfferedZygote]] = {True: [], False: []}  # by "on a GPU"
         self._all: list[OfferedZygote] = []
+        self._lendable: list[tuple[OfferedZygote, str, bool]] = []  # with device kind, on a GPU
 
     @classmethod
-    def start(cls, spec: SandboxSpec, gpus: int, cpus: int) -> ZygoteOffers:
+    def start(
+        cls, spec: SandboxSpec, gpus: int, cpus: int, *, lend_gpus: bool = False, lend_cpus: bool = False
+    ) -> ZygoteOffers:
         """Start ``gpus`` zygotes for GPU workers and ``cpus`` for CPU ones, as ``spec`` says;
-        each waits for its worker at most ``spec.start_timeout_s``."""
+        each waits for its worker at most ``spec.start_timeout_s``. ``lend_gpus``,
+        ``lend_cpus``: those serve this process first (:meth:`lanes`), then their worker."""
         self = cls()
         env = dict(os.environ)
         env.setdefault("OMP_NUM_THREADS", "1")  # what Ray gives a worker of at most one CPU
         zenv = zygote_environment(spec.env, env)
         for on_gpu, n in ((True, gpus), (False, cpus)):
             kind = resolve_device_kind(spec.device_kind, ["0"]) if on_gpu else "cpu"
+            lend = lend_gpus if on_gpu else lend_cpus
             for _ in range(n):
                 try:
                     offered = offer_zygote(
@@ -136,15 +151,35 @@ class ZygoteOffers:
                         bound_s=spec.start_timeout_s,
                         per_child=PER_CHILD,
                         loose=RAY_LOOSE,
+                        owners=2 if lend else 1,
                     )
                 except OSError:
                     break  # no socket or process: those workers start their own zygotes
                 self._all.append(offered)
                 self._free[on_gpu].append(offered)
+                if lend:
+                    self._lendable.append((offered, kind, on_gpu))
         return self
 
     def __len__(self) -> int:
         return len(self._all)
+
+    def lanes(self) -> list[Lane]:
+        """Lend each zygote started to be lent to a lane of this process (:mod:`head_start`):
+        the i-th GPU zygote to the i-th GPU an embedded Ray gives its workers. Call it before
+        Ray starts, so that this process is each one's first owner."""
+        visible = visible_gpu_ids(sum(on_gpu for _, _, on_gpu in self._lendable))
+        lanes: list[Lane] = []
+        for offered, kind, on_gpu in self._lendable:
+            gpu = visible.pop(0) if on_gpu else None
+            try:
+                # A CPU lane's sandboxes see no GPU, as a CPU worker's.
+                lent = offered.lend({"CUDA_VISIBLE_DEVICES": gpu if gpu is not None else ""})
+            except OSError:
+                continue  # its worker adopts it first; it exits after that one
+            lanes.append(Lane(lent, kind, gpu))
+        self._lendable.clear()
+        return lanes
 
     def take(self, pool: Pool) -> ZygoteOffer | None:
         """An offer for a new worker of ``pool`` (each offer once), or ``None``."""
@@ -164,3 +199,13 @@ class ZygoteOffers:
         self._all.clear()
         self._free = {True: [], False: []}
         self._dir.cleanup()
+
+
+def visible_gpu_ids(n: int) -> list[str]:
+    """The ids of the first ``n`` GPUs an embedded Ray gives its workers: those
+    ``CUDA_VISIBLE_DEVICES`` lists, when set, else ``0 .. n-1``."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        ids = [v.strip() for v in visible.split(",") if v.strip()]
+        return ids[:n]
+    return [str(i) for i in range(n)]

@@ -159,6 +159,14 @@ class RaySettings(StrictModel):
             "engine) beside Ray's start, and each worker adopts one"
         ),
     )
+    head_start: Literal["auto"] | bool = Field(
+        default="auto",
+        description=(
+            "embedded Ray with zygotes handed over only: the command evaluates its first tasks "
+            "itself, on those zygotes, while Ray starts; then each goes to its worker (auto: on "
+            "GPUs, not CPUs, whose cores Ray's start needs)"
+        ),
+    )
     keep_workers: bool = Field(
         default=True, description="existing cluster only: workers outlive the launch, reused by the next"
     )
@@ -280,6 +288,7 @@ class SweepConfig(StrictModel):
                 "idle_timeout_s": True,
                 "compile_workers": True,
                 "zygote_handover": True,
+                "head_start": True,
             },
             # How points are chosen changes no result of a point; and configs written before
             # there was a search keep their hash.

@@ -15,12 +15,13 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from sweep.cluster import WorkerInfo
 from sweep.cluster.connect import Pool
+from sweep.cluster.head_start import HeadStart
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats, run_tasks
 from sweep.cluster.warm import WarmWorkers
 from sweep.cluster.workers import FreshWorkers
@@ -37,7 +38,15 @@ from sweep.schema.task import Task
 if TYPE_CHECKING:
     from sweep.store import ResultsWriter
 
-__all__ = ["STORE_FLUSH_S", "StartClock", "StoreOpening", "run_sweep"]
+__all__ = [
+    "STORE_FLUSH_S",
+    "StartClock",
+    "StoreOpening",
+    "head_tasks",
+    "lend_kinds",
+    "run_sweep",
+    "start_head",
+]
 
 #: Seconds between batched inserts into the DuckDB store during a launch (by the writer's
 #: follower process, off the driver's CPU: short, so readers have little log tail to merge).
@@ -180,14 +189,16 @@ def run_sweep(
     options: tuple[SandboxSpec, SchedulerOptions, Progress | None],
     warm: WarmWorkers | None,
     clock: StartClock,
-    offers: ZygoteOffers | None = None,
+    handed: tuple[ZygoteOffers | None, HeadStart | None] = (None, None),
 ) -> tuple[Tally, SchedulerStats]:
-    """Run ``todo`` on ``pools``, each trace written to the store as it comes (``offers``:
-    zygotes started for the new workers of an embedded launch).
+    """Run ``todo`` on ``pools``, each trace written to the store as it comes (``handed``:
+    zygotes started for the new workers of an embedded launch, and the head start that
+    evaluated tasks of ``todo`` on them while Ray started: closed, its tasks not run again).
 
     Returns what ran (per status and target) and the scheduler's figures.
     """
     spec, scheduler, progress = options
+    offers, head = handed
     config = plans[0].config
     tally = Tally()
     stats = SchedulerStats()
@@ -229,11 +240,23 @@ def run_sweep(
             return estimated
 
         clock.mark("scheduler")
+        on_tick = storing.on_tick
+        pending = list(todo)
+        if head is not None:
+            pending = head.left(todo, head.close(head.node_id))
+            store_ready()  # the lanes' traces are stored as they come
+            clock.mark_at("head_start", head.first_ready_at)
+
+            def on_tick() -> None:
+                if traces := head.traces():
+                    storing.on_traces(traces)
+                storing.on_tick()
+
         try:
             if any(world_size(t) > 1 for t in todo):
                 store_ready()  # the gangs' traces are stored as they come
-            singles = _run_gangs(todo, pools, spec, run_id, storing)
-            if len(singles) < len(todo):
+            singles = _run_gangs(pending, pools, spec, run_id, storing)
+            if len(singles) < len(pending):
                 clock.mark("gangs")  # the distributed tasks ran first, before any single worker
             stats = run_tasks(
                 singles,
@@ -242,11 +265,13 @@ def run_sweep(
                 run_id=run_id,
                 on_traces=storing.on_traces,
                 options=scheduler,
-                on_tick=storing.on_tick,
+                on_tick=on_tick,
                 workers=warm if warm is not None or not offers else FreshWorkers(run_id, offers=offers),
                 estimated_s=store_ready,
             )
             store_ready()  # nothing was left to run: the writer is taken and closed all the same
+            if head is not None and (last := head.finish()):
+                storing.on_traces(last)
             storing.drain()
             if stats.workers:  # the first one ready
                 clock.mark_worker(stats.workers[0])
@@ -254,6 +279,40 @@ def run_sweep(
             if progress is not None:
                 progress.finish()
     return tally, stats
+
+
+def lend_kinds(config: SweepConfig) -> tuple[bool, bool]:
+    """Whether the zygotes offered to GPU workers, and to CPU ones, are lent to a head start
+    first (``ray.head_start``: ``auto`` lends GPU ones only)."""
+    mode = config.ray.head_start
+    return mode is not False, mode is True
+
+
+def start_head(
+    tasks: Callable[[str], list[Task]],
+    offers: ZygoteOffers,
+    spec: SandboxSpec,
+    run_id: str,
+    estimates: Callable[[], Mapping[str, float]],
+) -> HeadStart | None:
+    """A head start on the zygotes ``offers`` lends (``None`` when it lends none), of the
+    single-device tasks ``tasks`` gives for a target."""
+    from sweep.sandbox.gang import world_size
+
+    lanes = offers.lanes()
+    if not lanes:
+        return None
+    return HeadStart(lambda hw: [t for t in tasks(hw) if world_size(t) <= 1], spec, run_id, lanes, estimates)
+
+
+def head_tasks(plans: Sequence[Plan], todo: Sequence[Task]) -> Callable[[str], list[Task]]:
+    """The head start's tasks of a target: those of ``todo`` for it, with its ceilings."""
+
+    def tasks(hardware: str) -> list[Task]:
+        mine = [t for t in todo if t.hardware == hardware]
+        return _with_ceilings(mine, Path(plans[0].config.output.results_dir), hardware, None) if mine else []
+
+    return tasks
 
 
 def _with_ceilings(todo: list[Task], results: Path, hardware: str, progress: Progress | None) -> list[Task]:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import secrets
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
@@ -38,13 +38,14 @@ from sweep.cluster.connect import (
     gpu_targets,
     pools_for_targets,
 )
+from sweep.cluster.head_start import HeadStart
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats
 from sweep.cluster.warm import WarmWorkers
 from sweep.cluster.zygote_offers import ZygoteOffers, auto_is_cpu, offer_counts
 from sweep.config import ConfigOverrides, SweepConfig, load_config, resolve_address
 from sweep.errors import PlanError
 from sweep.launch._placing import Placing, split_unplaceable
-from sweep.launch._run import StartClock, StoreOpening, run_sweep
+from sweep.launch._run import StartClock, StoreOpening, head_tasks, lend_kinds, run_sweep, start_head
 from sweep.launch.progress import FailureGroup, Progress, SummaryRow, Tally
 from sweep.plan import Exclusion, Plan, Selection, build_plan, combined_excluded, select, with_lines
 from sweep.plan.dataset import load_runnable
@@ -141,6 +142,8 @@ class LaunchResult:
     kept_workers: bool = False
     #: Stale warm workers this launch stopped and replaced, and why.
     replaced: list[str] = field(default_factory=list)
+    #: Tasks evaluated by the head start, on this machine while Ray started (``head_start``).
+    head_start: int = 0
     #: Seconds from the launch's start to its first worker ready to evaluate (``None`` when
     #: nothing ran): config, plan, Ray, the store and the worker.
     startup_s: float | None = None
@@ -213,6 +216,17 @@ def plans_for(selection: Selection, targets: Sequence[str], secret: bytes | None
     return plans
 
 
+def _auto_head_tasks(selection: Selection, opts: LaunchOptions) -> Callable[[str], list[Task]]:
+    """The head start's tasks of ``hardware: auto`` for the target a lane's GPU is: those a
+    plan for it leaves to run (with their ceilings)."""
+
+    def tasks(hardware: str) -> list[Task]:
+        plans = plans_for(selection, [hardware], opts.secret)
+        return head_tasks(plans, _pending(plans, opts.force))(hardware)
+
+    return tasks
+
+
 def _pending(plans: Sequence[Plan], force: bool) -> list[Task]:
     """The tasks of the plans without a stored trace (all of them with ``force``), in plan
     order. Task ids include the target, so each target's are skipped on their own."""
@@ -275,19 +289,32 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
     clock.mark("plan")
     spec = sandbox_spec(config, opts)
     offers: ZygoteOffers | None = None
+    head: HeadStart | None = None
     try:
         # An embedded Ray's workers adopt zygotes started now, whose imports overlap Ray's start.
         gpus, cpus = offer_counts(config, address, todo if plans else None)
         if gpus or cpus:
-            offers = ZygoteOffers.start(spec, gpus, cpus)
+            lend_gpus, lend_cpus = lend_kinds(config)
+            offers = ZygoteOffers.start(spec, gpus, cpus, lend_gpus=lend_gpus, lend_cpus=lend_cpus)
             clock.mark("zygotes_offered")
+            # Lanes evaluate while Ray starts: the plan's tasks, or (auto on this machine's GPUs)
+            # those of a plan for the GPU model a lane finds, which is what Ray will say.
+            tasks = head_tasks(plans, todo) if plans else _auto_head_tasks(selection, opts)
+            first = opening.estimated if opening is not None else None
+            head = start_head(tasks, offers, spec, run_id, lambda: first or {})
         conn: RayConnection = connect(config, address)
         clock.mark("ray")
+        if head is not None:
+            alive = conn.info.nodes
+            head.close(alive[0].node_id if len(alive) == 1 else None)
         try:
             if not plans:
                 targets = [auto_target(conn.info)] if choice.mode == "auto" else gpu_targets(conn.info)
                 plans = plans_for(selection, targets, opts.secret)
                 todo = _pending(plans, opts.force)
+                if head is not None and not head.targets <= set(targets):
+                    head.abort()  # a lane's device is not what Ray says: its tasks are not this plan's
+                    head = None
                 if not todo:
                     return _result(run_id, plans, todo, Tally(), clock, conn.info, SchedulerStats())
                 opening = StoreOpening(config, dataset, run_id)
@@ -307,15 +334,26 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
             progress = _progress(config, run_id, plans, todo, runnable, pools, opts)
             assert opening is not None
             tally, stats = run_sweep(
-                run_id, plans, runnable, opening, pools, (spec, opts.scheduler, progress), warm, clock, offers
+                run_id,
+                plans,
+                runnable,
+                opening,
+                pools,
+                (spec, opts.scheduler, progress),
+                warm,
+                clock,
+                (offers, head),
             )
             result = _result(run_id, plans, todo, tally, clock, conn.info, stats, placing)
+            result.head_start = head.evaluated if head is not None else 0
             if warm is not None:
                 result.kept_workers, result.replaced = True, list(warm.replaced)
             return result
         finally:
             conn.close()
     finally:
+        if head is not None:  # a launch that failed: its lanes stopped (else done already)
+            head.abort()
         if offers is not None:  # after Ray's end: adopted ones exit with their workers
             offers.close()
         if opening is not None:

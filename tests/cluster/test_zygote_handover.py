@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
+from typing import Any
 
 import pytest
 
@@ -24,7 +25,9 @@ from sweep.cluster.zygote_offers import ZygoteOffers
 from sweep.launch.driver import LaunchOptions, launch
 offered = []
 start = ZygoteOffers.start.__func__
-ZygoteOffers.start = classmethod(lambda cls, spec, g, c: offered.append([g, c]) or start(cls, spec, g, c))
+ZygoteOffers.start = classmethod(
+    lambda cls, spec, g, c, **kw: offered.append([g, c, kw]) or start(cls, spec, g, c, **kw)
+)
 r = launch(sys.argv[1], LaunchOptions(quiet=True, backend="tests.cluster.labelled_backend", preload=()))
 print(json.dumps({"phases": [k for k, _ in r.phases], "statuses": dict(r.statuses), "offered": offered}))
 """
@@ -57,7 +60,8 @@ def test_an_embedded_launch_runs_on_handed_over_zygotes(tmp_path: Path, handover
     phases = row["phases"]
     assert isinstance(phases, list)
     if handover:
-        assert row["offered"] == [[0, 1]], row
+        # CPU zygotes are not lent to a head start unless asked (ray.head_start: auto).
+        assert row["offered"] == [[0, 1, {"lend_gpus": True, "lend_cpus": False}]], row
         assert "zygotes_offered" in phases and "zygote_adopted" in phases, phases
         assert phases.index("zygotes_offered") < phases.index("ray")
         assert "zygote" not in phases
@@ -111,3 +115,93 @@ def test_the_switch_is_a_strict_boolean(tmp_path: Path) -> None:
     )
     with pytest.raises(ConfigError, match="zygote_handover"):
         load_config(cfg)
+
+
+# The lanes are held open until they evaluated a number of tasks (argv[3]; Ray may be up
+# before): what they run is then known to be more than nothing, whatever the machine's speed.
+_HEAD_LAUNCH = """
+import json, sys, time
+from pathlib import Path
+from sweep.cluster.head_start import HeadStart
+from sweep.launch.driver import LaunchOptions, launch
+close = HeadStart.close
+def held(self, node_id=None):
+    deadline = time.monotonic() + 120
+    while self.evaluated < int(sys.argv[3]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return close(self, node_id)
+HeadStart.close = held
+r = launch(sys.argv[1], LaunchOptions(quiet=True, backend="tests.cluster.labelled_backend", preload=()))
+lines = [json.loads(l) for f in Path(sys.argv[2]).rglob("*.jsonl") for l in f.read_text().splitlines()]
+print(json.dumps({"phases": [k for k, _ in r.phases], "statuses": dict(r.statuses), "head": r.head_start,
+                  "ran": r.ran, "ids": [[l["solution"], l["workload"]["uuid"]] for l in lines],
+                  "by_solution": {l["solution"]: l["evaluation"]["status"] for l in lines},
+                  "nodes": sorted({l["provenance"]["node_id"] for l in lines}),
+                  "adopted": [w.zygote_adopted for w in r.stats.workers]}))
+"""
+
+
+def _head_launch(cfg: Path, results: Path, hold: int) -> dict[str, Any]:
+    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env.pop("RAY_ADDRESS", None)
+    out = subprocess.run(
+        [sys.executable, "-c", _HEAD_LAUNCH, str(cfg), str(results), str(hold)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("head_start", ["true", "false"])
+def test_an_embedded_launch_evaluates_its_first_tasks_while_ray_starts(
+    tmp_path: Path, head_start: str
+) -> None:
+    data = write_dataset(tmp_path / "data", {"ok": _OK, "ok2": _OK}, n_workloads=6)
+    extra = f"ray: {{num_cpus: 2, num_gpus: 0, head_start: {head_start}}}\n"
+    cfg = write_config(tmp_path / "c.yaml", [data], tmp_path / "results", hardware="cpu", extra=extra)
+    row = _head_launch(cfg, tmp_path / "results", 2)
+    # Every task once, lanes' and workers' together, all stamped with the one node. The two
+    # solutions have the same code, so their tasks have the same ids: each still runs once.
+    assert row["statuses"] == {"PASSED": 12} and row["ran"] == 12
+    assert len(row["ids"]) == 12 and len({tuple(i) for i in row["ids"]}) == 12
+    assert len(row["nodes"]) == 1 and row["nodes"][0]
+    if head_start == "true":
+        assert 2 <= row["head"] <= 12
+        assert "head_start" in row["phases"]
+        assert row["phases"].index("head_start") < row["phases"].index("scheduler")
+        # The workers that ran the rest adopted the zygotes the lanes gave back.
+        assert all(row["adopted"]), row
+    else:
+        assert row["head"] == 0 and "head_start" not in row["phases"]
+
+
+# A solution that kills its zygote's parent, which is the worker when the worker started its
+# zygote: under a zygote the driver started, it must not reach the driver.
+_KILLS_ZYGOTE_PARENT = (
+    "import os\n\n"
+    "def run(x):\n"
+    "    with open(f'/proc/{os.getppid()}/stat') as f:\n"
+    "        parent = int(f.read().rsplit(')', 1)[1].split()[1])\n"
+    "    os.kill(parent, 9)\n"
+    "    return x + 1\n"
+)
+
+
+@pytest.mark.hostile
+@pytest.mark.parametrize("head_start", ["true", "false"])
+def test_a_solution_that_kills_its_zygotes_parent_never_reaches_the_driver(
+    tmp_path: Path, head_start: str
+) -> None:
+    solutions = {"kills_zygote_parent": _KILLS_ZYGOTE_PARENT, "ok": _OK}
+    data = write_dataset(tmp_path / "data", solutions, n_workloads=1)
+    extra = f"ray: {{num_cpus: 1, num_gpus: 0, head_start: {head_start}}}\n"
+    cfg = write_config(tmp_path / "c.yaml", [data], tmp_path / "results", hardware="cpu", extra=extra)
+    # One lane (one CPU): held until it ran one task, so with the head start the first task
+    # runs in the driver's lane whichever it is.
+    row = _head_launch(cfg, tmp_path / "results", 1 if head_start == "true" else 0)
+    assert row["by_solution"] == {"kills_zygote_parent": "RUNTIME_ERROR", "ok": "PASSED"}, row
+    assert row["head"] >= (1 if head_start == "true" else 0)

@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from sweep.config import SweepConfig, load_config
-from sweep.errors import StoreError
-from sweep.launch._run import StoreOpening
+from sweep.errors import ConfigError, StoreError
+from sweep.launch._run import StoreOpening, lend_kinds
 from sweep.plan import load_dataset
 from sweep.store import ResultsWriter
 from tests.cluster.conftest import write_config, write_dataset
@@ -60,3 +60,22 @@ def test_durations_are_read_for_the_tasks_given(tmp_path: Path) -> None:
     without = StoreOpening(config, load_dataset(config.dataset), "run-2")
     without.take().close()
     assert without.estimated is None
+
+
+def test_the_head_start_switch_takes_auto_or_a_boolean(tmp_path: Path) -> None:
+    data = write_dataset(tmp_path / "data", {"ok": "def run(x):\n    return x + 1\n"})
+
+    def config(value: str) -> SweepConfig:
+        extra = f"ray: {{head_start: {value}}}\n" if value else ""
+        return load_config(
+            write_config(tmp_path / "c.yaml", [data], tmp_path / "r", hardware="cpu", extra=extra)
+        )
+
+    assert lend_kinds(config("")) == (True, False)  # auto: GPUs only
+    assert lend_kinds(config("auto")) == (True, False)
+    assert lend_kinds(config("true")) == (True, True)
+    assert lend_kinds(config("false")) == (False, False)
+    # Where the first tasks run changes no result: not in the config's hash.
+    assert config("true").config_hash() == config("false").config_hash() == config("").config_hash()
+    with pytest.raises(ConfigError, match="head_start"):
+        config("sometimes")

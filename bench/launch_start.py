@@ -18,8 +18,16 @@ and ``false``: the driver starts the workers' zygotes beside Ray's start and eac
 one (``zygote_preloaded``: when the handed zygote had imported everything, ``zygote_adopted``:
 when the worker had it), against each worker starting its own once it is up (``zygote``).
 
+``--head-start on,off`` alternates ``ray.head_start: true`` and ``false`` the same way (with
+the hand-over on): the driver's lanes evaluate the first tasks on those zygotes while Ray
+starts (``head_start``: the first lane's sandbox ready), against waiting for the workers.
+
+``--hardware`` is the config's target (default: ``auto`` on cuda, which plans for this
+host's GPU model, and ``cpu`` on the CPU).
+
 Usage: ``python bench/launch_start.py [--tasks 4] [--rounds 2] [--device cpu|cuda]
-[--compile-workers auto,0] [--handover on,off]`` (on a GPU host after ``source bench/gpu_site.sh``).
+[--compile-workers auto,0] [--handover on,off] [--head-start on,off] [--hardware H100]``
+(on a GPU host after ``source bench/gpu_site.sh``).
 """
 
 from __future__ import annotations
@@ -51,6 +59,7 @@ for f in Path(sys.argv[2]).rglob("*.jsonl"):
             ends.append(datetime.fromisoformat(p["finished_at"]).timestamp())
 w = r.stats.workers[0] if r.stats is not None and r.stats.workers else None
 print(json.dumps({"first_trace_s": min(ends) - t_wall if ends else None, "startup_s": r.startup_s,
+                  "head": r.head_start,
                   "refused": w.handover_refused if w is not None else None,
                   "phases": dict(r.phases), "wall_s": r.wall_s, "statuses": dict(r.statuses)}))
 """
@@ -63,8 +72,15 @@ def main() -> None:
     ap.add_argument("--device", choices=["cpu", "cuda"], default="cpu")
     ap.add_argument("--compile-workers", default="", help="comma-separated ray.compile_workers values")
     ap.add_argument("--handover", default="on,off", help="comma-separated on/off: ray.zygote_handover")
+    ap.add_argument("--head-start", default="", help="comma-separated on/off: ray.head_start (hand-over on)")
+    ap.add_argument("--hardware", default="", help="the config's target (default: auto on cuda, cpu on cpu)")
     args = ap.parse_args()
-    handovers = [h for h in args.handover.split(",") if h in ("on", "off")] or ["on"]
+    hardware = args.hardware or ("cpu" if args.device == "cpu" else "auto")
+    if args.head_start:
+        # The head start needs the hand-over: "h:on/off" labels stand for its own switch.
+        handovers = [f"h:{h}" for h in args.head_start.split(",") if h in ("on", "off")] or ["h:on"]
+    else:
+        handovers = [h for h in args.handover.split(",") if h in ("on", "off")] or ["on"]
     compile_values = [p for p in args.compile_workers.split(",") if p] or [""]
     # Each configuration: "compile_workers value|on/off"; rounds go through them in turn.
     pools = [f"{p}|{h}" for p in compile_values for h in handovers]
@@ -77,24 +93,26 @@ def main() -> None:
         for i in range(args.rounds):
             results = Path(tmp) / f"results-{i}"
             cfg = Path(tmp) / f"sweep-{i}.yaml"
-            write_config(cfg, data, results, "cpu" if args.device == "cpu" else "H100")
+            write_config(cfg, data, results, hardware)
             pool = pools[i % len(pools)]
             workers, handover = pool.split("|")
-            settings = f"num_cpus: 1, zygote_handover: {'true' if handover == 'on' else 'false'}"
+            if handover.startswith("h:"):
+                head = "true" if handover == "h:on" else "false"
+                settings = f"num_cpus: 1, zygote_handover: true, head_start: {head}"
+            else:
+                on = "true" if handover == "on" else "false"
+                settings = f"num_cpus: 1, zygote_handover: {on}, head_start: false"
             if workers:
                 settings += f", compile_workers: {workers}"
             cfg.write_text(cfg.read_text().replace("ray: {num_cpus: 1}", f"ray: {{{settings}}}"))
             row, _ = run_python(_LAUNCH, [str(cfg), str(results)], env)
             steps = ", ".join(f"{k} {v:.2f}" for k, v in row["phases"].items())
-            label = (
-                f" (compile_workers {workers}, hand-over {handover})"
-                if workers
-                else f" (hand-over {handover})"
-            )
+            what = f"head start {handover[2:]}" if handover.startswith("h:") else f"hand-over {handover}"
+            label = f" (compile_workers {workers}, {what})" if workers else f" ({what})"
             print(
                 f"round {i}{label}: first trace {row['first_trace_s']:.2f} s after the command's start; "
                 f"first worker ready {row['startup_s'] or float('nan'):.2f} s; wall {row['wall_s']:.2f} s; "
-                f"start steps (s since start): {steps}; {row['statuses']}"
+                f"start steps (s since start): {steps}; {row['statuses']}; {row.get('head', 0)} by the head start"
                 + (f"; hand-over refused: {row['refused']}" if row.get("refused") else "")
             )
             if row["first_trace_s"] is not None:
@@ -104,7 +122,7 @@ def main() -> None:
     for pool in pools:
         workers, handover = pool.split("|")
         label = f" with compile_workers {workers}," if workers else " with"
-        label += f" hand-over {handover}"
+        label += f" head start {handover[2:]}" if handover.startswith("h:") else f" hand-over {handover}"
         if firsts[pool]:
             print(
                 f"median time to first trace{label} over {len(firsts[pool])} rounds: "

@@ -5,7 +5,8 @@ and Ray then takes seconds more to start. With the head start the driver borrows
 zygotes first: on each local device a lane of this process takes one
 (:meth:`~sweep.sandbox.handover.OfferedZygote.lend`), starts a sandbox on that device, and
 evaluates tasks from the end of the queue (the shortest, so the longest-first order of the
-rest is kept) until Ray is up (:meth:`HeadStart.close`).
+rest is kept) until Ray is up (:meth:`HeadStart.close`; it waits a moment for a lane not yet
+ready, :data:`HEAD_START_HOLD_S`: a worker would need longer).
 
 Each lane then ends the task it holds. Once every lane has, the zygotes are given back
 together, and each worker adopts one as before. A worker that asks for its zygote earlier
@@ -36,7 +37,12 @@ from sweep.schema import Provenance, Trace
 from sweep.schema.hardware import CPU, short_name
 from sweep.schema.task import Task
 
-__all__ = ["HeadStart", "Lane"]
+__all__ = ["HEAD_START_HOLD_S", "HeadStart", "Lane"]
+
+#: Seconds a launch that has Ray up waits at most for every lane to take its first task: a
+#: worker needs about as long to start and make its device ready (a second or so on a GPU
+#: host), so a lane a moment late still gives the first trace.
+HEAD_START_HOLD_S = 2.0
 
 
 @dataclass(frozen=True)
@@ -55,6 +61,8 @@ class _LaneState:
     sandbox: Sandbox | None = None
     thread: threading.Thread | None = None
     evaluated: int = 0
+    #: It took a task, or ended: :meth:`HeadStart.close` need not hold for it.
+    settled: bool = False
 
 
 class HeadStart:
@@ -83,6 +91,7 @@ class HeadStart:
         self._run_id = run_id
         self._estimates = estimates
         self._lock = threading.Lock()
+        self._settled = threading.Condition(self._lock)  # a lane took its first task, or ended
         self._queues: dict[str, list[Task]] = {}  # by target, once a lane of it is ready
         self._closed = False
         self._claimed: Counter[str] = Counter()
@@ -100,12 +109,17 @@ class HeadStart:
 
     # -- the driver's side ---------------------------------------------------------------
 
-    def close(self, node_id: str | None = None) -> Counter[str]:
+    def close(self, node_id: str | None = None, *, hold_s: float = 0.0) -> Counter[str]:
         """Take no more tasks (Ray is up; ``node_id``: the node this machine is, stamped on the
         traces); return the ids of the tasks the lanes took, done or running, each as many
         times as taken (two solutions of the same code are the same task, taken apart). The
-        lanes end their tasks and then give their zygotes back, all together."""
-        with self._lock:
+        lanes end their tasks and then give their zygotes back, all together.
+
+        ``hold_s``: first wait, at most this long, until every lane has taken a task or ended.
+        A lane whose device is ready a moment after Ray then still gives the first trace: its
+        worker would need as long again to start and make its own device ready."""
+        with self._settled:
+            self._settled.wait_for(lambda: all(s.settled for s in self._lanes), timeout=hold_s)
             self._closed = True
             self.node_id = node_id
             return Counter(self._claimed)
@@ -164,9 +178,11 @@ class HeadStart:
 
     # -- a lane --------------------------------------------------------------------------
 
-    def _claim(self, hardware: str) -> Task | None:
+    def _claim(self, state: _LaneState, hardware: str) -> Task | None:
         """The next task for a lane of ``hardware`` (from the end of its queue), or ``None``."""
         with self._lock:
+            state.settled = True
+            self._settled.notify_all()
             if self._closed:
                 return None
             queue = self._queues.get(hardware)
@@ -201,7 +217,7 @@ class HeadStart:
                 self.first_ready_at = self.first_ready_at or time.time()
             while not self._closed:
                 sandbox.start()  # the next sandbox ready before a task is taken (at once the first time)
-                task = self._claim(hardware)
+                task = self._claim(state, hardware)
                 if task is None:
                     return
                 got: Done | Trace
@@ -218,6 +234,9 @@ class HeadStart:
         except SandboxStartError:
             return  # no task taken since the last one ended: the workers run the rest
         finally:
+            with self._lock:
+                state.settled = True
+                self._settled.notify_all()
             self._give_back(state)
 
     def _give_back(self, state: _LaneState) -> None:

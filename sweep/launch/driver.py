@@ -38,7 +38,7 @@ from sweep.cluster.connect import (
     gpu_targets,
     pools_for_targets,
 )
-from sweep.cluster.head_start import HeadStart
+from sweep.cluster.head_start import HEAD_START_HOLD_S, HeadStart
 from sweep.cluster.scheduler import SchedulerOptions, SchedulerStats
 from sweep.cluster.warm import WarmWorkers
 from sweep.cluster.zygote_offers import ZygoteOffers, auto_is_cpu, offer_counts
@@ -306,7 +306,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
         clock.mark("ray")
         if head is not None:
             alive = conn.info.nodes
-            head.close(alive[0].node_id if len(alive) == 1 else None)
+            head.close(alive[0].node_id if len(alive) == 1 else None, hold_s=HEAD_START_HOLD_S)
         try:
             if not plans:
                 targets = [auto_target(conn.info)] if choice.mode == "auto" else gpu_targets(conn.info)

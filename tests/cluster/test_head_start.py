@@ -4,6 +4,7 @@ lane is idle."""
 
 from __future__ import annotations
 
+import itertools
 import threading
 import time
 from collections import Counter
@@ -186,3 +187,95 @@ def test_tasks_of_the_same_code_are_taken_and_left_apart(offers: ZygoteOffers) -
         head.abort()
     assert taken == Counter({a.task_id: 1})
     assert head.left([a, b], taken) == [b]
+
+
+_GPU_LAUNCH = """
+import json, sys, time
+from pathlib import Path
+from sweep.cluster.head_start import HeadStart
+from sweep.launch.driver import LaunchOptions, launch
+close = HeadStart.close
+def held(self, node_id=None):
+    deadline = time.monotonic() + 120
+    while self.evaluated < 3 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return close(self, node_id)
+HeadStart.close = held
+r = launch(sys.argv[1], LaunchOptions(quiet=True))
+print(json.dumps({"head": r.head_start, "statuses": dict(r.statuses), "ran": r.ran}))
+"""
+
+
+@pytest.mark.gpu
+def test_on_a_gpu_no_lane_task_overlaps_a_workers_task(tmp_path: Path) -> None:
+    """An embedded launch with ``hardware: auto`` on this host's GPUs: lanes and workers both
+    run tasks, every task once, and on each GPU no two evaluations overlap in time."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from collections import defaultdict
+    from datetime import datetime
+
+    from .conftest import REPO, read_traces, write_config, write_dataset
+
+    sols = {f"add_{k}": f"# {k}\ndef run(x):\n    return x + 1\n" for k in "ab"}
+    data = write_dataset(tmp_path / "data", sols, n_workloads=20)
+    results = tmp_path / "results"
+    cfg = write_config(
+        tmp_path / "c.yaml", [data], results, hardware="auto", extra="ray: {compile_workers: 0}\n"
+    )
+    # The repository first, then what the host's path had (a GPU host's bundle of packages).
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    env.pop("RAY_ADDRESS", None)
+    out = subprocess.run(
+        [sys.executable, "-c", _GPU_LAUNCH, str(cfg)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    row = json.loads(out.stdout.strip().splitlines()[-1])
+    assert row["statuses"] == {"PASSED": 40} and 3 <= row["head"] < 40, row
+    traces = read_traces(results)
+    assert len({(t["solution"], t["workload"]["uuid"]) for t in traces}) == 40  # type: ignore[index]
+    spans: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    for t in traces:
+        prov = t["provenance"]
+        assert (
+            prov["gpu_id"] is not None
+            and "cpu" not in str(t["evaluation"]["environment"]["hardware"]).lower()
+        )  # type: ignore[index]
+        start, end = (datetime.fromisoformat(prov[k]).timestamp() for k in ("started_at", "finished_at"))  # type: ignore[index]
+        spans[str(prov["gpu_id"])].append((start, end))  # type: ignore[index]
+    for gpu, times in spans.items():
+        times.sort()
+        for (_, end), (start, _) in itertools.pairwise(times):
+            assert start >= end, (gpu, end, start)
+
+
+def test_close_can_hold_until_every_lane_has_taken_a_task(offers: ZygoteOffers) -> None:
+    tasks = toy_tasks(["ok"], n_workloads=10, hardware=CPU)
+    head = _head(offers, tasks)
+    try:
+        # Asked at once (Ray up before any lane is ready): held until both lanes took one.
+        taken = head.close("node-a", hold_s=60)
+        assert sum(taken.values()) >= 2
+        head.finish(60)
+    finally:
+        head.abort()
+    assert all(state.evaluated >= 1 for state in head._lanes)
+
+
+def test_close_without_a_hold_takes_nothing_from_lanes_not_ready(offers: ZygoteOffers) -> None:
+    head = _head(offers, toy_tasks(["ok"], n_workloads=4, hardware=CPU))
+    try:
+        assert not head.close("node-a")
+        assert head.finish(60) == []
+    finally:
+        head.abort()

@@ -195,11 +195,11 @@ from pathlib import Path
 from sweep.cluster.head_start import HeadStart
 from sweep.launch.driver import LaunchOptions, launch
 close = HeadStart.close
-def held(self, node_id=None):
+def held(self, node_id=None, **kw):
     deadline = time.monotonic() + 120
     while self.evaluated < 3 and time.monotonic() < deadline:
         time.sleep(0.02)
-    return close(self, node_id)
+    return close(self, node_id, **kw)
 HeadStart.close = held
 r = launch(sys.argv[1], LaunchOptions(quiet=True))
 print(json.dumps({"head": r.head_start, "statuses": dict(r.statuses), "ran": r.ran}))

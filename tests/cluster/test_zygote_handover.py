@@ -125,11 +125,11 @@ from pathlib import Path
 from sweep.cluster.head_start import HeadStart
 from sweep.launch.driver import LaunchOptions, launch
 close = HeadStart.close
-def held(self, node_id=None):
+def held(self, node_id=None, **kw):
     deadline = time.monotonic() + 120
     while self.evaluated < int(sys.argv[3]) and time.monotonic() < deadline:
         time.sleep(0.02)
-    return close(self, node_id)
+    return close(self, node_id, **kw)
 HeadStart.close = held
 r = launch(sys.argv[1], LaunchOptions(quiet=True, backend="tests.cluster.labelled_backend", preload=()))
 lines = [json.loads(l) for f in Path(sys.argv[2]).rglob("*.jsonl") for l in f.read_text().splitlines()]

@@ -157,6 +157,11 @@ class StoreOpening:
         except BaseException as e:  # noqa: BLE001 - raised in the launch's thread by take()
             self._error = e
 
+    def estimates_now(self) -> Mapping[str, float]:
+        """The durations read so far, without waiting: ``{}`` until they are (the head start
+        orders its first tasks by them when it can)."""
+        return self.estimated or {}
+
     def take(self) -> ResultsWriter:
         """The open writer, now the caller's to close.
 

@@ -300,8 +300,7 @@ def launch(config_path: str | Path, options: LaunchOptions | None = None) -> Lau
             # Lanes evaluate while Ray starts: the plan's tasks, or (auto on this machine's GPUs)
             # those of a plan for the GPU model a lane finds, which is what Ray will say.
             tasks = head_tasks(plans, todo) if plans else _auto_head_tasks(selection, opts)
-            first = opening.estimated if opening is not None else None
-            head = start_head(tasks, offers, spec, run_id, lambda: first or {})
+            head = start_head(tasks, offers, spec, run_id, opening.estimates_now if opening else dict)
         conn: RayConnection = connect(config, address)
         clock.mark("ray")
         if head is not None:

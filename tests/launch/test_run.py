@@ -3,6 +3,7 @@ hands over or raises, and ``discard`` freeing the results folder."""
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -60,6 +61,25 @@ def test_durations_are_read_for_the_tasks_given(tmp_path: Path) -> None:
     without = StoreOpening(config, load_dataset(config.dataset), "run-2")
     without.take().close()
     assert without.estimated is None
+
+
+def test_estimates_can_be_read_before_the_store_is_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The head start asks while the durations are being read: {} then, what was read after.
+    config = _config(tmp_path)
+    release = threading.Event()
+
+    def slow(todo: object, *args: object) -> dict[str, float]:
+        release.wait(30)
+        return {"t-1": 2.5}
+
+    monkeypatch.setattr("sweep.launch._run.estimated_for", slow)
+    opening = StoreOpening(config, load_dataset(config.dataset), "run-1", todo=[])
+    assert opening.estimates_now() == {}
+    release.set()
+    opening.take().close()
+    assert opening.estimates_now() == {"t-1": 2.5}
 
 
 def test_the_head_start_switch_takes_auto_or_a_boolean(tmp_path: Path) -> None:

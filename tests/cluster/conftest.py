@@ -12,6 +12,7 @@ import os
 import subprocess
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -215,3 +216,55 @@ def read_traces(results: Path) -> list[dict[str, object]]:
     for log in sorted((results / "traces").rglob("*.jsonl")):
         out.extend(json.loads(line) for line in log.read_text().splitlines() if line.strip())
     return out
+
+
+# An embedded launch in a fresh process whose head start is held open until its lanes have
+# evaluated a number of tasks (argv[3]; Ray may be up before): what they run is then known to
+# be more than nothing, whatever the machine's speed. argv[4]: the backend ("" the engine).
+_HELD_LAUNCH = """
+import json, sys, time
+from pathlib import Path
+from sweep.cluster.head_start import HeadStart
+from sweep.launch.driver import LaunchOptions, launch
+close = HeadStart.close
+def held(self, node_id=None, **kw):
+    deadline = time.monotonic() + 120
+    while self.evaluated < int(sys.argv[3]) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return close(self, node_id, **kw)
+HeadStart.close = held
+opts = {"backend": sys.argv[4], "preload": ()} if sys.argv[4] else {}
+r = launch(sys.argv[1], LaunchOptions(quiet=True, **opts))
+lines = [json.loads(l) for f in Path(sys.argv[2]).rglob("*.jsonl") for l in f.read_text().splitlines()]
+print(json.dumps({"phases": [k for k, _ in r.phases], "statuses": dict(r.statuses), "head": r.head_start,
+                  "ran": r.ran, "ids": [[l["solution"], l["workload"]["uuid"]] for l in lines],
+                  "by_solution": {l["solution"]: l["evaluation"]["status"] for l in lines},
+                  "nodes": sorted({l["provenance"]["node_id"] for l in lines}),
+                  "adopted": [w.zygote_adopted for w in r.stats.workers]}))
+"""
+
+
+def held_launch(cfg: Path, results: Path, hold: int, backend: str = "") -> dict[str, Any]:
+    """Launch ``cfg`` (results in ``results``) with the head start held open until its lanes
+    evaluated ``hold`` tasks (at most 120 s); what it did, as a dict (see ``_HELD_LAUNCH``)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    # The repository first, then what the host's path had (a GPU host's bundle of packages).
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
+    }
+    env.pop("RAY_ADDRESS", None)
+    out = subprocess.run(
+        [sys.executable, "-c", _HELD_LAUNCH, str(cfg), str(results), str(hold), backend],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]

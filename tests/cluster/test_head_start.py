@@ -21,6 +21,7 @@ from sweep.schema import Status, Trace
 from sweep.schema.hardware import CPU
 from sweep.schema.task import Task
 
+from ..conftest import wait_until
 from .conftest import FAKE_BACKEND, toy_tasks
 
 SPEC = SandboxSpec(backend=FAKE_BACKEND, preload=())
@@ -41,13 +42,13 @@ def offers(monkeypatch: pytest.MonkeyPatch) -> Iterator[ZygoteOffers]:
         made.close()
 
 
-def _wait(cond: object, timeout: float = 60.0) -> bool:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():  # type: ignore[operator]
-            return True
-        time.sleep(0.02)
-    return False
+def _takes_nothing(head: HeadStart) -> None:
+    try:
+        assert wait_until(lambda: head.targets == {CPU})  # its lanes are ready and looked
+        assert not head.close()
+        assert head.finish(60) == []
+    finally:
+        head.abort()
 
 
 def _head(
@@ -68,7 +69,7 @@ def test_lanes_run_tasks_until_closed_each_once_with_the_node_stamped(offers: Zy
     tasks = toy_tasks(["sleep"], n_workloads=40, hardware=CPU)
     head = _head(offers, tasks)
     try:
-        assert _wait(lambda: head.evaluated >= 3)
+        assert wait_until(lambda: head.evaluated >= 3)
         taken = head.close("node-a")
         got = head.traces() + head.finish(60)
     finally:
@@ -87,7 +88,7 @@ def test_lanes_take_the_shortest_tasks_first(offers: ZygoteOffers) -> None:
     estimates = {t.task_id: float(i) for i, t in enumerate(tasks)}
     head = _head(offers, tasks, estimates)
     try:
-        assert _wait(lambda: head.evaluated >= 2)
+        assert wait_until(lambda: head.evaluated >= 2)
         taken = head.close()
         head.finish(60)
     finally:
@@ -113,7 +114,7 @@ def test_a_worker_gets_its_zygote_only_once_every_lane_is_idle(offers: ZygoteOff
         ready.append(time.monotonic())
 
     try:
-        assert _wait(lambda: gate.is_dir() and any(gate.iterdir()))  # the gate task runs
+        assert wait_until(lambda: gate.is_dir() and any(gate.iterdir()))  # the gate task runs
         head.close()
         threads = [threading.Thread(target=worker) for _ in range(2)]
         for th in threads:
@@ -143,7 +144,7 @@ def test_abort_ends_the_lanes_and_drops_their_tasks(offers: ZygoteOffers, tmp_pa
     gate = tmp_path / "gate"
     held = toy_tasks(["gate"], n_workloads=2, hardware=CPU, body=f"    pass\n# gate {gate}\n", run_s=120)
     head = _head(offers, held)
-    assert _wait(lambda: gate.is_dir() and len(list(gate.iterdir())) >= 1)
+    assert wait_until(lambda: gate.is_dir() and len(list(gate.iterdir())) >= 1)
     t0 = time.monotonic()
     head.abort()
     assert time.monotonic() - t0 < 30  # not the gate's 150 s
@@ -153,26 +154,14 @@ def test_abort_ends_the_lanes_and_drops_their_tasks(offers: ZygoteOffers, tmp_pa
 def test_lanes_of_another_target_take_nothing(offers: ZygoteOffers) -> None:
     tasks = toy_tasks(["ok"], n_workloads=3, hardware="H100")
     lanes = offers.lanes()
-    head = HeadStart(lambda hw: [t for t in tasks if t.hardware == hw], SPEC, "run-h", lanes, dict)
-    try:
-        assert _wait(lambda: head.targets == {CPU})
-        assert not head.close()
-        assert head.finish(60) == []
-    finally:
-        head.abort()
+    _takes_nothing(HeadStart(lambda hw: [t for t in tasks if t.hardware == hw], SPEC, "run-h", lanes, dict))
 
 
 def test_a_plan_that_fails_gives_the_lanes_nothing(offers: ZygoteOffers) -> None:
     def broken(hardware: str) -> list[Task]:
         raise ValueError("no plan")
 
-    head = HeadStart(broken, SPEC, "run-h", offers.lanes(), dict)
-    try:
-        assert _wait(lambda: head.targets == {CPU})
-        assert not head.close()
-        assert head.finish(60) == []
-    finally:
-        head.abort()
+    _takes_nothing(HeadStart(broken, SPEC, "run-h", offers.lanes(), dict))
 
 
 def test_tasks_of_the_same_code_are_taken_and_left_apart(offers: ZygoteOffers) -> None:
@@ -180,7 +169,7 @@ def test_tasks_of_the_same_code_are_taken_and_left_apart(offers: ZygoteOffers) -
     a, b = toy_tasks(["ok"], n_workloads=1, hardware=CPU) * 2
     head = _head(offers, [a])
     try:
-        assert _wait(lambda: head.evaluated >= 1)
+        assert wait_until(lambda: head.evaluated >= 1)
         taken = head.close()
         head.finish(60)
     finally:
@@ -189,35 +178,14 @@ def test_tasks_of_the_same_code_are_taken_and_left_apart(offers: ZygoteOffers) -
     assert head.left([a, b], taken) == [b]
 
 
-_GPU_LAUNCH = """
-import json, sys, time
-from pathlib import Path
-from sweep.cluster.head_start import HeadStart
-from sweep.launch.driver import LaunchOptions, launch
-close = HeadStart.close
-def held(self, node_id=None, **kw):
-    deadline = time.monotonic() + 120
-    while self.evaluated < 3 and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return close(self, node_id, **kw)
-HeadStart.close = held
-r = launch(sys.argv[1], LaunchOptions(quiet=True))
-print(json.dumps({"head": r.head_start, "statuses": dict(r.statuses), "ran": r.ran}))
-"""
-
-
 @pytest.mark.gpu
 def test_on_a_gpu_no_lane_task_overlaps_a_workers_task(tmp_path: Path) -> None:
     """An embedded launch with ``hardware: auto`` on this host's GPUs: lanes and workers both
     run tasks, every task once, and on each GPU no two evaluations overlap in time."""
-    import json
-    import os
-    import subprocess
-    import sys
     from collections import defaultdict
     from datetime import datetime
 
-    from .conftest import REPO, read_traces, write_config, write_dataset
+    from .conftest import held_launch, read_traces, write_config, write_dataset
 
     sols = {f"add_{k}": f"# {k}\ndef run(x):\n    return x + 1\n" for k in "ab"}
     data = write_dataset(tmp_path / "data", sols, n_workloads=20)
@@ -225,22 +193,7 @@ def test_on_a_gpu_no_lane_task_overlaps_a_workers_task(tmp_path: Path) -> None:
     cfg = write_config(
         tmp_path / "c.yaml", [data], results, hardware="auto", extra="ray: {compile_workers: 0}\n"
     )
-    # The repository first, then what the host's path had (a GPU host's bundle of packages).
-    env = {
-        **os.environ,
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(REPO), os.environ.get("PYTHONPATH")])),
-    }
-    env.pop("RAY_ADDRESS", None)
-    out = subprocess.run(
-        [sys.executable, "-c", _GPU_LAUNCH, str(cfg)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    row = json.loads(out.stdout.strip().splitlines()[-1])
+    row = held_launch(cfg, results, 3)
     assert row["statuses"] == {"PASSED": 40} and 3 <= row["head"] < 40, row
     traces = read_traces(results)
     assert len({(t["solution"], t["workload"]["uuid"]) for t in traces}) == 40  # type: ignore[index]

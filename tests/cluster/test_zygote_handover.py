@@ -9,14 +9,13 @@ import subprocess
 import sys
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
 
 import pytest
 
 from sweep.cluster.zygote_offers import auto_is_cpu, offer_counts
 from sweep.config import load_config
 
-from .conftest import REPO, toy_tasks, write_config, write_dataset
+from .conftest import REPO, held_launch, toy_tasks, write_config, write_dataset
 
 _OK = "def run(x):\n    return x + 1\n"
 _LAUNCH = """
@@ -117,43 +116,7 @@ def test_the_switch_is_a_strict_boolean(tmp_path: Path) -> None:
         load_config(cfg)
 
 
-# The lanes are held open until they evaluated a number of tasks (argv[3]; Ray may be up
-# before): what they run is then known to be more than nothing, whatever the machine's speed.
-_HEAD_LAUNCH = """
-import json, sys, time
-from pathlib import Path
-from sweep.cluster.head_start import HeadStart
-from sweep.launch.driver import LaunchOptions, launch
-close = HeadStart.close
-def held(self, node_id=None, **kw):
-    deadline = time.monotonic() + 120
-    while self.evaluated < int(sys.argv[3]) and time.monotonic() < deadline:
-        time.sleep(0.02)
-    return close(self, node_id, **kw)
-HeadStart.close = held
-r = launch(sys.argv[1], LaunchOptions(quiet=True, backend="tests.cluster.labelled_backend", preload=()))
-lines = [json.loads(l) for f in Path(sys.argv[2]).rglob("*.jsonl") for l in f.read_text().splitlines()]
-print(json.dumps({"phases": [k for k, _ in r.phases], "statuses": dict(r.statuses), "head": r.head_start,
-                  "ran": r.ran, "ids": [[l["solution"], l["workload"]["uuid"]] for l in lines],
-                  "by_solution": {l["solution"]: l["evaluation"]["status"] for l in lines},
-                  "nodes": sorted({l["provenance"]["node_id"] for l in lines}),
-                  "adopted": [w.zygote_adopted for w in r.stats.workers]}))
-"""
-
-
-def _head_launch(cfg: Path, results: Path, hold: int) -> dict[str, Any]:
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
-    env.pop("RAY_ADDRESS", None)
-    out = subprocess.run(
-        [sys.executable, "-c", _HEAD_LAUNCH, str(cfg), str(results), str(hold)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
-    return json.loads(out.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+_LABELLED = "tests.cluster.labelled_backend"
 
 
 @pytest.mark.parametrize("head_start", ["true", "false"])
@@ -163,7 +126,7 @@ def test_an_embedded_launch_evaluates_its_first_tasks_while_ray_starts(
     data = write_dataset(tmp_path / "data", {"ok": _OK, "ok2": _OK}, n_workloads=6)
     extra = f"ray: {{num_cpus: 2, num_gpus: 0, head_start: {head_start}}}\n"
     cfg = write_config(tmp_path / "c.yaml", [data], tmp_path / "results", hardware="cpu", extra=extra)
-    row = _head_launch(cfg, tmp_path / "results", 2)
+    row = held_launch(cfg, tmp_path / "results", 2, _LABELLED)
     # Every task once, lanes' and workers' together, all stamped with the one node. The two
     # solutions have the same code, so their tasks have the same ids: each still runs once.
     assert row["statuses"] == {"PASSED": 12} and row["ran"] == 12
@@ -202,6 +165,6 @@ def test_a_solution_that_kills_its_zygotes_parent_never_reaches_the_driver(
     cfg = write_config(tmp_path / "c.yaml", [data], tmp_path / "results", hardware="cpu", extra=extra)
     # One lane (one CPU): held until it ran one task, so with the head start the first task
     # runs in the driver's lane whichever it is.
-    row = _head_launch(cfg, tmp_path / "results", 1 if head_start == "true" else 0)
+    row = held_launch(cfg, tmp_path / "results", 1 if head_start == "true" else 0, _LABELLED)
     assert row["by_solution"] == {"kills_zygote_parent": "RUNTIME_ERROR", "ok": "PASSED"}, row
     assert row["head"] >= (1 if head_start == "true" else 0)

@@ -33,7 +33,9 @@ def folder() -> Iterator[Path]:
         yield Path(d)
 
 
-def _offer(folder: Path, env: dict[str, str] | None = None, *, bound_s: float = 120.0) -> OfferedZygote:
+def _offer(
+    folder: Path, env: dict[str, str] | None = None, *, bound_s: float = 120.0, owners: int = 1
+) -> OfferedZygote:
     return offer_zygote(
         folder,
         "z0",
@@ -42,6 +44,7 @@ def _offer(folder: Path, env: dict[str, str] | None = None, *, bound_s: float = 
         bound_s=bound_s,
         per_child=PER_CHILD,
         loose=LOOSE,
+        owners=owners,
     )
 
 
@@ -224,16 +227,7 @@ def test_an_adopted_zygote_that_dies_fails_that_task_and_is_replaced(folder: Pat
 def test_a_lent_zygote_serves_this_process_then_its_worker(
     folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    offered = offer_zygote(
-        folder,
-        "z0",
-        (FAKE_BACKEND, "cpu", ()),
-        zygote_environment(()),
-        bound_s=120.0,
-        per_child=PER_CHILD,
-        loose=LOOSE,
-        owners=2,
-    )
+    offered = _offer(folder, owners=2)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "5")  # what Ray gave the worker
     lent = offered.lend({"CUDA_VISIBLE_DEVICES": "7"})  # the driver's lane, on device 7
     try:
@@ -269,15 +263,7 @@ def test_a_lent_zygote_serves_this_process_then_its_worker(
 
 
 def test_a_lent_zygote_left_unclaimed_by_its_worker_exits_at_its_bound(folder: Path) -> None:
-    offered = offer_zygote(
-        folder,
-        "z0",
-        (FAKE_BACKEND, "cpu", ()),
-        zygote_environment(()),
-        bound_s=3.0,
-        per_child=PER_CHILD,
-        owners=2,
-    )
+    offered = _offer(folder, bound_s=3.0, owners=2)
     try:
         with Sandbox(_spec(), lent=offered.lend({})) as lane:
             lane.start()

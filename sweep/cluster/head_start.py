@@ -99,11 +99,14 @@ class HeadStart:
         self._lanes = [_LaneState(lane) for lane in lanes]
         self._all_idle = threading.Barrier(len(self._lanes)) if self._lanes else None
         self.node_id: str | None = None
-        #: Wall time (``time.time()``) the first lane's sandbox was ready, and its first trace's end.
+        #: Wall time (``time.time()``) the first lane's sandbox was ready.
         self.first_ready_at: float | None = None
         for state in self._lanes:
             state.thread = threading.Thread(
-                target=self._run_lane, args=(state,), name=f"sweep-head-start-{state.lane.gpu}", daemon=True
+                target=self._run_lane,
+                args=(state,),
+                name=f"sweep-head-start-{state.lane.gpu or 'cpu'}",
+                daemon=True,
             )
             state.thread.start()
 

@@ -432,10 +432,30 @@ class ZygoteClient:
         return isinstance(self._proc, _Foreign)
 
     def alive(self) -> bool:
-        """Whether the zygote process is still running."""
+        """Whether the zygote process is still running. A handed-over one is watched through
+        its guardian (``handover``), which exits a moment after it: its end of the control
+        socket, closed when it died, tells at once."""
         if isinstance(self._proc, _Foreign):
-            return not self._proc.dead()
+            return not self._proc.dead() and not self._hung_up()
         return self._proc.poll() is None
+
+    def _hung_up(self) -> bool:
+        """Whether the zygote's end of the control socket is closed (it died, or went away)."""
+        if self._ctl.fileno() < 0:
+            return True
+        poller = select.poll()
+        poller.register(self._ctl, select.POLLIN | select.POLLHUP)
+        events = poller.poll(0)
+        if not events:
+            return False
+        if events[0][1] & (select.POLLHUP | select.POLLERR | select.POLLNVAL):
+            return True
+        try:
+            return self._ctl.recv(1, socket.MSG_PEEK | socket.MSG_DONTWAIT) == b""
+        except BlockingIOError:
+            return False
+        except OSError:
+            return True
 
     def wait_dead(self, timeout: float) -> None:
         """Wait up to ``timeout`` seconds for the zygote process to end (and be reaped)."""

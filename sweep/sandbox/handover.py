@@ -293,7 +293,7 @@ def handover_main(argv: list[str]) -> int:
         os.close(int(argv[0]))  # the listener is the zygote's
         _pid, status = os.waitpid(zygote, 0)
         code = os.waitstatus_to_exitcode(status)
-        return code if code >= 0 else 128 - code
+        os._exit(code if code >= 0 else 128 - code)  # at once: the owner watches this process
     set_parent_death_signal()
     guardian = os.getppid()
     if _parent_of(guardian) != int(argv[1]):

@@ -109,6 +109,9 @@ def evaluate(task: Task, *, device: str, cache: Any, on_phase: Callable[[str], N
         return _passed(
             task, {"cwd": os.getcwd(), "found": ",".join(found), "tmp": os.environ.get("TMPDIR", "")}
         )
+    elif name == "kill_zygote":
+        os.kill(os.getppid(), 9)  # its zygote: this process dies with it (parent-death signal)
+        time.sleep(30)
     elif name == "kill_worker":
         # sandbox -> zygote -> Ray actor: kill the actor, as if its node vanished
         zygote = os.getppid()

@@ -273,3 +273,25 @@ def test_a_lent_zygote_left_unclaimed_by_its_worker_exits_at_its_bound(folder: P
         assert not os.path.exists(offered.offer.socket_path)
     finally:
         offered.close()
+
+
+def test_a_handed_zygote_killed_by_its_task_is_told_at_once(folder: Path) -> None:
+    # Watched through its guardian, which outlives it by a moment: the task must still read as
+    # one that killed its zygote (an orphan), never as a plain crash of the sandbox.
+    for i in range(6):
+        offered = offer_zygote(
+            folder,
+            f"z{i}",
+            (FAKE_BACKEND, "cpu", ()),
+            zygote_environment(()),
+            bound_s=60.0,
+            per_child=PER_CHILD,
+        )
+        try:
+            with Sandbox(_spec(), offer=offered.offer) as sb:
+                (task,) = toy_tasks(["kill_zygote"])
+                ev = sb.run(task).evaluation
+                assert ev.status is Status.RUNTIME_ERROR  # type: ignore[union-attr]
+                assert "parent process" in ev.log and "zygote" in ev.log, ev.log[:400]  # type: ignore[union-attr]
+        finally:
+            offered.close()

@@ -228,7 +228,7 @@ def offer_zygote(
     (made by :func:`~sweep.sandbox._zygote.zygote_environment`) that waits for its owner on a
     socket ``name`` in ``folder`` (a private folder of this process's), at most ``bound_s``
     seconds and only while this process lives. With ``owners`` above 1 it serves that many,
-    one after the other (the first: this process, :meth:`OfferedZygote.borrow`); each waits
+    one after the other (the first: this process, :meth:`OfferedZygote.lend`); each waits
     for the one before to close."""
     backend, kind, preload = recipe
     path = str(folder / name)

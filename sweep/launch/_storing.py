@@ -47,8 +47,6 @@ class Storing:
     def on_traces(self, traces: Sequence[Trace]) -> None:
         """Append the traces to their logs; they count once synced (:meth:`_durable`). Only
         their outcomes wait for the sync, not the traces (see :class:`Outcome`)."""
-        if not traces:
-            return  # a group of no lines is never synced: its outcomes would wait for ever
         target_of = self.target_of
         outcomes = [
             Outcome.of(t, target_of.get(t.provenance.task_id or "", "") if t.provenance is not None else "")

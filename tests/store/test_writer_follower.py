@@ -90,6 +90,34 @@ def test_a_submitted_group_is_called_back_only_once_synced(
         assert got == ["wl-1", "wl-2", "wl-3"]
 
 
+def test_a_group_of_no_traces_is_called_back_after_those_before_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    results, db = _paths(tmp_path)
+    got: list[str] = []
+    with ResultsWriter(results, db, sweep="s", run_id="r") as w:
+
+        def drains() -> bool:  # within 30 s (a group waiting for a sync nobody asks for never does)
+            done = threading.Event()
+            threading.Thread(target=lambda: (w.drain(), done.set()), daemon=True).start()
+            return done.wait(30)
+
+        w.submit([], lambda: got.append("first, empty"))
+        assert drains()
+        assert got == ["first, empty"]
+        w.submit([make_trace("s1", "wl-1")], lambda: got.append("wl-1"))
+        w.drain()  # every group synced: nothing left for a sync to carry the next
+        release = _blocked_fsync(monkeypatch)
+        w.submit([make_trace("s1", "wl-2")], lambda: got.append("wl-2"))
+        w.submit([], lambda: got.append("empty"))
+        time.sleep(0.3)
+        w.poll()
+        assert got == ["first, empty", "wl-1"]  # the empty group waits for the one before it
+        release.set()
+        assert drains()  # the empty group needs no sync of its own
+        assert got == ["first, empty", "wl-1", "wl-2", "empty"]
+
+
 def test_the_follower_stores_only_what_is_synced(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     results, db = _paths(tmp_path)
     with ResultsWriter(results, db, sweep="s", run_id="r", flush_interval_s=0.05) as w:

@@ -116,11 +116,16 @@ class LogFiles:
 
     def append(self, lines: dict[Log, list[bytes]]) -> int:
         """Append each log's lines (one write per log); the group's number, for :meth:`wait`.
+        A group of no lines is durable once the groups before it are: it gets the last one's
+        number (a number of its own would wait for a sync that nothing asks for).
 
         Raises:
             StoreError: An earlier sync failed (what it held may not be on disk).
         """
         self._raise()
+        if not lines:
+            with self._cond:
+                return self._written
         for log, group in lines.items():
             if log.fd < 0:
                 self._reopen(log)

@@ -42,6 +42,17 @@ def offers(monkeypatch: pytest.MonkeyPatch) -> Iterator[ZygoteOffers]:
         made.close()
 
 
+def _taken_after(head: HeadStart, evaluated: int) -> Counter[str]:
+    """What the lanes took, closed once they evaluated ``evaluated`` tasks and left to end."""
+    try:
+        assert wait_until(lambda: head.evaluated >= evaluated)
+        taken = head.close()
+        head.finish(60)
+    finally:
+        head.abort()
+    return taken
+
+
 def _takes_nothing(head: HeadStart) -> None:
     try:
         assert wait_until(lambda: head.targets == {CPU})  # its lanes are ready and looked
@@ -87,12 +98,7 @@ def test_lanes_take_the_shortest_tasks_first(offers: ZygoteOffers) -> None:
     # The scheduler runs the longest first: the lanes take from the other end.
     estimates = {t.task_id: float(i) for i, t in enumerate(tasks)}
     head = _head(offers, tasks, estimates)
-    try:
-        assert wait_until(lambda: head.evaluated >= 2)
-        taken = head.close()
-        head.finish(60)
-    finally:
-        head.abort()
+    taken = _taken_after(head, 2)
     by_time = sorted(tasks, key=lambda t: estimates[t.task_id])
     assert set(taken) == {t.task_id for t in by_time[: len(taken)]}
     assert head.left(tasks, taken) == [t for t in tasks if t.task_id not in taken]
@@ -168,12 +174,7 @@ def test_tasks_of_the_same_code_are_taken_and_left_apart(offers: ZygoteOffers) -
     # Two solutions of one code make tasks of one id: taking one of them leaves the other.
     a, b = toy_tasks(["ok"], n_workloads=1, hardware=CPU) * 2
     head = _head(offers, [a])
-    try:
-        assert wait_until(lambda: head.evaluated >= 1)
-        taken = head.close()
-        head.finish(60)
-    finally:
-        head.abort()
+    taken = _taken_after(head, 1)
     assert taken == Counter({a.task_id: 1})
     assert head.left([a, b], taken) == [b]
 
@@ -212,17 +213,24 @@ def test_on_a_gpu_no_lane_task_overlaps_a_workers_task(tmp_path: Path) -> None:
             assert start >= end, (gpu, end, start)
 
 
-def test_close_can_hold_until_every_lane_has_taken_a_task(offers: ZygoteOffers) -> None:
-    tasks = toy_tasks(["ok"], n_workloads=10, hardware=CPU)
+def test_close_can_hold_until_every_lane_has_taken_a_task(offers: ZygoteOffers, tmp_path: Path) -> None:
+    # Gated tasks: the first lane ready holds its first one, so it cannot take them all (quick
+    # tasks could all go to one lane before the other is ready, which then takes none).
+    gate = tmp_path / "gate"
+    tasks = toy_tasks(["gate"], n_workloads=4, hardware=CPU, body=f"    pass\n# gate {gate}\n", run_s=120)
     head = _head(offers, tasks)
     try:
         # Asked at once (Ray up before any lane is ready): held until both lanes took one.
         taken = head.close("node-a", hold_s=60)
-        assert sum(taken.values()) >= 2
+        assert sum(taken.values()) == 2
+        gate.mkdir(exist_ok=True)  # a lane may not have started its task yet
+        (gate / "open").touch()
         head.finish(60)
     finally:
+        gate.mkdir(exist_ok=True)
+        (gate / "open").touch()
         head.abort()
-    assert all(state.evaluated >= 1 for state in head._lanes)
+    assert all(state.evaluated == 1 for state in head._lanes)
 
 
 def test_close_without_a_hold_takes_nothing_from_lanes_not_ready(offers: ZygoteOffers) -> None:

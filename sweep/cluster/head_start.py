@@ -55,6 +55,11 @@ class Lane:
     gpu: str | None
 
 
+def _key(task: Task) -> tuple[str, str]:
+    """A task as the lanes count it: its id and its solution's name."""
+    return task.task_id, task.solution.name
+
+
 @dataclass
 class _LaneState:
     lane: Lane
@@ -94,7 +99,7 @@ class HeadStart:
         self._settled = threading.Condition(self._lock)  # a lane took its first task, or ended
         self._queues: dict[str, list[Task]] = {}  # by target, once a lane of it is ready
         self._closed = False
-        self._claimed: Counter[str] = Counter()
+        self._claimed: Counter[tuple[str, str]] = Counter()
         self._done: list[tuple[Task, Done | Trace]] = []
         self._lanes = [_LaneState(lane) for lane in lanes]
         self._all_idle = threading.Barrier(len(self._lanes)) if self._lanes else None
@@ -112,10 +117,10 @@ class HeadStart:
 
     # -- the driver's side ---------------------------------------------------------------
 
-    def close(self, node_id: str | None = None, *, hold_s: float = 0.0) -> Counter[str]:
+    def close(self, node_id: str | None = None, *, hold_s: float = 0.0) -> Counter[tuple[str, str]]:
         """Take no more tasks (Ray is up; ``node_id``: the node this machine is, stamped on the
-        traces); return the ids of the tasks the lanes took, done or running, each as many
-        times as taken (two solutions of the same code are the same task, taken apart). The
+        traces); return the tasks the lanes took, done or running, by id and solution (two
+        solutions of the same code make tasks of one id, whose traces still differ). The
         lanes end their tasks and then give their zygotes back, all together.
 
         ``hold_s``: first wait, at most this long, until every lane has taken a task or ended.
@@ -141,13 +146,13 @@ class HeadStart:
             out.append(Done(got.trace_json, stamp).trace(task))
         return out
 
-    def left(self, tasks: Sequence[Task], taken: Counter[str]) -> list[Task]:
+    def left(self, tasks: Sequence[Task], taken: Counter[tuple[str, str]]) -> list[Task]:
         """``tasks`` less those ``taken`` (:meth:`close`'s count), in their order."""
         count = Counter(taken)
         out: list[Task] = []
         for task in tasks:
-            if count[task.task_id] > 0:
-                count[task.task_id] -= 1
+            if count[_key(task)] > 0:
+                count[_key(task)] -= 1
             else:
                 out.append(task)
         return out
@@ -198,7 +203,7 @@ class HeadStart:
             if not queue:
                 return None
             task = queue.pop()
-            self._claimed[task.task_id] += 1
+            self._claimed[_key(task)] += 1
             return task
 
     @property

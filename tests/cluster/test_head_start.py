@@ -86,7 +86,9 @@ def test_lanes_run_tasks_until_closed_each_once_with_the_node_stamped(offers: Zy
     finally:
         head.abort()
     assert 3 <= sum(taken.values()) < len(tasks)  # closed well before the 40 were done
-    assert sorted(_ids(got)) == sorted(taken.elements())  # every task taken has its one trace, none twice
+    assert sorted(_ids(got)) == sorted(
+        i for i, _ in taken.elements()
+    )  # every task taken has its one trace, none twice
     assert all(t.evaluation.status is Status.PASSED for t in got)  # type: ignore[union-attr]
     assert {(t.provenance.run_id, t.provenance.node_id) for t in got} == {("run-h", "node-a")}  # type: ignore[union-attr]
     assert head.targets == {CPU}
@@ -100,8 +102,8 @@ def test_lanes_take_the_shortest_tasks_first(offers: ZygoteOffers) -> None:
     head = _head(offers, tasks, estimates)
     taken = _taken_after(head, 2)
     by_time = sorted(tasks, key=lambda t: estimates[t.task_id])
-    assert set(taken) == {t.task_id for t in by_time[: len(taken)]}
-    assert head.left(tasks, taken) == [t for t in tasks if t.task_id not in taken]
+    assert {i for i, _ in taken} == {t.task_id for t in by_time[: len(taken)]}
+    assert head.left(tasks, taken) == [t for t in tasks if (t.task_id, t.solution.name) not in taken]
 
 
 def test_a_worker_gets_its_zygote_only_once_every_lane_is_idle(offers: ZygoteOffers, tmp_path: Path) -> None:
@@ -172,11 +174,13 @@ def test_a_plan_that_fails_gives_the_lanes_nothing(offers: ZygoteOffers) -> None
 
 def test_tasks_of_the_same_code_are_taken_and_left_apart(offers: ZygoteOffers) -> None:
     # Two solutions of one code make tasks of one id: taking one of them leaves the other.
-    a, b = toy_tasks(["ok"], n_workloads=1, hardware=CPU) * 2
-    head = _head(offers, [a])
+    # Their traces differ by the solution's name: the one left is the one not taken.
+    (a,), (b,) = toy_tasks(["ok"], hardware=CPU), toy_tasks(["ok2"], hardware=CPU)
+    assert a.task_id == b.task_id
+    head = _head(offers, [b])
     taken = _taken_after(head, 1)
-    assert taken == Counter({a.task_id: 1})
-    assert head.left([a, b], taken) == [b]
+    assert taken == Counter({(b.task_id, "ok2"): 1})
+    assert head.left([a, b], taken) == [a]
 
 
 @pytest.mark.gpu

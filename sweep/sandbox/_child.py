@@ -43,6 +43,7 @@ from dataclasses import dataclass, field
 from multiprocessing.connection import Connection
 from typing import Any, NamedTuple, TypeVar
 
+from sweep.sandbox._confine import confine
 from sweep.sandbox._process_guard import ProcessState
 from sweep.sandbox.failure_traces import LOST_CONNECTION
 from sweep.sandbox.packing import load_task
@@ -68,13 +69,15 @@ class ChildParams:
     """What a forked sandbox needs to start: its backend module, device kind and working folder;
     ``env`` and ``unset``: environment variables to set and to remove first, before anything
     touches the device (a zygote handed over by the driver does not have the worker's
-    ``CUDA_VISIBLE_DEVICES``: ``sweep.sandbox.handover``)."""
+    ``CUDA_VISIBLE_DEVICES``: ``sweep.sandbox.handover``); ``confine``: install the seccomp
+    filter (``_confine``) before the task's code can run."""
 
     backend: str
     device_kind: str = "cpu"
     folder: str | None = None
     env: tuple[tuple[str, str], ...] = ()
     unset: tuple[str, ...] = ()
+    confine: bool = True
 
     @classmethod
     def from_json(cls, obj: dict[str, object]) -> ChildParams:
@@ -84,6 +87,8 @@ class ChildParams:
         unset = obj.get("unset", [])
         if not isinstance(env, list) or not isinstance(unset, list):
             raise TypeError("env and unset must be lists")
+        if not isinstance(obj.get("confine", True), bool):
+            raise TypeError("confine must be a boolean")
         pairs = tuple((str(k), str(v)) for k, v in env)
         return cls(**{**obj, "env": pairs, "unset": tuple(str(k) for k in unset)})  # type: ignore[arg-type]
 
@@ -326,6 +331,10 @@ def child_main(conn_fd: int, log_path: str, params: ChildParams) -> int:
         backend = load_backend(params.backend)
         if backend.prepare is not None:
             backend.prepare(kind)
+        # Before any task's code runs, and off the critical path (a spare waits for Start).
+        unconfined = confine() if params.confine else "the sandbox's spec asks for none"
+        if unconfined is not None:
+            print(f"sandbox: not confined: {unconfined}", file=sys.stderr, flush=True)
         # The device is made ready only when the supervisor says so: on a GPU, a context made
         # (or a kernel run) while another task's process is timing would share the GPU with it.
         if _wait_for(conn, Start) is None:

@@ -30,6 +30,9 @@ class SandboxSpec:
             initialisation on a GPU, off the critical path).
         env: Environment variables set for the zygote and so for every sandbox, over the
             caller's (``CUDA_VISIBLE_DEVICES`` for the GPU of ``sweep eval --device cuda:N``).
+        confine: Install the seccomp filter of ``_confine`` in every sandbox, so that no task
+            reaches a process that ran before it. ``False`` only to test the defences behind
+            it (the guardian, the orphan checks), as a platform without seccomp runs.
     """
 
     backend: str = "sweep.engine"
@@ -40,6 +43,7 @@ class SandboxSpec:
     compile_workers: int = 0
     prefork: bool = True
     env: tuple[tuple[str, str], ...] = ()
+    confine: bool = True
 
 
 @dataclass

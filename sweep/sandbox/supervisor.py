@@ -221,7 +221,9 @@ class Sandbox:
         n = self.stats.started
         log = self._workdir / f"sandbox-{n}.log"
         folder = self._workdir / f"task-{n}"
-        params = ChildParams(self.spec.backend, self.spec.device_kind, str(folder), *self._child_env)
+        params = ChildParams(
+            self.spec.backend, self.spec.device_kind, str(folder), *self._child_env, confine=self.spec.confine
+        )
         try:
             pid = zygote.fork(theirs.fileno(), str(log), params)
         except ZygoteError as e:

@@ -10,7 +10,11 @@ enough that fixed costs dominate) three ways, in this one process:
 - ``fresh, prefork``: a :class:`~sweep.cluster.Sandbox` as a launch's worker runs it (the
   default): each task in a new process, the next one forked while a task runs;
 - ``fresh, no prefork``: the same with the fork and the process's start (CUDA's initialisation
-  on a GPU) on each task's critical path.
+  on a GPU) on each task's critical path;
+- ``fresh, no filter`` (with ``--no-filter``): the default mode without the seccomp filter each
+  sandbox installs (``sweep.sandbox._confine``), to show what the filter costs (the process's
+  scan of ``/proc``, a check of a few instructions on every system call) and that the latencies
+  it reports do not move.
 
 Each mode runs every task ``--rounds`` times, the modes interleaved round by round. The table
 gives the median wall time per task, its difference from in-process (the cost of a fresh
@@ -21,7 +25,7 @@ the evaluation's own time as its process stamped it. It also gives the median re
 and, on a GPU, the median lowest SM clock while timed, to show whether a fresh process moves
 them.
 
-Usage: ``python bench/sandbox_cost.py [--device cpu|cuda] [--rounds 3]`` (on a GPU host, after
+Usage: ``python bench/sandbox_cost.py [--device cpu|cuda] [--rounds 3] [--no-filter]`` (on a GPU host, after
 ``source bench/gpu_site.sh``).
 """
 
@@ -122,12 +126,15 @@ def main() -> None:
     ap.add_argument(
         "--default-settings", action="store_true", help="the default evaluation settings, not short ones"
     )
+    ap.add_argument("--no-filter", action="store_true", help="also the default mode without the seccomp filter")
     args = ap.parse_args()
     kind = args.device
     sandboxes = {
         "fresh, prefork": Sandbox(SandboxSpec(device_kind=kind)),
         "fresh, no prefork": Sandbox(SandboxSpec(device_kind=kind, prefork=False)),
     }
+    if args.no_filter:
+        sandboxes["fresh, no filter"] = Sandbox(SandboxSpec(device_kind=kind, confine=False))
     infos = {mode: sb.start() for mode, sb in sandboxes.items()}
     name = next(iter(infos.values())).device_name
     from sweep.schema.hardware import short_name

@@ -332,9 +332,9 @@ def child_main(conn_fd: int, log_path: str, params: ChildParams) -> int:
         if backend.prepare is not None:
             backend.prepare(kind)
         # Before any task's code runs, and off the critical path (a spare waits for Start).
-        unconfined = confine() if params.confine else "the sandbox's spec asks for none"
-        if unconfined is not None:
-            print(f"sandbox: not confined: {unconfined}", file=sys.stderr, flush=True)
+        confined = confine() if params.confine else "not confined: the sandbox's spec asks for no filter"
+        if confined is not None:
+            print(f"sandbox: {confined}", file=sys.stderr, flush=True)
         # The device is made ready only when the supervisor says so: on a GPU, a context made
         # (or a kernel run) while another task's process is timing would share the GPU with it.
         if _wait_for(conn, Start) is None:

@@ -18,7 +18,8 @@ The protected processes are those alive when the sandbox starts, but itself and 
 (the sandboxes of the same zygote: a gang's other ranks, the next task's spare): the driver,
 the workers, Ray's processes, the zygotes, other GPUs' sandboxes. Only those a signal can
 reach are listed (the user's own; every one when running as root), at most
-:data:`MAX_PROTECTED`, ancestors first. The sandbox may still signal itself (``0`` and its own
+:data:`MAX_PROTECTED`: ancestors first, then the newest (a launch's processes are younger than
+the system's daemons). The sandbox may still signal itself (``0`` and its own
 group: it leads a session of its own) and the processes it starts, so the harness can still
 end them. A process started after the sandbox (another supervisor's next sandbox) is not
 protected; neither is anything on a platform where the filter cannot be installed (not
@@ -238,7 +239,7 @@ def protected_pids(own: int | None = None) -> tuple[list[int], int]:
             if uid == 0 or os.stat(f"/proc/{name}").st_uid == uid:
                 others.append(pid)
     seen = set(ancestors)
-    ordered = ancestors + sorted(p for p in others if p not in seen)
+    ordered = ancestors + sorted((p for p in others if p not in seen), reverse=True)
     return ordered[:MAX_PROTECTED], max(0, len(ordered) - MAX_PROTECTED)
 
 
@@ -247,25 +248,26 @@ class _Prog(ctypes.Structure):
 
 
 def confine() -> str | None:
-    """Install the filter in this process (all its threads); ``None`` when it is in place,
-    else why not (the sandbox then runs unconfined, as before)."""
+    """Install the filter in this process (all its threads); ``None`` when it is in place and
+    protects every process it listed, else a sentence for the sandbox's log: why there is no
+    filter (the sandbox then runs unconfined, as before), or what it left out."""
     if platform.system() != "Linux":
-        return f"no seccomp on {platform.system()}"
+        return f"not confined: no seccomp on {platform.system()}"
     arch = ARCHES.get(platform.machine())
     if arch is None:
-        return f"the seccomp filter knows no system call numbers for {platform.machine()}"
+        return f"not confined: the seccomp filter knows no system call numbers for {platform.machine()}"
     own = os.getpid()
     try:
         protected, left = protected_pids(own)
     except OSError as e:
-        return f"cannot list the processes to protect ({e})"
+        return f"not confined: cannot list the processes to protect ({e})"
     program = filter_program(arch, own=own, leader=os.getpgrp() == own, protected=protected)
     raw = b"".join(struct.pack("=HBBI", *ins) for ins in program)
     buf = ctypes.create_string_buffer(raw, len(raw))
     prog = _Prog(len(program), ctypes.cast(buf, ctypes.c_void_p))
     libc = ctypes.CDLL(None, use_errno=True)
     if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
-        return f"prctl(PR_SET_NO_NEW_PRIVS) failed: {os.strerror(ctypes.get_errno())}"
+        return f"not confined: prctl(PR_SET_NO_NEW_PRIVS) failed: {os.strerror(ctypes.get_errno())}"
     done = libc.syscall(
         ctypes.c_long(arch.seccomp),
         ctypes.c_long(_SECCOMP_SET_MODE_FILTER),
@@ -273,7 +275,8 @@ def confine() -> str | None:
         ctypes.byref(prog),
     )
     if done != 0:
-        return f"seccomp(SET_MODE_FILTER) failed: {os.strerror(ctypes.get_errno()) if done < 0 else done}"
+        why = os.strerror(ctypes.get_errno()) if done < 0 else f"thread {done} could not take it"
+        return f"not confined: seccomp(SET_MODE_FILTER) failed: {why}"
     if left:
-        return f"the filter protects {len(protected)} processes; {left} more were left out"
+        return f"confined, protecting {len(protected)} processes; {left} older ones were left out"
     return None

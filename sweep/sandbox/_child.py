@@ -44,6 +44,7 @@ from multiprocessing.connection import Connection
 from typing import Any, NamedTuple, TypeVar
 
 from sweep.sandbox._confine import confine
+from sweep.sandbox._confine_files import restrict_writes, writable_roots
 from sweep.sandbox._process_guard import ProcessState
 from sweep.sandbox.failure_traces import LOST_CONNECTION
 from sweep.sandbox.packing import load_task
@@ -326,15 +327,19 @@ def child_main(conn_fd: int, log_path: str, params: ChildParams) -> int:
     conn = Connection(conn_fd)
     kind = params.device_kind
     device = _device_for(kind)
+    start_tmp = os.environ.get("TMPDIR")  # before the task's folder replaces it
     try:
         _enter_folder(params.folder)
         backend = load_backend(params.backend)
         if backend.prepare is not None:
             backend.prepare(kind)
         # Before any task's code runs, and off the critical path (a spare waits for Start).
-        confined = confine() if params.confine else "not confined: the sandbox's spec asks for no filter"
-        if confined is not None:
-            print(f"sandbox: {confined}", file=sys.stderr, flush=True)
+        if params.confine:
+            said = [confine(), restrict_writes(writable_roots(params.folder, start_tmp))]
+        else:
+            said = ["not confined: the sandbox's spec asks for no filter"]
+        for line in filter(None, said):
+            print(f"sandbox: {line}", file=sys.stderr, flush=True)
         # The device is made ready only when the supervisor says so: on a GPU, a context made
         # (or a kernel run) while another task's process is timing would share the GPU with it.
         if _wait_for(conn, Start) is None:

@@ -1,0 +1,137 @@
+"""Keep a sandbox's writes inside the folders a task may use: a Landlock ruleset.
+
+Code in a sandbox runs as the same user as the driver, so without this it could rewrite the
+harness on disk (``sweep/engine/*.py`` or torch in the virtual environment: the next launch
+would import its version and trust it), another solution's sources in the dataset, the results
+of the sweep, or a shell's start-up file. Each sandbox restricts itself before a task's code
+runs (inherited by whatever it starts) so that creating, writing, truncating, renaming or
+removing a file is allowed only beneath :func:`writable_roots`:
+
+- the task's own folder (its working and temporary folder), and the temporary folders of the
+  machine (``/tmp``, ``/var/tmp``, ``/dev/shm`` and the ``TMPDIR`` the sandbox was started with:
+  a gang's ranks meet on a file there);
+- ``/dev`` (a GPU is opened for writing: ``/dev/nvidia*``) and this process's ``/proc`` entry;
+- the caches compilers keep: kernel-sweep's build cache (``SWEEP_CACHE_DIR``), Triton's, torch's
+  extensions and Inductor's, CUDA's JIT cache, and ``~/.cache``, ``~/.triton``, ``~/.nv``.
+
+Reading stays allowed everywhere, and a descriptor opened before (the sandbox's log) can still
+be written. A write elsewhere fails with ``PermissionError``. Landlock (Linux 5.19 and later
+for its ABI 2, which lets a file be renamed from one folder to another, as compilers' caches
+do) needs no privilege; where it is missing :func:`restrict_writes` says so and the sandbox runs
+as before. Results under a temporary folder (the tests' ``tmp_path``) stay writable: keep a
+sweep's results elsewhere (the default ``results/`` of the project is).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import platform
+import struct
+import tempfile
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+__all__ = ["LANDLOCK_MIN_ABI", "restrict_writes", "writable_roots"]
+
+#: Landlock's ABI needed: 2 (renames across folders; with ABI 1 they are always refused).
+LANDLOCK_MIN_ABI = 2
+
+_SYS_CREATE_RULESET, _SYS_ADD_RULE, _SYS_RESTRICT_SELF = 444, 445, 446  # the same on every ABI
+_CREATE_RULESET_VERSION = 1
+_RULE_PATH_BENEATH = 1
+_PR_SET_NO_NEW_PRIVS = 38
+
+_WRITE_FILE = 1 << 1
+# REMOVE_DIR, REMOVE_FILE, MAKE_CHAR, MAKE_DIR, MAKE_REG, MAKE_SOCK, MAKE_FIFO, MAKE_BLOCK, MAKE_SYM
+_MAKE_AND_REMOVE = sum(1 << b for b in range(4, 13))
+_REFER = 1 << 13  # ABI 2
+_TRUNCATE = 1 << 14  # ABI 3
+
+#: Environment variables naming folders where compilers and caches write.
+CACHE_VARIABLES = (
+    "SWEEP_CACHE_DIR",
+    "TRITON_CACHE_DIR",
+    "TRITON_HOME",
+    "TRITON_DUMP_DIR",
+    "TRITON_OVERRIDE_DIR",
+    "TORCH_EXTENSIONS_DIR",
+    "TORCHINDUCTOR_CACHE_DIR",
+    "CUDA_CACHE_PATH",
+    "XDG_CACHE_HOME",
+    "PYTHONPYCACHEPREFIX",
+)
+
+
+def writable_roots(folder: str | None, start_tmp: str | None = None) -> list[str]:
+    """The folders beneath which a sandbox may write (see the module's docstring), those that
+    exist, as given: ``folder`` is the task's, ``start_tmp`` the ``TMPDIR`` it started with."""
+    home = Path.home()
+    wanted: list[str | None] = [
+        folder,
+        start_tmp,
+        tempfile.gettempdir(),
+        "/tmp",
+        "/var/tmp",
+        "/dev",
+        "/dev/shm",
+        f"/proc/{os.getpid()}",
+        str(home / ".cache"),
+        str(home / ".triton"),
+        str(home / ".nv"),
+    ]
+    wanted += [os.environ.get(name) for name in CACHE_VARIABLES]
+    out: list[str] = []
+    for path in wanted:
+        if path and path not in out and os.path.isdir(path):
+            out.append(path)
+    return out
+
+
+def _abi(libc: ctypes.CDLL) -> int:
+    got = libc.syscall(ctypes.c_long(_SYS_CREATE_RULESET), None, ctypes.c_size_t(0), _CREATE_RULESET_VERSION)
+    return int(got) if got > 0 else 0
+
+
+def _handled(abi: int) -> int:
+    return _WRITE_FILE | _MAKE_AND_REMOVE | _REFER | (_TRUNCATE if abi >= 3 else 0)
+
+
+def restrict_writes(roots: Sequence[str] | Iterable[str]) -> str | None:
+    """Allow this process (the calling thread and what it starts) to write only beneath
+    ``roots``; ``None`` when done, else why not (it then writes where the user may)."""
+    if platform.system() != "Linux":
+        return f"writes not confined: no Landlock on {platform.system()}"
+    libc = ctypes.CDLL(None, use_errno=True)
+    abi = _abi(libc)
+    if abi < LANDLOCK_MIN_ABI:
+        why = "not enabled in this kernel" if abi == 0 else f"ABI {abi}, {LANDLOCK_MIN_ABI} needed"
+        return f"writes not confined: Landlock {why}"
+    handled = _handled(abi)
+    attr = struct.pack("=Q", handled)
+    ruleset = libc.syscall(ctypes.c_long(_SYS_CREATE_RULESET), attr, ctypes.c_size_t(len(attr)), 0)
+    if ruleset < 0:
+        return f"writes not confined: landlock_create_ruleset failed: {os.strerror(ctypes.get_errno())}"
+    try:
+        for root in roots:
+            try:
+                fd = os.open(root, os.O_PATH | os.O_CLOEXEC)
+            except OSError:
+                continue
+            try:
+                rule = struct.pack("=Qi", handled, fd)
+                if libc.syscall(ctypes.c_long(_SYS_ADD_RULE), ruleset, _RULE_PATH_BENEATH, rule, 0) != 0:
+                    return f"writes not confined: landlock_add_rule({root}) failed: {os.strerror(ctypes.get_errno())}"
+            finally:
+                os.close(fd)
+        if libc.prctl(_PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0:
+            return (
+                f"writes not confined: prctl(PR_SET_NO_NEW_PRIVS) failed: {os.strerror(ctypes.get_errno())}"
+            )
+        if libc.syscall(ctypes.c_long(_SYS_RESTRICT_SELF), ruleset, 0) != 0:
+            return f"writes not confined: landlock_restrict_self failed: {os.strerror(ctypes.get_errno())}"
+    finally:
+        with contextlib.suppress(OSError):
+            os.close(ruleset)
+    return None

@@ -1,0 +1,139 @@
+"""The sandbox's Landlock ruleset (``sweep.sandbox._confine_files``): where a sandbox may write,
+and the ruleset installed in a real process."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from sweep.sandbox._confine_files import LANDLOCK_MIN_ABI, restrict_writes, writable_roots
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _landlock_abi() -> int:
+    import ctypes
+
+    if sys.platform != "linux":
+        return 0
+    got = ctypes.CDLL(None, use_errno=True).syscall(444, None, ctypes.c_size_t(0), 1)
+    return int(got) if got > 0 else 0
+
+
+def _beneath(path: Path, roots: list[str]) -> bool:
+    real = os.path.realpath(path)
+    return any(
+        real == os.path.realpath(r) or real.startswith(os.path.realpath(r).rstrip("/") + "/") for r in roots
+    )
+
+
+def test_the_roots_hold_the_task_folder_and_caches_and_not_the_interpreter(tmp_path: Path) -> None:
+    task = tmp_path / "task"
+    task.mkdir()
+    roots = writable_roots(str(task), None)
+    assert roots[0] == str(task)
+    assert "/dev" in roots and f"/proc/{os.getpid()}" in roots
+    assert _beneath(Path.home() / ".cache", roots) or not (Path.home() / ".cache").is_dir()
+    # The standard library every later process imports, and a project kept outside the
+    # temporary folders (its code and its results) are not writable.
+    assert not _beneath(Path(os.__file__).parent, roots), roots
+    assert not _beneath(Path("/usr/lib"), roots) and not _beneath(Path.home() / ".bashrc", roots)
+    assert _beneath(REPO, roots) == _beneath(
+        REPO, ["/tmp", "/var/tmp", "/dev/shm", str(Path.home() / ".cache")]
+    )
+
+
+def test_roots_that_do_not_exist_are_left_out(tmp_path: Path) -> None:
+    roots = writable_roots(str(tmp_path / "missing"), str(tmp_path / "gone"))
+    assert str(tmp_path / "missing") not in roots and str(tmp_path / "gone") not in roots
+
+
+def test_a_kernel_without_landlock_is_said(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sweep.sandbox._confine_files as cf
+
+    monkeypatch.setattr(cf, "_abi", lambda libc: 0)
+    assert restrict_writes(["/tmp"]) == "writes not confined: Landlock not enabled in this kernel"
+    monkeypatch.setattr(cf, "_abi", lambda libc: 1)
+    assert restrict_writes(["/tmp"]) == f"writes not confined: Landlock ABI 1, {LANDLOCK_MIN_ABI} needed"
+
+
+# Every attempt is harmless when the ruleset is missing: it works in a folder of the test's own.
+_PROBE = textwrap.dedent(
+    """
+    import json, os, subprocess, sys
+    from sweep.sandbox._confine_files import restrict_writes
+    allowed, denied = sys.argv[1], sys.argv[2]
+    early = open(os.path.join(denied, "opened_before.txt"), "w")
+    out = {"why": restrict_writes([allowed])}
+    def attempt(name, fn):
+        try:
+            fn()
+            out[name] = "allowed"
+        except PermissionError:
+            out[name] = "EACCES"
+        except OSError as e:
+            out[name] = f"other: {e}"
+    def write(path, mode="w"):
+        with open(path, mode) as f:
+            f.write("x")
+    attempt("create in the allowed folder", lambda: write(os.path.join(allowed, "a.txt")))
+    attempt("make a folder in the allowed one", lambda: os.mkdir(os.path.join(allowed, "sub")))
+    attempt("rename within the allowed folder", lambda: os.replace(
+        os.path.join(allowed, "a.txt"), os.path.join(allowed, "sub", "b.txt")))
+    attempt("create in the other folder", lambda: write(os.path.join(denied, "new.txt")))
+    attempt("append to a file there", lambda: write(os.path.join(denied, "existing.txt"), "a"))
+    attempt("truncate a file there", lambda: os.truncate(os.path.join(denied, "existing.txt"), 0))
+    attempt("remove a file there", lambda: os.remove(os.path.join(denied, "existing.txt")))
+    attempt("move a file out to there", lambda: os.replace(
+        os.path.join(allowed, "sub", "b.txt"), os.path.join(denied, "moved.txt")))
+    attempt("symlink there", lambda: os.symlink("/etc/passwd", os.path.join(denied, "link")))
+    attempt("read a file there", lambda: open(os.path.join(denied, "existing.txt")).read())
+    attempt("write a descriptor opened before", lambda: (early.write("x"), early.flush()))
+    attempt("open the parent's memory for writing", lambda: open("/proc/%d/mem" % os.getppid(), "r+b").close())
+    child = subprocess.run([sys.executable, "-c",
+        "open(%r, 'w')" % os.path.join(denied, "by_child.txt")], capture_output=True, text=True)
+    out["a child creates there"] = "EACCES" if "PermissionError" in child.stderr else "allowed"
+    print(json.dumps(out))
+    """
+)
+
+
+@pytest.mark.skipif(_landlock_abi() < LANDLOCK_MIN_ABI, reason="needs Landlock ABI 2 (Linux 5.19+)")
+def test_a_restricted_process_writes_only_beneath_its_roots(tmp_path: Path) -> None:
+    allowed, denied = tmp_path / "allowed", tmp_path / "denied"
+    allowed.mkdir()
+    denied.mkdir()
+    (denied / "existing.txt").write_text("kept\n")
+    done = subprocess.run(
+        [sys.executable, "-c", _PROBE, str(allowed), str(denied)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got.pop("why") is None
+    assert got == {
+        "create in the allowed folder": "allowed",
+        "make a folder in the allowed one": "allowed",
+        "rename within the allowed folder": "allowed",
+        "create in the other folder": "EACCES",
+        "append to a file there": "EACCES",
+        "truncate a file there": "EACCES" if _landlock_abi() >= 3 else "allowed",
+        "remove a file there": "EACCES",
+        "move a file out to there": "EACCES",
+        "symlink there": "EACCES",
+        "read a file there": "allowed",
+        "write a descriptor opened before": "allowed",
+        "open the parent's memory for writing": "EACCES",
+        "a child creates there": "EACCES",
+    }
+    assert (denied / "existing.txt").read_text() == "kept\n"
+    assert sorted(p.name for p in denied.iterdir()) == ["existing.txt", "opened_before.txt"]

@@ -66,8 +66,15 @@ CACHE_VARIABLES = (
 
 def writable_roots(folder: str | None, start_tmp: str | None = None) -> list[str]:
     """The folders beneath which a sandbox may write (see the module's docstring), those that
-    exist, as given: ``folder`` is the task's, ``start_tmp`` the ``TMPDIR`` it started with."""
+    exist, as given: ``folder`` is the task's, ``start_tmp`` the ``TMPDIR`` it started with.
+    The caches are made first where missing: a compiler makes its cache folder on first use,
+    which the ruleset would refuse in a home folder (Triton's ``~/.triton`` on a new machine)."""
     home = Path.home()
+    caches = [str(home / ".cache"), str(home / ".triton"), str(home / ".nv")]
+    caches += [v for v in (os.environ.get(name) for name in CACHE_VARIABLES) if v]
+    for path in caches:
+        with contextlib.suppress(OSError):
+            os.makedirs(path, exist_ok=True)
     wanted: list[str | None] = [
         folder,
         start_tmp,
@@ -77,11 +84,8 @@ def writable_roots(folder: str | None, start_tmp: str | None = None) -> list[str
         "/dev",
         "/dev/shm",
         f"/proc/{os.getpid()}",
-        str(home / ".cache"),
-        str(home / ".triton"),
-        str(home / ".nv"),
+        *caches,
     ]
-    wanted += [os.environ.get(name) for name in CACHE_VARIABLES]
     out: list[str] = []
     for path in wanted:
         if path and path not in out and os.path.isdir(path):

@@ -49,6 +49,21 @@ def test_the_roots_hold_the_task_folder_and_caches_and_not_the_interpreter(tmp_p
     )
 
 
+def test_the_caches_are_made_before_they_are_allowed(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A new machine: Triton makes ~/.triton on its first compile, which the ruleset would refuse.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("TRITON_CACHE_DIR", str(tmp_path / "elsewhere" / "triton"))
+    (tmp_path / "home").mkdir()
+    roots = writable_roots(None, None)
+    for made in (
+        tmp_path / "home/.triton",
+        tmp_path / "home/.cache",
+        tmp_path / "home/.nv",
+        tmp_path / "elsewhere/triton",
+    ):
+        assert made.is_dir() and str(made) in roots
+
+
 def test_roots_that_do_not_exist_are_left_out(tmp_path: Path) -> None:
     roots = writable_roots(str(tmp_path / "missing"), str(tmp_path / "gone"))
     assert str(tmp_path / "missing") not in roots and str(tmp_path / "gone") not in roots

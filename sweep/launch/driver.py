@@ -83,6 +83,9 @@ class LaunchOptions:
         quiet: No progress output at all.
         secret: Hidden workloads (``--secret-file``): every task a secret run
             (:meth:`sweep.schema.task.Task.with_secret`); never printed, logged or stored.
+        confine: Each sandbox's seccomp filter and Landlock ruleset (``SandboxSpec.confine``).
+            ``False`` only where a test makes a solution take its worker down, as a lost
+            node would.
     """
 
     overrides: ConfigOverrides | None = None
@@ -93,6 +96,7 @@ class LaunchOptions:
     progress: TextIO | None = None
     quiet: bool = False
     secret: bytes | None = field(default=None, repr=False)
+    confine: bool = True
 
 
 @dataclass(frozen=True)
@@ -204,6 +208,7 @@ def sandbox_spec(config: SweepConfig, opts: LaunchOptions) -> SandboxSpec:
         preload=opts.preload,
         compile_workers=-1 if ray.compile_workers == "auto" else ray.compile_workers,
         env=config.evaluation.process_env(),
+        confine=opts.confine,
     )
 
 

@@ -87,9 +87,9 @@ def writable_roots(folder: str | None, start_tmp: str | None = None) -> list[str
         *caches,
     ]
     out: list[str] = []
-    for path in wanted:
-        if path and path not in out and os.path.isdir(path):
-            out.append(path)
+    for root in wanted:
+        if root and root not in out and os.path.isdir(root):
+            out.append(root)
     return out
 
 

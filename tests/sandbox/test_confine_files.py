@@ -93,7 +93,8 @@ _PROBE = textwrap.dedent(
         except PermissionError:
             out[name] = "EACCES"
         except OSError as e:
-            out[name] = f"other: {e}"
+            # EXDEV: how Landlock refuses a link out of a tree that does not allow it
+            out[name] = "EXDEV" if e.errno == 18 else f"other: {e}"
     def write(path, mode="w"):
         with open(path, mode) as f:
             f.write("x")
@@ -104,10 +105,14 @@ _PROBE = textwrap.dedent(
     attempt("create in the other folder", lambda: write(os.path.join(denied, "new.txt")))
     attempt("append to a file there", lambda: write(os.path.join(denied, "existing.txt"), "a"))
     attempt("truncate a file there", lambda: os.truncate(os.path.join(denied, "existing.txt"), 0))
-    attempt("remove a file there", lambda: os.remove(os.path.join(denied, "existing.txt")))
     attempt("move a file out to there", lambda: os.replace(
         os.path.join(allowed, "sub", "b.txt"), os.path.join(denied, "moved.txt")))
+    attempt("remove a file there", lambda: os.remove(os.path.join(denied, "existing.txt")))
     attempt("symlink there", lambda: os.symlink("/etc/passwd", os.path.join(denied, "link")))
+    attempt("hard-link a file there into the allowed folder", lambda: os.link(
+        os.path.join(denied, "existing.txt"), os.path.join(allowed, "hard")))
+    attempt("move a file from there", lambda: os.replace(
+        os.path.join(denied, "existing.txt"), os.path.join(allowed, "taken.txt")))
     attempt("read a file there", lambda: open(os.path.join(denied, "existing.txt")).read())
     attempt("write a descriptor opened before", lambda: (early.write("x"), early.flush()))
     attempt("open the parent's memory for writing", lambda: open("/proc/%d/mem" % os.getppid(), "r+b").close())
@@ -145,6 +150,8 @@ def test_a_restricted_process_writes_only_beneath_its_roots(tmp_path: Path) -> N
         "remove a file there": "EACCES",
         "move a file out to there": "EACCES",
         "symlink there": "EACCES",
+        "hard-link a file there into the allowed folder": "EXDEV",
+        "move a file from there": "EACCES",
         "read a file there": "allowed",
         "write a descriptor opened before": "allowed",
         "open the parent's memory for writing": "EACCES",

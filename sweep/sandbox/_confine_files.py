@@ -138,4 +138,10 @@ def restrict_writes(roots: Sequence[str] | Iterable[str]) -> str | None:
     finally:
         with contextlib.suppress(OSError):
             os.close(ruleset)
+    # The ruleset binds the calling thread and those it starts later, not threads already
+    # running (a sandbox has none here: fork keeps only the forking thread).
+    with contextlib.suppress(OSError):
+        others = len(os.listdir("/proc/self/task")) - 1
+        if others > 0:
+            return f"writes confined in this thread; {others} thread(s) that ran before are not"
     return None

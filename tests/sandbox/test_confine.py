@@ -3,7 +3,6 @@ through a small BPF interpreter, and the filter installed in a real process."""
 
 from __future__ import annotations
 
-import json
 import os
 import platform
 import signal
@@ -26,6 +25,8 @@ from sweep.sandbox._confine import (
     decide,
     filter_program,
 )
+
+from ._probe import run_probe
 
 ARCH_LIST = sorted({id(a): a for a in ARCHES.values()}.values(), key=lambda a: a.audit)
 
@@ -132,12 +133,8 @@ def test_protected_pids_list_the_ancestors_first_and_not_the_siblings() -> None:
     # Two children of this process: one lists what it would protect, the other is its sibling.
     sibling = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        code = "import json; from sweep.sandbox._confine import protected_pids; print(json.dumps(protected_pids()))"
-        done = subprocess.run(
-            [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=60
-        )
-        assert done.returncode == 0, done.stderr
-        pids, left = json.loads(done.stdout)
+        got = run_probe("from sweep.sandbox._confine import protected_pids\nout['pids'] = protected_pids()")
+        pids, left = got["pids"]
     finally:
         sibling.kill()
         sibling.wait()
@@ -158,15 +155,7 @@ _PROBE = textwrap.dedent(
     decoy = int(sys.argv[1])
     isolate()
     why = confine()
-    out = {"why": why}
-    def attempt(name, fn):
-        try:
-            fn()
-            out[name] = "allowed"
-        except PermissionError:
-            out[name] = "EPERM"
-        except OSError as e:
-            out[name] = f"other: {e}"
+    out["why"] = why
     parent = os.getppid()
     attempt("kill every process (signal 0)", lambda: os.kill(-1, 0))
     attempt("kill the parent (signal 0)", lambda: os.kill(parent, 0))
@@ -195,7 +184,6 @@ _PROBE = textwrap.dedent(
     grandchild = subprocess.run(
         [sys.executable, "-c", "import os; os.kill(%d, 0)" % decoy], capture_output=True, text=True)
     out["a child signals the decoy"] = "EPERM" if "PermissionError" in grandchild.stderr else "allowed"
-    print(json.dumps(out))
     """
 )
 
@@ -212,15 +200,7 @@ def test_a_confined_process_reaches_only_itself_and_its_children() -> None:
     try:
         assert shell.stdout is not None
         decoy = int(shell.stdout.readline())
-        done = subprocess.run(
-            [sys.executable, "-c", _PROBE, str(decoy)],
-            check=False,
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        assert done.returncode == 0, done.stderr
-        got = json.loads(done.stdout.strip().splitlines()[-1])
+        got = run_probe(_PROBE, str(decoy))
         os.kill(decoy, 0)  # raises ProcessLookupError when the probe killed it
         assert shell.poll() is None
     finally:

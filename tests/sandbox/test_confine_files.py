@@ -3,9 +3,7 @@ and the ruleset installed in a real process."""
 
 from __future__ import annotations
 
-import json
 import os
-import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -13,6 +11,8 @@ from pathlib import Path
 import pytest
 
 from sweep.sandbox._confine_files import LANDLOCK_MIN_ABI, restrict_writes, writable_roots
+
+from ._probe import run_probe
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,16 +85,7 @@ _PROBE = textwrap.dedent(
     from sweep.sandbox._confine_files import restrict_writes
     allowed, denied = sys.argv[1], sys.argv[2]
     early = open(os.path.join(denied, "opened_before.txt"), "w")
-    out = {"why": restrict_writes([allowed])}
-    def attempt(name, fn):
-        try:
-            fn()
-            out[name] = "allowed"
-        except PermissionError:
-            out[name] = "EACCES"
-        except OSError as e:
-            # EXDEV: how Landlock refuses a link out of a tree that does not allow it
-            out[name] = "EXDEV" if e.errno == 18 else f"other: {e}"
+    out["why"] = restrict_writes([allowed])
     def write(path, mode="w"):
         with open(path, mode) as f:
             f.write("x")
@@ -119,7 +110,6 @@ _PROBE = textwrap.dedent(
     child = subprocess.run([sys.executable, "-c",
         "open(%r, 'w')" % os.path.join(denied, "by_child.txt")], capture_output=True, text=True)
     out["a child creates there"] = "EACCES" if "PermissionError" in child.stderr else "allowed"
-    print(json.dumps(out))
     """
 )
 
@@ -130,15 +120,7 @@ def test_a_restricted_process_writes_only_beneath_its_roots(tmp_path: Path) -> N
     allowed.mkdir()
     denied.mkdir()
     (denied / "existing.txt").write_text("kept\n")
-    done = subprocess.run(
-        [sys.executable, "-c", _PROBE, str(allowed), str(denied)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-    assert done.returncode == 0, done.stderr
-    got = json.loads(done.stdout.strip().splitlines()[-1])
+    got = run_probe(_PROBE, str(allowed), str(denied))
     assert got.pop("why") is None
     assert got == {
         "create in the allowed folder": "allowed",

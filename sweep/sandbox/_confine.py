@@ -94,24 +94,12 @@ class Arch:
     x32: bool
 
 
-_X86_64 = Arch(
-    audit=0xC000003E,
-    seccomp=317,
-    # kill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_open, process_vm_readv,
-    # process_vm_writev, prlimit64, sched_setaffinity
-    on_pid=(62, 234, 129, 297, 434, 310, 311, 302, 203),
-    setpriority=141,
-    # tkill, ptrace, pidfd_send_signal, process_madvise
-    refused=(200, 101, 424, 440),
-    x32=True,
-)
+# The calls of ``on_pid``, in order: kill, tgkill, rt_sigqueueinfo, rt_tgsigqueueinfo, pidfd_open,
+# process_vm_readv, process_vm_writev, prlimit64, sched_setaffinity; of ``refused``: tkill,
+# ptrace, pidfd_send_signal, process_madvise (``asm/unistd_64.h``, ``asm-generic/unistd.h``).
+_X86_64 = Arch(0xC000003E, 317, (62, 234, 129, 297, 434, 310, 311, 302, 203), 141, (200, 101, 424, 440), True)
 _AARCH64 = Arch(
-    audit=0xC00000B7,
-    seccomp=277,
-    on_pid=(129, 131, 138, 240, 434, 270, 271, 261, 122),
-    setpriority=140,
-    refused=(130, 117, 424, 440),
-    x32=False,
+    0xC00000B7, 277, (129, 131, 138, 240, 434, 270, 271, 261, 122), 140, (130, 117, 424, 440), False
 )
 #: The architectures the filter knows, by ``platform.machine()``.
 ARCHES = {"x86_64": _X86_64, "aarch64": _AARCH64, "arm64": _AARCH64}

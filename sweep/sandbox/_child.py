@@ -71,7 +71,8 @@ class ChildParams:
     ``env`` and ``unset``: environment variables to set and to remove first, before anything
     touches the device (a zygote handed over by the driver does not have the worker's
     ``CUDA_VISIBLE_DEVICES``: ``sweep.sandbox.handover``); ``confine``: install the seccomp
-    filter (``_confine``) before the task's code can run."""
+    filter (``_confine``) and the Landlock ruleset (``_confine_files``) before the task's code
+    can run."""
 
     backend: str
     device_kind: str = "cpu"

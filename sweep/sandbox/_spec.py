@@ -30,9 +30,11 @@ class SandboxSpec:
             initialisation on a GPU, off the critical path).
         env: Environment variables set for the zygote and so for every sandbox, over the
             caller's (``CUDA_VISIBLE_DEVICES`` for the GPU of ``sweep eval --device cuda:N``).
-        confine: Install the seccomp filter of ``_confine`` in every sandbox, so that no task
-            reaches a process that ran before it. ``False`` only to test the defences behind
-            it (the guardian, the orphan checks), as a platform without seccomp runs.
+        confine: Install the seccomp filter of ``_confine`` and the Landlock ruleset of
+            ``_confine_files`` in every sandbox, so that no task reaches a process that ran
+            before it or writes outside its folders, the temporary ones and the compilers'
+            caches. ``False`` only to test the defences behind them (the guardian, the orphan
+            checks), as a platform without them runs.
     """
 
     backend: str = "sweep.engine"

@@ -69,8 +69,11 @@ def writable_roots(folder: str | None, start_tmp: str | None = None) -> list[str
     exist, as given: ``folder`` is the task's, ``start_tmp`` the ``TMPDIR`` it started with.
     The caches are made first where missing: a compiler makes its cache folder on first use,
     which the ruleset would refuse in a home folder (Triton's ``~/.triton`` on a new machine)."""
-    home = Path.home()
-    caches = [str(home / ".cache"), str(home / ".triton"), str(home / ".nv")]
+    try:
+        home: Path | None = Path.home()
+    except (RuntimeError, KeyError):  # no HOME and no entry in the user database
+        home = None
+    caches = [str(home / sub) for sub in (".cache", ".triton", ".nv")] if home is not None else []
     caches += [v for v in (os.environ.get(name) for name in CACHE_VARIABLES) if v]
     for path in caches:
         with contextlib.suppress(OSError):

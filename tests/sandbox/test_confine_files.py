@@ -64,6 +64,15 @@ def test_the_caches_are_made_before_they_are_allowed(tmp_path: Path, monkeypatch
         assert made.is_dir() and str(made) in roots
 
 
+def test_a_user_without_a_home_still_gets_roots(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    def no_home() -> Path:
+        raise RuntimeError("Could not determine home directory.")
+
+    monkeypatch.setattr(Path, "home", staticmethod(no_home))
+    roots = writable_roots(str(tmp_path), None)
+    assert roots[0] == str(tmp_path) and "/dev" in roots
+
+
 def test_roots_that_do_not_exist_are_left_out(tmp_path: Path) -> None:
     roots = writable_roots(str(tmp_path / "missing"), str(tmp_path / "gone"))
     assert str(tmp_path / "missing") not in roots and str(tmp_path / "gone") not in roots

@@ -126,7 +126,9 @@ def main() -> None:
     ap.add_argument(
         "--default-settings", action="store_true", help="the default evaluation settings, not short ones"
     )
-    ap.add_argument("--no-filter", action="store_true", help="also the default mode without the seccomp filter")
+    ap.add_argument(
+        "--no-filter", action="store_true", help="also the default mode without the seccomp filter"
+    )
     args = ap.parse_args()
     kind = args.device
     sandboxes = {

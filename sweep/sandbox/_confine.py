@@ -52,6 +52,7 @@ __all__ = [
     "decide",
     "filter_program",
     "protected_pids",
+    "unavailable",
 ]
 
 #: The most pids listed (two instructions each; a program holds at most 4,096).
@@ -230,6 +231,15 @@ def protected_pids(own: int | None = None) -> tuple[list[int], int]:
     return ordered[:MAX_PROTECTED], max(0, len(ordered) - MAX_PROTECTED)
 
 
+def unavailable() -> str | None:
+    """Why this platform cannot take the filter (``None``: it can)."""
+    if platform.system() != "Linux":
+        return f"no seccomp on {platform.system()}"
+    if platform.machine() not in ARCHES:
+        return f"the seccomp filter knows no system call numbers for {platform.machine()}"
+    return None
+
+
 class _Prog(ctypes.Structure):
     _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
 
@@ -238,11 +248,10 @@ def confine() -> str | None:
     """Install the filter in this process (all its threads); ``None`` when it is in place and
     protects every process it listed, else a sentence for the sandbox's log: why there is no
     filter (the sandbox then runs unconfined, as before), or what it left out."""
-    if platform.system() != "Linux":
-        return f"not confined: no seccomp on {platform.system()}"
-    arch = ARCHES.get(platform.machine())
-    if arch is None:
-        return f"not confined: the seccomp filter knows no system call numbers for {platform.machine()}"
+    why = unavailable()
+    if why is not None:
+        return f"not confined: {why}"
+    arch = ARCHES[platform.machine()]
     own = os.getpid()
     try:
         protected, left = protected_pids(own)

@@ -33,7 +33,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-__all__ = ["LANDLOCK_MIN_ABI", "restrict_writes", "writable_roots"]
+__all__ = ["LANDLOCK_MIN_ABI", "restrict_writes", "unavailable", "writable_roots"]
 
 #: Landlock's ABI needed: 2 (renames across folders; with ABI 1 they are always refused).
 LANDLOCK_MIN_ABI = 2
@@ -105,17 +105,26 @@ def _handled(abi: int) -> int:
     return _WRITE_FILE | _MAKE_AND_REMOVE | _REFER | (_TRUNCATE if abi >= 3 else 0)
 
 
+def unavailable() -> str | None:
+    """Why this kernel cannot take the ruleset (``None``: it can)."""
+    if platform.system() != "Linux":
+        return f"no Landlock on {platform.system()}"
+    abi = _abi(ctypes.CDLL(None, use_errno=True))
+    if abi < LANDLOCK_MIN_ABI:
+        return "Landlock " + (
+            "not enabled in this kernel" if abi == 0 else f"ABI {abi}, {LANDLOCK_MIN_ABI} needed"
+        )
+    return None
+
+
 def restrict_writes(roots: Sequence[str] | Iterable[str]) -> str | None:
     """Allow this process (the calling thread and what it starts) to write only beneath
     ``roots``; ``None`` when done, else why not (it then writes where the user may)."""
-    if platform.system() != "Linux":
-        return f"writes not confined: no Landlock on {platform.system()}"
+    why = unavailable()
+    if why is not None:
+        return f"writes not confined: {why}"
     libc = ctypes.CDLL(None, use_errno=True)
-    abi = _abi(libc)
-    if abi < LANDLOCK_MIN_ABI:
-        why = "not enabled in this kernel" if abi == 0 else f"ABI {abi}, {LANDLOCK_MIN_ABI} needed"
-        return f"writes not confined: Landlock {why}"
-    handled = _handled(abi)
+    handled = _handled(_abi(libc))
     attr = struct.pack("=Q", handled)
     ruleset = libc.syscall(ctypes.c_long(_SYS_CREATE_RULESET), attr, ctypes.c_size_t(len(attr)), 0)
     if ruleset < 0:

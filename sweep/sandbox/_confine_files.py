@@ -105,26 +105,33 @@ def _handled(abi: int) -> int:
     return _WRITE_FILE | _MAKE_AND_REMOVE | _REFER | (_TRUNCATE if abi >= 3 else 0)
 
 
+def _lacking(abi: int) -> str | None:
+    """Why a kernel of Landlock ABI ``abi`` (0: none) cannot take the ruleset."""
+    if abi >= LANDLOCK_MIN_ABI:
+        return None
+    return "Landlock " + (
+        "not enabled in this kernel" if abi == 0 else f"ABI {abi}, {LANDLOCK_MIN_ABI} needed"
+    )
+
+
 def unavailable() -> str | None:
     """Why this kernel cannot take the ruleset (``None``: it can)."""
     if platform.system() != "Linux":
         return f"no Landlock on {platform.system()}"
-    abi = _abi(ctypes.CDLL(None, use_errno=True))
-    if abi < LANDLOCK_MIN_ABI:
-        return "Landlock " + (
-            "not enabled in this kernel" if abi == 0 else f"ABI {abi}, {LANDLOCK_MIN_ABI} needed"
-        )
-    return None
+    return _lacking(_abi(ctypes.CDLL(None, use_errno=True)))
 
 
 def restrict_writes(roots: Sequence[str] | Iterable[str]) -> str | None:
     """Allow this process (the calling thread and what it starts) to write only beneath
     ``roots``; ``None`` when done, else why not (it then writes where the user may)."""
-    why = unavailable()
+    if platform.system() != "Linux":
+        return f"writes not confined: no Landlock on {platform.system()}"
+    libc = ctypes.CDLL(None, use_errno=True)
+    abi = _abi(libc)  # asked once: the ABI decides both whether and what is handled
+    why = _lacking(abi)
     if why is not None:
         return f"writes not confined: {why}"
-    libc = ctypes.CDLL(None, use_errno=True)
-    handled = _handled(_abi(libc))
+    handled = _handled(abi)
     attr = struct.pack("=Q", handled)
     ruleset = libc.syscall(ctypes.c_long(_SYS_CREATE_RULESET), attr, ctypes.c_size_t(len(attr)), 0)
     if ruleset < 0:

@@ -23,7 +23,12 @@ timing budget (the warm-up and timed windows of both sides, what ``warmup_ms`` a
 ask for) apart from the rest. The fork of the next task's sandbox runs beside the task
 (prefork) and is shown apart, not in the turn.
 
-Usage: ``python bench/eval_phases.py [--device cpu|cuda] [--tasks 5] [--cases backendbench,triton,gemm]``
+``--first`` also prints the first evaluation (a zygote's first sandbox, as a launch's first
+task runs), which the medians leave out; ``--per-task`` each task's timed windows with the
+samples and error its stopping rule reached; ``--no-prefork`` runs without a spare (each
+task's sandbox forked and started when its turn comes), to tell what the spare costs.
+
+Usage: ``python bench/eval_phases.py [--device cpu|cuda] [--tasks 5] [--cases backendbench,triton,gemm] [--first]``
 (on a GPU host after ``source bench/gpu_site.sh``).
 """
 
@@ -139,6 +144,26 @@ def side_lines(evals: list[Evaluation]) -> list[str]:
     return out
 
 
+def task_lines(rows: list[dict[str, float]], evals: list[Evaluation]) -> list[str]:
+    """One line per task: its turn, its timed windows and what each side's stopping rule
+    reached (samples, error): why a window ran past ``rep_ms``."""
+    out = []
+    for i, (r, e) in enumerate(zip(rows, evals)):
+        parts = [f"task {i}: turn {sum(r.values()):.3f} s"]
+        for side, stats in (("reference", e.reference_timing), ("solution", e.timing)):
+            timed = r.get(f"{side} timed", float("nan"))
+            if stats is None:
+                parts.append(f"{side} timed {timed:.3f} s")
+                continue
+            err = float("nan") if stats.rel_error is None else stats.rel_error
+            parts.append(
+                f"{side} timed {timed:.3f} s, {stats.iterations} samples, error {err:.3%}"
+                f"{'' if stats.target_met else ' (target not met)'}, p50 {stats.p50_ms * 1e3:.2f} us"
+            )
+        out.append("; ".join(parts))
+    return out
+
+
 def table(
     case: str, rows: list[dict[str, float]], order: list[str], prefork: list[float]
 ) -> dict[str, float]:
@@ -179,6 +204,13 @@ def main() -> int:
     )
     ap.add_argument("--short", action="store_true", help="short timing settings instead of the defaults")
     ap.add_argument("--json", type=Path, help="also write the figures here")
+    ap.add_argument(
+        "--first", action="store_true", help="also print the first evaluation's phases (not counted)"
+    )
+    ap.add_argument("--per-task", action="store_true", help="also print each task's timed windows")
+    ap.add_argument(
+        "--no-prefork", action="store_true", help="fork each task's sandbox when its turn comes (no spare)"
+    )
     args = ap.parse_args()
     cases = [c.strip() for c in args.cases.split(",") if c.strip()]
     unknown = [c for c in cases if c not in CASES]
@@ -195,19 +227,24 @@ def main() -> int:
         f"(warmup_ms {settings.warmup_ms:g}, rep_ms {settings.rep_ms:g}, trials {settings.trials})"
     )
     for case in cases:
-        with Sandbox(SandboxSpec(device_kind=args.device)) as sandbox:
+        with Sandbox(SandboxSpec(device_kind=args.device, prefork=not args.no_prefork)) as sandbox:
             info = sandbox.start()
             hardware = short_name(info.device_name) if info.device_name else CPU
             if case == "triton" and args.device == "cpu":
                 print("triton case: on the CPU under the Triton interpreter (TRITON_INTERPRET=1)")
             task = case_task(case, hardware, settings, gemm_m)
-            run_case(sandbox, task, 1)  # the first: not counted
+            first, first_order, _, _ = run_case(sandbox, task, 1)  # the first: not counted
+            if args.first:
+                table(f"{case} (the first evaluation of this sandbox's zygote)", first, first_order, [])
             rows, order, statuses, evals = run_case(sandbox, task, args.tasks)
             prefork = list(sandbox.stats.prefork_seconds)[-args.tasks :]
         bad = [s for s in statuses if s != "PASSED"]
         figures[case] = table(case, rows, order, prefork)
         for line in side_lines(evals):
             print(line)
+        if args.per_task:
+            for line in task_lines(rows, evals):
+                print(line)
         if bad:
             print(f"!! {len(bad)} of {len(statuses)} evaluations did not pass: {sorted(set(bad))}")
     if args.json:

@@ -52,13 +52,56 @@ def test_entry_point_in_a_subfolder_imports_its_siblings(kit, vadd, vadd_wl) -> 
     assert kit.status(trace) == "PASSED", kit.log(trace)
 
 
-def test_sources_are_written_to_the_content_hash_folder(kit, vadd) -> None:
+def test_python_sources_are_imported_from_a_folder_of_the_process_own(kit, vadd) -> None:
     sol = kit.solution("vadd_f32", {"main.py": MAIN_B, "helpers.py": HELPERS_B}, name="hashed")
     built = build_solution(sol, cuda_ok=False)
-    folder = solution_folder(sol.content_hash)
-    assert built.folder == folder
-    assert folder.parent.parent == kit.cache_dir
-    assert (folder / "helpers.py").read_text() == HELPERS_B
+    assert built.folder.name == sol.content_hash
+    assert built.folder.parent.name.startswith("sweep-sources-")
+    assert (built.folder / "helpers.py").read_text() == HELPERS_B
+    assert not solution_folder(sol.content_hash).exists()  # nothing read from or left in the shared cache
+    assert not (built.folder / "__pycache__").exists()  # compiled from source, no bytecode written
+
+
+def test_a_rewritten_shared_cache_is_never_imported(kit, vadd) -> None:
+    # What another sandbox could leave for the next task: the solution's (or the reference's)
+    # folder in the shared cache, complete, with other code in it.
+    sol = kit.solution("vadd_f32", {"main.py": "def run(x, y):\n    return x + y\n"}, name="planted")
+    planted = solution_folder(sol.content_hash)
+    planted.mkdir(parents=True)
+    (planted / "main.py").write_text("def run(x, y):\n    return x - y\n")
+    (planted / ".complete").write_text(sol.content_hash)
+    built = build_solution(sol, cuda_ok=False)
+    assert built.fn(5, 3) == 8
+
+
+def test_bytecode_left_beside_a_solution_is_never_run(tmp_path) -> None:
+    import importlib.util
+    import os
+    import py_compile
+
+    folder = tmp_path / "sol"
+    folder.mkdir()
+    (folder / "mod.py").write_text("X = 1\n")
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "mod.py").write_text("X = 2\n")  # the same size
+    st = (folder / "mod.py").stat()
+    os.utime(other / "mod.py", ns=(st.st_atime_ns, st.st_mtime_ns))  # and the same time
+    pyc = importlib.util.cache_from_source(str(folder / "mod.py"))
+    py_compile.compile(str(other / "mod.py"), cfile=pyc, doraise=True)
+    # Python's own loader runs the planted bytecode: the plant works...
+    spec = importlib.util.spec_from_file_location("planted_probe", folder / "mod.py")
+    assert spec is not None and spec.loader is not None
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    assert probe.X == 2
+    # ...and a solution's import does not run it.
+    from sweep.engine.builds._pyimport import forget_package, import_entry
+
+    try:
+        assert import_entry("_sweep_sol_bytecode_probe", folder, "mod.py").X == 1
+    finally:
+        forget_package("_sweep_sol_bytecode_probe")
 
 
 @pytest.mark.parametrize(

@@ -1,8 +1,11 @@
 """Building solutions and references into callables.
 
-- ``python``, ``triton`` and ``tilelang`` solutions, and any solution whose entry point is a
-  ``.py`` file: sources written to ``<cache>/solutions/<content hash>/`` and imported as a
-  package of their own (see ``_pyimport``). TileLang is Python: its kernels compile when the
+- ``python``, ``triton`` and ``tilelang`` solutions, any solution whose entry point is a
+  ``.py`` file, and the definition's reference: sources written to a folder of this process's
+  own (:func:`private_sources`), never read back from the shared cache, and imported as a
+  package of their own, compiled from source (see ``_pyimport``). Every sandbox may write the
+  shared cache, so a solution could otherwise rewrite the reference, or another solution,
+  that a later task imports from there. TileLang is Python: its kernels compile when the
   solution's code asks (``tilelang.jit``); the build only requires the ``tilelang`` package.
 - ``cuda``/``cpp`` solutions whose entry point is a C++/CUDA file, by ``spec.binding``:
   ``tvm-ffi``, or none (FlashInfer-Bench's default), compiled with apache-tvm-ffi
@@ -44,6 +47,7 @@ __all__ = [
     "cache_root",
     "check_signature",
     "interpreter_mode",
+    "private_sources",
     "reference_solution",
     "runtime_params",
     "solution_folder",
@@ -87,6 +91,32 @@ def write_sources(content_hash: str, sources: list[SourceFile]) -> Path:
     finally:
         if tmp.exists():
             shutil.rmtree(tmp, ignore_errors=True)
+    return folder
+
+
+#: This process's own folder for the Python sources it imports (made on first use).
+_PRIVATE: tempfile.TemporaryDirectory[str] | None = None
+
+
+def private_sources(content_hash: str, sources: list[SourceFile]) -> Path:
+    """Write sources to a folder of this process's own, under its temporary folder (a
+    sandbox's task folder), once per process, and return it.
+
+    Not the shared cache: whatever a file there says, the bytes imported are the ones the
+    record holds. Each process compiles them again (no bytecode is kept either: ``_pyimport``).
+    """
+    global _PRIVATE
+    if _PRIVATE is None:
+        _PRIVATE = tempfile.TemporaryDirectory(prefix="sweep-sources-")
+    folder = Path(_PRIVATE.name) / content_hash
+    if folder.is_dir():
+        return folder
+    tmp = Path(tempfile.mkdtemp(prefix=f".{content_hash}.", dir=_PRIVATE.name))
+    for src in sources:
+        path = tmp / src.path.replace("\\", "/")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(src.content, encoding="utf-8")
+    os.rename(tmp, folder)
     return folder
 
 
@@ -235,9 +265,9 @@ def build_solution(solution: Solution, *, cuda_ok: bool, lock_timeout_s: float =
         raise BuildError(f"the entry point of a {lang} solution must be a .py file, got {spec.entry_file!r}")
     if lang == "tilelang":
         _require_tilelang()
-    folder = write_sources(solution.content_hash, solution.sources)
     if entry_is_py:
-        return _load_python(solution, folder)
+        return _load_python(solution, private_sources(solution.content_hash, solution.sources))
+    folder = write_sources(solution.content_hash, solution.sources)
     if spec.binding is not None and spec.binding.value == "torch":
         return _build_extension(solution, folder, cuda_ok, lock_timeout_s)
     return build_tvm_ffi(solution, folder, cuda_ok, lock_timeout_s)

@@ -1,5 +1,6 @@
 """What a build gives (:class:`Built`) or why it failed (:class:`BuildError`), and where
-builds live (``$SWEEP_CACHE_DIR/solutions/<content hash>/``).
+compiled builds live (``$SWEEP_CACHE_DIR/solutions/<content hash>/``; Python sources are
+imported from a folder of the process's own instead, ``_build.private_sources``).
 
 Shared by ``_build`` (Python, Triton, TileLang and torch-extension builds) and
 ``_build_tvm_ffi`` (TVM-FFI builds), which must not import each other both ways.

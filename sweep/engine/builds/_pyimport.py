@@ -9,6 +9,10 @@ imported by a temporary meta-path finder that maps ``helpers`` to the solution's
 ``_sweep_sol_<hash>.helpers``; the plain names are removed from ``sys.modules`` again
 afterwards, so the next solution's ``import helpers`` finds its own file. (A plain import
 executed later, inside a function at call time, is not served: use a relative import.)
+
+A solution's files are compiled from their text each time they are imported
+(:class:`SourceOnlyLoader`): no bytecode is read or written beside them, so nothing another
+process left in a ``__pycache__`` (or under ``PYTHONPYCACHEPREFIX``) is ever run instead.
 """
 
 from __future__ import annotations
@@ -17,13 +21,47 @@ import importlib
 import importlib.abc
 import importlib.machinery
 import importlib.util
+import os
 import sys
 import types
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
-__all__ = ["forget_package", "import_entry", "package_name"]
+__all__ = ["SourceOnlyLoader", "forget_package", "import_entry", "package_name"]
+
+
+class SourceOnlyLoader(importlib.machinery.SourceFileLoader):
+    """Loads a module by compiling its source file's text: no cached bytecode is read (one
+    whose header matches the source's size and time would be run instead of it) or written."""
+
+    def get_code(self, fullname: str) -> types.CodeType:
+        path = self.get_filename(fullname)
+        return self.source_to_code(self.get_data(path), path)
+
+
+#: Folders whose modules load through :class:`SourceOnlyLoader` (solutions' folders).
+_SOURCE_ONLY: set[str] = set()
+
+
+def _source_only_hook(path: str) -> importlib.abc.PathEntryFinder:
+    """The finder of a folder in or under one of :data:`_SOURCE_ONLY` (``ImportError``
+    otherwise: the next hook finds the rest)."""
+    if any(path == root or path.startswith(root + os.sep) for root in _SOURCE_ONLY):
+        return importlib.machinery.FileFinder(path, (SourceOnlyLoader, importlib.machinery.SOURCE_SUFFIXES))
+    raise ImportError(path)
+
+
+def _load_from_source(folder: Path) -> None:
+    """Make every module under ``folder`` load from source only (once per folder)."""
+    root = str(folder)
+    if root in _SOURCE_ONLY:
+        return
+    _SOURCE_ONLY.add(root)
+    if _source_only_hook not in sys.path_hooks:
+        sys.path_hooks.insert(0, _source_only_hook)
+    for cached in [k for k in sys.path_importer_cache if k == root or k.startswith(root + os.sep)]:
+        del sys.path_importer_cache[cached]
 
 
 def package_name(content_hash: str) -> str:
@@ -81,7 +119,9 @@ def _ensure_package(pkg: str, folder: Path) -> None:
         return
     init = folder / "__init__.py"
     if init.is_file():
-        spec = importlib.util.spec_from_file_location(pkg, init, submodule_search_locations=[str(folder)])
+        spec = importlib.util.spec_from_file_location(
+            pkg, init, loader=SourceOnlyLoader(pkg, str(init)), submodule_search_locations=[str(folder)]
+        )
         assert spec is not None and spec.loader is not None
         module = importlib.util.module_from_spec(spec)
         sys.modules[pkg] = module
@@ -139,6 +179,7 @@ def import_entry(pkg: str, folder: Path, entry_rel: str) -> types.ModuleType:
     """
     rel = Path(entry_rel)
     dotted = ".".join((*rel.parent.parts, rel.stem))
+    _load_from_source(folder)
     _ensure_package(pkg, folder)
     with _sibling_imports(pkg, folder, entry_rel):
         return importlib.import_module(f"{pkg}.{dotted}")

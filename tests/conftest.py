@@ -8,6 +8,7 @@ import dataclasses
 import json
 import os
 import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -70,6 +71,20 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     skip = pytest.mark.skip(reason="needs a CUDA GPU; run on the device machine with -m gpu")
     for item in gpu_items:
         item.add_marker(skip)
+
+
+@pytest.fixture
+def task_channel() -> Iterator[Path]:
+    """A folder that a sandboxed task may write and the test read, under ``/dev/shm``. Once its
+    task has arrived a sandbox writes only its own folder, ``/dev`` and the compilers' caches
+    (``sweep.sandbox._confine_files.task_roots``): a test whose solution reports to it through
+    files (its process ids, a barrier across GPUs) puts them here."""
+    base = Path("/dev/shm")
+    if not (base.is_dir() and os.access(base, os.W_OK)):
+        pytest.skip("no writable /dev/shm for a sandboxed task to report through")
+    folder = Path(tempfile.mkdtemp(prefix="sweep-test-", dir=base))
+    yield folder
+    shutil.rmtree(folder, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,8 @@ Public API:
   ``TRITON_INTERPRET=1`` before triton is imported); :func:`preload`: in a zygote, import what
   evaluations use and take the harness's snapshot (``_integrity``) before any solution runs;
   :func:`start_process`: in a task's fresh process, make CUDA ready before its task arrives,
-  and :func:`process_cache`, the cache it made ready.
+  and :func:`process_cache`, the cache it made ready; :func:`task_folders`: where a task writes
+  besides its own folder (its sandbox allows nothing else once the task has arrived).
 - :func:`profile_run`: profile mode, the solution's calls alone inside a CUDA profiler range
   (``python -m sweep.engine.profile_main TASKFILE`` is the process ``sweep profile`` runs under
   ncu or compute-sanitizer); :func:`gpu_problem`: why this machine cannot profile.
@@ -52,6 +53,7 @@ from sweep.engine._process import (
     phase_marks,
     preload,
     prepare_process,
+    task_folders,
 )
 from sweep.engine.aten._aten_ops import operator_problem, resolve_op, schema_mutations
 from sweep.engine.aten._overloads import pick_overload
@@ -76,4 +78,5 @@ __all__ = [
     "resolve_op",
     "schema_mutations",
     "start_process",
+    "task_folders",
 ]

@@ -6,6 +6,10 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from sweep.schema.task import Task
 
 __all__ = [
     "cuda_problem",
@@ -16,6 +20,7 @@ __all__ = [
     "preload",
     "prepare_process",
     "start_process",
+    "task_folders",
 ]
 
 
@@ -56,6 +61,21 @@ def start_process(device_kind: str) -> None:
     torch.softmax(x.view(64, 64), dim=-1).sum().item()
     torch.cuda.current_blas_handle()  # type: ignore[no-untyped-call]
     torch.cuda.synchronize()
+
+
+def task_folders(task: Task) -> list[str]:
+    """The folders ``task``'s evaluation writes in besides its task folder, made ready (its
+    sandbox then lets it write nowhere else): the build folder of a solution compiled from
+    C++/CUDA sources, in the shared cache, with the record's sources written there first.
+    Python entry points are written to the task's own folder (``_build.private_sources``)."""
+    if task.broken is not None or task.solution.spec.entry_file.endswith(".py"):
+        return []
+    from sweep.engine.builds._build import write_sources
+
+    try:
+        return [str(write_sources(task.solution.content_hash, task.solution.sources))]
+    except OSError:
+        return []  # the build tries again, and says why it cannot
 
 
 def device_of(device: str | None) -> str:

@@ -44,7 +44,7 @@ from multiprocessing.connection import Connection
 from typing import Any, NamedTuple, TypeVar
 
 from sweep.sandbox._confine import confine
-from sweep.sandbox._confine_files import restrict_writes, writable_roots
+from sweep.sandbox._confine_files import restrict_writes, task_roots, writable_roots
 from sweep.sandbox._process_guard import ProcessState
 from sweep.sandbox.failure_traces import LOST_CONNECTION
 from sweep.sandbox.packing import load_task
@@ -161,8 +161,10 @@ class Backend:
     (the cache ``start_process`` made ready) or ``EngineCache`` (one per process) and
     ``cuda_problem(device) -> str | None`` (why this process's CUDA context is unusable: the
     sandbox asks after every failed evaluation on a GPU, since a kernel fault can surface only
-    at the next synchronisation) and ``phase_marks() -> [(phase, monotonic time)]`` (where the
-    last evaluation's time went, sent back beside its trace).
+    at the next synchronisation), ``phase_marks() -> [(phase, monotonic time)]`` (where the
+    last evaluation's time went, sent back beside its trace) and ``task_folders(task) ->
+    [folder]`` (where a task writes besides its own folder, made ready: the sandbox then allows
+    writes nowhere else, ``_confine_files.task_roots``).
     """
 
     evaluate: Callable[..., Any]
@@ -172,6 +174,17 @@ class Backend:
     phases: bool = False
     start: Callable[[str], Any] | None = None
     marks: Callable[[], list[tuple[str, float]]] | None = None
+    folders: Callable[[Any], list[str]] | None = None
+
+
+def _narrow_writes(task: Any, backend: Backend, folder: str | None) -> None:
+    """Before the task's code runs: writes allowed only where this task needs them
+    (``_confine_files.task_roots``); said in the log when that cannot be done."""
+    extra = backend.folders(task) if backend.folders is not None else []
+    why = restrict_writes(task_roots(folder or os.getcwd(), extra))
+    # Threads that ran before (CUDA's own) keep the sandbox's first ruleset: not worth a line.
+    if why is not None and not why.startswith("writes confined in this thread"):
+        print(f"sandbox: the task's own ruleset: {why}", file=sys.stderr, flush=True)
 
 
 def load_backend(module: str) -> Backend:
@@ -193,6 +206,7 @@ def load_backend(module: str) -> Backend:
         phases=phases,
         start=getattr(mod, "start_process", None),
         marks=getattr(mod, "phase_marks", None),
+        folders=getattr(mod, "task_folders", None),
     )
 
 
@@ -364,6 +378,8 @@ def child_main(conn_fd: int, log_path: str, params: ChildParams) -> int:
 
     try:
         task = load_task(msg.blob, pickle.loads(msg.records))
+        if params.confine and task.rank is None:  # a gang's ranks meet on files outside
+            _narrow_writes(task, backend, params.folder)
         marks.append(("task unpickled, process state captured", time.monotonic()))
         started = time.time()
         kwargs: dict[str, Any] = {"device": device, "cache": cache}

@@ -14,6 +14,14 @@ removing a file is allowed only beneath :func:`writable_roots`:
 - the caches compilers keep: kernel-sweep's build cache (``SWEEP_CACHE_DIR``), Triton's, torch's
   extensions and Inductor's, CUDA's JIT cache, and ``~/.cache``, ``~/.triton``, ``~/.nv``.
 
+Once its task has arrived, and before any of the task's code runs, a sandbox narrows this with
+a second ruleset (Landlock rulesets stack: each can only take rights away), unless the task is
+one rank of a gang: :func:`task_roots` keeps the task's own folder, ``/dev``, its ``/proc``
+entry, the compilers' caches but kernel-sweep's, and the folders its backend names for the task
+(its solution's own build folder in kernel-sweep's cache). So a task can no longer write the
+machine's temporary folders (other sandboxes' folders, a project kept there, a shared
+``PYTHONPYCACHEPREFIX``), ``~/.cache`` or kernel-sweep's cache beyond its own build.
+
 Reading stays allowed everywhere, and a descriptor opened before (the sandbox's log) can still
 be written. A write elsewhere fails with ``PermissionError``. Landlock (Linux 5.19 and later
 for its ABI 2, which lets a file be renamed from one folder to another, as compilers' caches
@@ -33,7 +41,7 @@ import tempfile
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
-__all__ = ["LANDLOCK_MIN_ABI", "restrict_writes", "unavailable", "writable_roots"]
+__all__ = ["LANDLOCK_MIN_ABI", "restrict_writes", "task_roots", "unavailable", "writable_roots"]
 
 #: Landlock's ABI needed: 2 (renames across folders; with ABI 1 they are always refused).
 LANDLOCK_MIN_ABI = 2
@@ -91,6 +99,34 @@ def writable_roots(folder: str | None, start_tmp: str | None = None) -> list[str
     ]
     out: list[str] = []
     for root in wanted:
+        if root and root not in out and os.path.isdir(root):
+            out.append(root)
+    return out
+
+
+#: Of :data:`CACHE_VARIABLES`, those a task's second ruleset leaves out: kernel-sweep's own
+#: cache (each task gets its solution's folder in it), folders of many caches at once, and
+#: Python's bytecode (a shared prefix would let a task plant what the next process imports).
+_NOT_FOR_TASKS = frozenset({"SWEEP_CACHE_DIR", "XDG_CACHE_HOME", "PYTHONPYCACHEPREFIX"})
+
+
+def task_roots(folder: str, extra: Iterable[str] = ()) -> list[str]:
+    """The folders beneath which a task may write once it has arrived (see the module's
+    docstring), those that exist: ``folder`` (the task's), ``extra`` (what its backend names:
+    its solution's build folder), ``/dev``, this process's ``/proc`` entry, and the compilers'
+    caches but kernel-sweep's (``~/.triton``, ``~/.nv``, torch's extensions, the folders of
+    :data:`CACHE_VARIABLES` but :data:`_NOT_FOR_TASKS`), made first where missing."""
+    try:
+        home: Path | None = Path.home()
+    except (RuntimeError, KeyError):
+        home = None
+    caches = [str(home / sub) for sub in (".triton", ".nv", ".cache/torch_extensions")] if home else []
+    caches += [v for name in CACHE_VARIABLES if name not in _NOT_FOR_TASKS and (v := os.environ.get(name))]
+    for path in caches:
+        with contextlib.suppress(OSError):
+            os.makedirs(path, exist_ok=True)
+    out: list[str] = []
+    for root in [folder, *extra, "/dev", f"/proc/{os.getpid()}", *caches]:
         if root and root not in out and os.path.isdir(root):
             out.append(root)
     return out

@@ -60,6 +60,18 @@ def _barrier(task: Task) -> None:
         time.sleep(0.01)
 
 
+def task_folders(task: Task) -> list[str]:
+    """The test folders a task's hooks write in (``# barrier <dir> <count>``, ``# gate <dir>``),
+    made: the sandbox lets a task write nowhere else once it has arrived."""
+    out = []
+    for line in task.solution.sources[0].content.splitlines():
+        if line.startswith(("# barrier ", "# gate ")):
+            folder = line.split()[2] if line.startswith("# barrier ") else line.split(maxsplit=2)[2]
+            os.makedirs(folder, exist_ok=True)
+            out.append(folder)
+    return out
+
+
 def _gate(task: Task) -> None:
     """Say which node runs this (a file named by the pid of the node's raylet, which every Ray
     worker, and so its sandboxes, knows as ``RAY_RAYLET_PID``) in the folder named in the

@@ -195,8 +195,8 @@ def _check(results: Path, n: int) -> None:
     assert gpus <= {"0", "1"} and gpus
 
 
-def test_launch_with_address_from_outside_the_cluster(head: Head, tmp_path: Path) -> None:
-    where = tmp_path / "sweep-imported-from.txt"
+def test_launch_with_address_from_outside_the_cluster(head: Head, tmp_path: Path, task_channel: Path) -> None:
+    where = task_channel / "sweep-imported-from.txt"
     data = write_dataset(tmp_path / "data", {"ok": _WHERE.format(path=str(where))}, 3)
     cfg = write_config(tmp_path / "h100.yaml", [data], tmp_path / "results", hardware="H100")
     outside = tmp_path / "elsewhere"  # not the repository: workers get `sweep` from the runtime_env
@@ -279,8 +279,10 @@ def run(x):
 """
 
 
-def test_a_second_launch_reuses_the_warm_workers_of_the_first(head: Head, tmp_path: Path) -> None:
-    pids, imports = tmp_path / "pids.txt", tmp_path / "imports.txt"
+def test_a_second_launch_reuses_the_warm_workers_of_the_first(
+    head: Head, tmp_path: Path, task_channel: Path
+) -> None:
+    pids, imports = task_channel / "pids.txt", task_channel / "imports.txt"
     data = write_dataset(tmp_path / "data", {"ok": _PID.format(path=str(pids), imports=str(imports))}, 4)
     cfg = write_config(tmp_path / "h100.yaml", [data], tmp_path / "results", hardware="H100")
     outside = tmp_path / "elsewhere"

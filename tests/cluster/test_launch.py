@@ -56,9 +56,11 @@ def run(x):
 
 
 def test_h100_sweep_uses_every_h100_gpu_one_evaluation_at_a_time(
-    two_nodes: dict[str, str], tmp_path: Path
+    two_nodes: dict[str, str], tmp_path: Path, task_channel: Path
 ) -> None:
-    data = write_dataset(tmp_path / "data", {"barrier": _BARRIER.format(folder=str(tmp_path / "gpus"))}, 40)
+    data = write_dataset(
+        tmp_path / "data", {"barrier": _BARRIER.format(folder=str(task_channel / "gpus"))}, 40
+    )
     cfg = write_config(tmp_path / "h100.yaml", [data], tmp_path / "results", hardware="H100")
     result = launch(cfg, LaunchOptions(quiet=True))
     assert (result.planned, result.ran, result.skipped) == (40, 40, 0)

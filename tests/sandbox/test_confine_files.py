@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sweep.sandbox._confine_files import LANDLOCK_MIN_ABI, restrict_writes, writable_roots
+from sweep.sandbox._confine_files import LANDLOCK_MIN_ABI, restrict_writes, task_roots, writable_roots
 
 from ._probe import run_probe
 
@@ -150,3 +150,60 @@ def test_a_restricted_process_writes_only_beneath_its_roots(tmp_path: Path) -> N
     }
     assert (denied / "existing.txt").read_text() == "kept\n"
     assert sorted(p.name for p in denied.iterdir()) == ["existing.txt", "opened_before.txt"]
+
+
+def test_a_task_may_write_its_folder_and_its_build_but_not_the_temporary_folders_or_the_cache(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    cache = tmp_path / "sweep-cache"
+    build = cache / "solutions" / "abc"
+    build.mkdir(parents=True)
+    task = tmp_path / "task"
+    task.mkdir()
+    monkeypatch.setenv("SWEEP_CACHE_DIR", str(cache))
+    monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "pycache"))
+    roots = task_roots(str(task), [str(build)])
+    assert roots[:2] == [str(task), str(build)]
+    assert "/dev" in roots and f"/proc/{os.getpid()}" in roots
+    assert _beneath(Path.home() / ".triton", roots)
+    for shut in (
+        "/tmp",
+        "/var/tmp",
+        str(cache),
+        str(cache / "solutions" / "other"),
+        str(tmp_path / "pycache"),
+    ):
+        assert not _beneath(Path(shut), roots), (shut, roots)
+    assert not _beneath(Path.home() / ".cache" / "kernel-sweep", roots)
+
+
+_TASK_PROBE = textwrap.dedent(
+    """
+    import os, sys
+    from sweep.sandbox._confine_files import restrict_writes, task_roots, writable_roots
+    task, build, beside = sys.argv[1], sys.argv[2], sys.argv[3]
+    out["first"] = restrict_writes(writable_roots(task, None))
+    attempt("beside, before the task", lambda: open(os.path.join(beside, "early.txt"), "w").close())
+    out["second"] = restrict_writes(task_roots(task, [build]))
+    attempt("in its folder", lambda: open(os.path.join(task, "a.txt"), "w").close())
+    attempt("in its build", lambda: open(os.path.join(build, "b.o"), "w").close())
+    attempt("beside", lambda: open(os.path.join(beside, "late.txt"), "w").close())
+    attempt("in /tmp", lambda: open("/tmp/sweep-task-probe-%d" % os.getpid(), "w").close())
+    """
+)
+
+
+@pytest.mark.skipif(_landlock_abi() < LANDLOCK_MIN_ABI, reason="needs Landlock ABI 2 (Linux 5.19+)")
+def test_the_task_ruleset_narrows_the_sandbox_one(tmp_path: Path) -> None:
+    task, build, beside = tmp_path / "task", tmp_path / "cache" / "abc", tmp_path / "other-task"
+    for d in (task, build, beside):
+        d.mkdir(parents=True)
+    got = run_probe(_TASK_PROBE, str(task), str(build), str(beside))
+    assert got.pop("first") is None and got.pop("second") is None
+    assert got == {
+        "beside, before the task": "allowed",  # the temporary folders, until its task arrives
+        "in its folder": "allowed",
+        "in its build": "allowed",
+        "beside": "EACCES",
+        "in /tmp": "EACCES",
+    }

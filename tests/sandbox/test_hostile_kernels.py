@@ -130,8 +130,10 @@ def _leaves_processes(pids: Path) -> str:
     )
 
 
-def test_children_left_behind_are_killed_with_double_forked_orphans(engine: Sandbox, tmp_path: Path) -> None:
-    pids = tmp_path / "pids"
+def test_children_left_behind_are_killed_with_double_forked_orphans(
+    engine: Sandbox, task_channel: Path
+) -> None:
+    pids = task_channel / "pids"
     trace = _run(engine, "leaves_children", _leaves_processes(pids))
     status, log = _status(trace)
     assert status is Status.PASSED, log  # what it computed is right; what it left is not kept
@@ -252,15 +254,15 @@ def test_a_socket_closed_by_a_living_sandbox_is_named_even_when_it_is_killed() -
 
 
 def test_what_a_task_left_running_is_dead_before_the_next_task_is_sent(
-    engine: Sandbox, tmp_path: Path
+    engine: Sandbox, task_channel: Path
 ) -> None:
     # A task's process is reaped (and what it left culled) once the next task's process is
     # ready, not at once: all of it must still be gone before the next task is sent.
-    pids = tmp_path / "pids"
+    pids = task_channel / "pids"
     _passes(engine, "leaves_processes", _leaves_processes(pids))
     trace_pid, *left = [int(p) for p in pids.read_text().split()]
     left.append(trace_pid)
-    seen = tmp_path / "seen"
+    seen = task_channel / "seen"
     looks = (
         "    def state(pid):\n"
         "        try:\n"

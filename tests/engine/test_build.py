@@ -234,3 +234,26 @@ def test_triton_imported_in_the_wrong_mode_is_reported_clearly(kit, vadd, vadd_w
     status, first = kit.fresh_python(MODE, *kit.record_files(tmp_path, vadd, sol, vadd_wl))[-2:]
     assert status == "RUNTIME_ERROR"
     assert "before TRITON_INTERPRET=1 was set" in first and "prepare_process('cpu')" in first
+
+
+def test_a_task_writes_only_its_compiled_solutions_build_folder_besides_its_own(kit, vadd, vadd_wl) -> None:
+    # What the sandbox allows a task to write once it has arrived (``task_folders``): the build
+    # folder of a C++/CUDA solution, its sources written there first from the record; nothing
+    # for a Python entry point, whose sources go to the task's own folder.
+    from sweep.engine import task_folders
+
+    cuda = Task.make(vadd, kit.cuda_vadd(), vadd_wl, kit.fast, "CPU", sweep="tests")
+    (folder,) = task_folders(cuda)
+    assert folder == str(solution_folder(cuda.solution.content_hash))
+    assert (solution_folder(cuda.solution.content_hash) / "kernel.cu").read_text() == kit.cuda_vadd_sources[
+        "kernel.cu"
+    ]
+    python = Task.make(
+        vadd,
+        kit.solution("vadd_f32", "def run(x, y):\n    return y + x  # its own content hash\n", name="plain"),
+        vadd_wl,
+        kit.fast,
+        "CPU",
+    )
+    assert task_folders(python) == []
+    assert not solution_folder(python.solution.content_hash).exists()

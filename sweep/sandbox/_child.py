@@ -181,9 +181,9 @@ def _narrow_writes(task: Any, backend: Backend, folder: str | None) -> None:
     """Before the task's code runs: writes allowed only where this task needs them
     (``_confine_files.task_roots``); said in the log when that cannot be done."""
     extra = backend.folders(task) if backend.folders is not None else []
-    why = restrict_writes(task_roots(folder or os.getcwd(), extra))
     # Threads that ran before (CUDA's own) keep the sandbox's first ruleset: not worth a line.
-    if why is not None and not why.startswith("writes confined in this thread"):
+    why = restrict_writes(task_roots(folder or os.getcwd(), extra), lone=False)
+    if why is not None:
         print(f"sandbox: the task's own ruleset: {why}", file=sys.stderr, flush=True)
 
 

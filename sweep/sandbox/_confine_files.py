@@ -75,30 +75,43 @@ CACHE_VARIABLES = (
 def writable_roots(folder: str | None, start_tmp: str | None = None) -> list[str]:
     """The folders beneath which a sandbox may write (see the module's docstring), those that
     exist, as given: ``folder`` is the task's, ``start_tmp`` the ``TMPDIR`` it started with.
-    The caches are made first where missing: a compiler makes its cache folder on first use,
-    which the ruleset would refuse in a home folder (Triton's ``~/.triton`` on a new machine)."""
+    The caches are made first where missing (:func:`_caches`)."""
+    return _existing(
+        [
+            folder,
+            start_tmp,
+            tempfile.gettempdir(),
+            "/tmp",
+            "/var/tmp",
+            "/dev",
+            "/dev/shm",
+            f"/proc/{os.getpid()}",
+            *_caches((".cache", ".triton", ".nv")),
+        ]
+    )
+
+
+def _caches(in_home: Sequence[str], leave_out: frozenset[str] = frozenset()) -> list[str]:
+    """The compilers' caches: the folders ``in_home`` of the home folder and those that
+    :data:`CACHE_VARIABLES` but ``leave_out`` name. Made first where missing: a compiler makes
+    its cache folder on first use, which the ruleset would refuse in a home folder (Triton's
+    ``~/.triton`` on a new machine)."""
     try:
         home: Path | None = Path.home()
     except (RuntimeError, KeyError):  # no HOME and no entry in the user database
         home = None
-    caches = [str(home / sub) for sub in (".cache", ".triton", ".nv")] if home is not None else []
-    caches += [v for v in (os.environ.get(name) for name in CACHE_VARIABLES) if v]
+    caches = [str(home / sub) for sub in in_home] if home is not None else []
+    caches += [v for name in CACHE_VARIABLES if name not in leave_out and (v := os.environ.get(name))]
     for path in caches:
         with contextlib.suppress(OSError):
             os.makedirs(path, exist_ok=True)
-    wanted: list[str | None] = [
-        folder,
-        start_tmp,
-        tempfile.gettempdir(),
-        "/tmp",
-        "/var/tmp",
-        "/dev",
-        "/dev/shm",
-        f"/proc/{os.getpid()}",
-        *caches,
-    ]
+    return caches
+
+
+def _existing(roots: Iterable[str | None]) -> list[str]:
+    """The ``roots`` that are folders, each once, in order."""
     out: list[str] = []
-    for root in wanted:
+    for root in roots:
         if root and root not in out and os.path.isdir(root):
             out.append(root)
     return out
@@ -116,20 +129,8 @@ def task_roots(folder: str, extra: Iterable[str] = ()) -> list[str]:
     its solution's build folder), ``/dev``, this process's ``/proc`` entry, and the compilers'
     caches but kernel-sweep's (``~/.triton``, ``~/.nv``, torch's extensions, the folders of
     :data:`CACHE_VARIABLES` but :data:`_NOT_FOR_TASKS`), made first where missing."""
-    try:
-        home: Path | None = Path.home()
-    except (RuntimeError, KeyError):
-        home = None
-    caches = [str(home / sub) for sub in (".triton", ".nv", ".cache/torch_extensions")] if home else []
-    caches += [v for name in CACHE_VARIABLES if name not in _NOT_FOR_TASKS and (v := os.environ.get(name))]
-    for path in caches:
-        with contextlib.suppress(OSError):
-            os.makedirs(path, exist_ok=True)
-    out: list[str] = []
-    for root in [folder, *extra, "/dev", f"/proc/{os.getpid()}", *caches]:
-        if root and root not in out and os.path.isdir(root):
-            out.append(root)
-    return out
+    caches = _caches((".triton", ".nv", ".cache/torch_extensions"), _NOT_FOR_TASKS)
+    return _existing([folder, *extra, "/dev", f"/proc/{os.getpid()}", *caches])
 
 
 def _abi(libc: ctypes.CDLL) -> int:
@@ -157,9 +158,13 @@ def unavailable() -> str | None:
     return _lacking(_abi(ctypes.CDLL(None, use_errno=True)))
 
 
-def restrict_writes(roots: Sequence[str] | Iterable[str]) -> str | None:
+def restrict_writes(roots: Sequence[str] | Iterable[str], *, lone: bool = True) -> str | None:
     """Allow this process (the calling thread and what it starts) to write only beneath
-    ``roots``; ``None`` when done, else why not (it then writes where the user may)."""
+    ``roots``; ``None`` when done, else why not (it then writes where the user may).
+
+    ``lone``: the calling thread should be the process's only one (a sandbox before its
+    device is ready), and the answer says so when it is not; ``False`` where threads that ran
+    before keep an earlier ruleset (the task's, once CUDA's own threads run)."""
     if platform.system() != "Linux":
         return f"writes not confined: no Landlock on {platform.system()}"
     libc = ctypes.CDLL(None, use_errno=True)
@@ -194,7 +199,9 @@ def restrict_writes(roots: Sequence[str] | Iterable[str]) -> str | None:
         with contextlib.suppress(OSError):
             os.close(ruleset)
     # The ruleset binds the calling thread and those it starts later, not threads already
-    # running (a sandbox has none here: fork keeps only the forking thread).
+    # running (a sandbox has none at its start: fork keeps only the forking thread).
+    if not lone:
+        return None
     with contextlib.suppress(OSError):
         others = len(os.listdir("/proc/self/task")) - 1
         if others > 0:

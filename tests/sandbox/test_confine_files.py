@@ -207,3 +207,25 @@ def test_the_task_ruleset_narrows_the_sandbox_one(tmp_path: Path) -> None:
         "beside": "EACCES",
         "in /tmp": "EACCES",
     }
+
+
+_THREADS_PROBE = textwrap.dedent(
+    """
+    import os, sys, threading
+    from sweep.sandbox._confine_files import restrict_writes
+    stop = threading.Event()
+    threading.Thread(target=stop.wait, daemon=True).start()  # a thread that ran before, as CUDA's
+    out["lone"] = restrict_writes([sys.argv[1]])
+    out["not lone"] = restrict_writes([sys.argv[1]], lone=False)
+    stop.set()
+    """
+)
+
+
+@pytest.mark.skipif(_landlock_abi() < LANDLOCK_MIN_ABI, reason="needs Landlock ABI 2 (Linux 5.19+)")
+def test_threads_that_ran_before_are_said_only_where_the_caller_expects_none(tmp_path: Path) -> None:
+    got = run_probe(_THREADS_PROBE, str(tmp_path))
+    assert got == {
+        "lone": "writes confined in this thread; 1 thread(s) that ran before are not",
+        "not lone": None,
+    }

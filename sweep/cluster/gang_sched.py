@@ -151,6 +151,33 @@ def _fits(task: Task) -> bool:
     return all(free.get(k, 0.0) >= v for bundle in _bundles(task) for k, v in bundle.items())
 
 
+def _gpu_capacity() -> dict[str, float]:
+    """The GPUs of the cluster's live nodes, by the target that asks for them: each
+    accelerator type's nodes' (a task's ``hardware`` is its type's short name, the resource's
+    suffix) and ``auto``'s, every node's."""
+    import ray
+
+    out: dict[str, float] = {}
+    for node in ray.nodes():  # type: ignore[no-untyped-call]
+        if not node.get("Alive", False):
+            continue
+        res: dict[str, float] = node.get("Resources", {})
+        gpus = float(res.get("GPU", 0.0))
+        for key in ["accelerator_type:auto", *(k for k in res if k.startswith("accelerator_type:"))]:
+            target = key.split(":", 1)[1]
+            out[target] = out.get(target, 0.0) + gpus
+    return out
+
+
+def _room(task: Task, held: Sequence[Task], capacity: Mapping[str, float]) -> bool:
+    """Whether the groups the loop holds (of the tasks ``held``) leave ``task``'s GPUs free of
+    ``capacity`` (:func:`_gpu_capacity`); a CPU target's groups are not counted here."""
+    if task.hardware == "CPU":
+        return True
+    taken = sum(world_size(t) for t in held if t.hardware == task.hardware)
+    return taken + world_size(task) <= capacity.get(task.hardware, 0.0)
+
+
 def _gang_main(task_json: str, spec: SandboxSpec, run_id: str) -> str:
     """The Ray task of one gang: its ranks' sandboxes on this node, one trace (JSON)."""
     import os
@@ -196,6 +223,7 @@ def run_gang_tasks(
     waiting: tuple[Task, Any, float] | None = None  # the head, its group being reserved
     running: dict[Any, tuple[Task, Any, float]] = {}
     done = 0
+    capacity = _gpu_capacity()
 
     def start(task: Task, pg: Any) -> None:
         kind = (device_kinds or {}).get(task.hardware, "cpu" if task.hardware == "CPU" else "auto")
@@ -213,7 +241,15 @@ def run_gang_tasks(
     while queue or waiting or running:
         # A new group only when it fits now (or nothing runs): Ray retries a group it cannot
         # place after a growing delay (100 ms, then more), which kept a freed slot idle.
-        if waiting is None and queue and len(running) < max_running and (not running or _fits(queue[0])):
+        if (
+            waiting is None
+            and queue
+            and len(running) < max_running
+            and (
+                not running
+                or (_room(queue[0], [t for t, _, _ in running.values()], capacity) and _fits(queue[0]))
+            )
+        ):
             task = queue.pop(0)
             pg = placement_group(_bundles(task), strategy="STRICT_PACK")
             waiting = (task, pg, time.monotonic())

@@ -9,6 +9,8 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from sweep.schema import Trace
 from tests.data.distributed.allreduce import definition, solution, workload
 
@@ -73,12 +75,17 @@ def test_a_launch_runs_gangs_beside_single_gpu_tasks(two_nodes: dict[str, str], 
     assert four["node_id"] == two_nodes["H100"]  # packed on the node that has 4 GPUs
 
 
-def test_gangs_of_one_shape_hand_their_group_on(two_nodes: dict[str, str]) -> None:
+def test_gangs_of_one_shape_hand_their_group_on(
+    two_nodes: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Six 2-rank gangs on the H100 node (4 GPUs): two groups reserved, each handed from gang to
     gang, not six released and reserved again (Ray retries a group it could not place only
-    after 100 ms or more, so a slot stayed idle between two gangs)."""
+    after 100 ms or more, so a slot stayed idle between two gangs). Ray's count of free
+    resources lags behind reservations under load: here it says everything is free all along,
+    and the loop's own count still asks for no third group."""
     from ray.util import placement_group_table
 
+    from sweep.cluster import gang_sched
     from sweep.cluster.gang_sched import run_gang_tasks
     from sweep.sandbox.supervisor import SandboxSpec
     from sweep.schema.task import Task
@@ -89,13 +96,15 @@ def test_gangs_of_one_shape_hand_their_group_on(two_nodes: dict[str, str]) -> No
         Task.make(definition(None), solution("good"), workload(64 + i, 2), quick_settings(), "H100")
         for i in range(6)
     ]
+    monkeypatch.setattr(gang_sched, "_fits", lambda task: True)
     before = set(placement_group_table())
     got: list[Trace] = []
     assert run_gang_tasks(tasks, SandboxSpec(), run_id="r", on_traces=got.extend) == 6
     assert sorted(t.evaluation.status.value for t in got if t.evaluation) == ["PASSED"] * 6
     assert {t.workload.uuid for t in got} == {t.workload.uuid for t in tasks}  # each once
     table = placement_group_table()
-    # Reserved on a node: two, each handed on. (A group asked for while both run finds no H100
-    # free, waits, and is removed unplaced when a finished gang hands its group to that head.)
-    placed = [k for k in set(table) - before if any(table[k]["bundles_to_node_id"].values())]
-    assert 1 <= len(placed) <= 2, {k: table[k] for k in set(table) - before}
+    # Asked for: two, each placed on the H100 node and handed on; none asked for while both run.
+    new = set(table) - before
+    assert len(new) == 2, {k: table[k] for k in new}
+    placed = [k for k in new if any(table[k]["bundles_to_node_id"].values())]
+    assert placed and set(table[placed[0]]["bundles_to_node_id"].values()) == {two_nodes["H100"]}

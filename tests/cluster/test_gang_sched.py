@@ -93,3 +93,29 @@ def test_a_group_fits_only_when_each_of_its_resources_is_free(monkeypatch: pytes
     assert gang_sched._fits(gpu)
     del free["accelerator_type:H100"]  # no H100 free: H200s would not do
     assert not gang_sched._fits(gpu)
+
+
+def test_the_loop_counts_the_gpus_its_own_groups_hold_by_type(monkeypatch: pytest.MonkeyPatch) -> None:
+    # Ray's count of free resources lags behind a reservation; the loop's own does not.
+    import ray
+
+    from sweep.cluster import gang_sched
+
+    nodes = [
+        {"Alive": True, "Resources": {"CPU": 8.0, "GPU": 4.0, "accelerator_type:H100": 1.0}},
+        {"Alive": True, "Resources": {"CPU": 8.0, "GPU": 2.0, "accelerator_type:H200": 1.0}},
+        {"Alive": True, "Resources": {"CPU": 8.0, "GPU": 4.0, "accelerator_type:H100": 1.0}},
+        {"Alive": False, "Resources": {"CPU": 8.0, "GPU": 8.0, "accelerator_type:H200": 1.0}},  # gone
+        {"Alive": True, "Resources": {"CPU": 8.0}},
+    ]
+    monkeypatch.setattr(ray, "nodes", lambda: nodes)
+    capacity = gang_sched._gpu_capacity()
+    assert capacity == {"H100": 8.0, "H200": 2.0, "auto": 10.0}
+    two, four = _task(8, 2, hardware="H100"), _task(8, 4, hardware="H100")
+    h200 = _task(8, 2, hardware="H200")
+    assert gang_sched._room(four, [four], capacity)  # 4 of 8 H100s held
+    assert not gang_sched._room(two, [four, four], capacity)
+    assert gang_sched._room(h200, [four, four], capacity)  # H100 groups leave the H200s free
+    assert not gang_sched._room(h200, [h200], capacity)
+    assert not gang_sched._room(_task(8, 2, hardware="B200"), [], capacity)  # no such GPU here
+    assert gang_sched._room(_task(8, 2), [_task(8, 2)] * 50, capacity)  # CPU ranks: Ray's count alone

@@ -15,7 +15,8 @@ Public API:
   evaluations use and take the harness's snapshot (``_integrity``) before any solution runs;
   :func:`start_process`: in a task's fresh process, make CUDA ready before its task arrives,
   and :func:`process_cache`, the cache it made ready; :func:`task_folders`: where a task writes
-  besides its own folder (its sandbox allows nothing else once the task has arrived).
+  besides its own folder (its sandbox allows nothing else once the task has arrived): its
+  solution's build and its solution's own compilers' caches, which it points the process at.
 - :func:`profile_run`: profile mode, the solution's calls alone inside a CUDA profiler range
   (``python -m sweep.engine.profile_main TASKFILE`` is the process ``sweep profile`` runs under
   ncu or compute-sanitizer); :func:`gpu_problem`: why this machine cannot profile.

@@ -65,17 +65,36 @@ def start_process(device_kind: str) -> None:
 
 def task_folders(task: Task) -> list[str]:
     """The folders ``task``'s evaluation writes in besides its task folder, made ready (its
-    sandbox then lets it write nowhere else): the build folder of a solution compiled from
-    C++/CUDA sources, in the shared cache, with the record's sources written there first.
-    Python entry points are written to the task's own folder (``_build.private_sources``)."""
-    if task.broken is not None or task.solution.spec.entry_file.endswith(".py"):
+    sandbox then lets it write nowhere else), for this process, which evaluates only ``task``:
+
+    - the compilers' caches of its solution alone (``$SWEEP_CACHE_DIR/compilers/<content
+      hash>/``), which this process's environment now names (``TRITON_CACHE_DIR`` and the
+      others of ``COMPILER_CACHE_VARIABLES``). A cache shared by every solution would let one
+      plant compiled kernels, or a launcher's shared library, that another solution (or the
+      next process) loads;
+    - the build folder of a solution compiled from C++/CUDA sources, in the shared cache, with
+      the record's sources written there first. Python entry points are written to the
+      task's own folder (``_build.private_sources``)."""
+    if task.broken is not None:
         return []
+    from sweep.engine.builds._built import compiler_caches
+
+    folders: list[str] = []
+    for var, folder in compiler_caches(task.solution.content_hash).items():
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+        except OSError:
+            continue  # the compiler says why it cannot write there
+        os.environ[var] = str(folder)
+        folders.append(str(folder))
+    if task.solution.spec.entry_file.endswith(".py"):
+        return folders
     from sweep.engine.builds._build import write_sources
 
     try:
-        return [str(write_sources(task.solution.content_hash, task.solution.sources))]
+        return [*folders, str(write_sources(task.solution.content_hash, task.solution.sources))]
     except OSError:
-        return []  # the build tries again, and says why it cannot
+        return folders  # the build tries again, and says why it cannot
 
 
 def device_of(device: str | None) -> str:

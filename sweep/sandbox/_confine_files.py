@@ -17,10 +17,12 @@ removing a file is allowed only beneath :func:`writable_roots`:
 Once its task has arrived, and before any of the task's code runs, a sandbox narrows this with
 a second ruleset (Landlock rulesets stack: each can only take rights away), unless the task is
 one rank of a gang: :func:`task_roots` keeps the task's own folder, ``/dev``, its ``/proc``
-entry, the compilers' caches but kernel-sweep's, and the folders its backend names for the task
-(its solution's own build folder in kernel-sweep's cache). So a task can no longer write the
-machine's temporary folders (other sandboxes' folders, a project kept there, a shared
-``PYTHONPYCACHEPREFIX``), ``~/.cache`` or kernel-sweep's cache beyond its own build.
+entry, CUDA's JIT cache, and the folders its backend names for the task (its solution's own
+build folder in kernel-sweep's cache, and its own folders for Triton's, torch's extensions' and
+Inductor's caches, which the backend points the compilers at). So a task can no longer write
+the machine's temporary folders (other sandboxes' folders, a project kept there, a shared
+``PYTHONPYCACHEPREFIX``), ``~/.cache``, ``~/.triton``, or kernel-sweep's cache beyond its own
+solution's folders.
 
 Reading stays allowed everywhere, and a descriptor opened before (the sandbox's log) can still
 be written. A write elsewhere fails with ``PermissionError``. Landlock (Linux 5.19 and later
@@ -118,18 +120,33 @@ def _existing(roots: Iterable[str | None]) -> list[str]:
 
 
 #: Of :data:`CACHE_VARIABLES`, those a task's second ruleset leaves out: kernel-sweep's own
-#: cache (each task gets its solution's folder in it), folders of many caches at once, and
-#: Python's bytecode (a shared prefix would let a task plant what the next process imports).
-_NOT_FOR_TASKS = frozenset({"SWEEP_CACHE_DIR", "XDG_CACHE_HOME", "PYTHONPYCACHEPREFIX"})
+#: cache (each task gets its solution's folder in it), folders of many caches at once, Python's
+#: bytecode (a shared prefix would let a task plant what the next process imports), and the
+#: compilers' caches a backend gives each solution folders of its own for (the engine's
+#: ``task_folders``): shared, they would let a task plant a compiled kernel, or a launcher's
+#: shared library, that another solution's task loads.
+_NOT_FOR_TASKS = frozenset(
+    {
+        "SWEEP_CACHE_DIR",
+        "XDG_CACHE_HOME",
+        "PYTHONPYCACHEPREFIX",
+        "TRITON_CACHE_DIR",
+        "TRITON_HOME",
+        "TRITON_DUMP_DIR",
+        "TRITON_OVERRIDE_DIR",
+        "TORCH_EXTENSIONS_DIR",
+        "TORCHINDUCTOR_CACHE_DIR",
+    }
+)
 
 
 def task_roots(folder: str, extra: Iterable[str] = ()) -> list[str]:
     """The folders beneath which a task may write once it has arrived (see the module's
     docstring), those that exist: ``folder`` (the task's), ``extra`` (what its backend names:
-    its solution's build folder), ``/dev``, this process's ``/proc`` entry, and the compilers'
-    caches but kernel-sweep's (``~/.triton``, ``~/.nv``, torch's extensions, the folders of
-    :data:`CACHE_VARIABLES` but :data:`_NOT_FOR_TASKS`), made first where missing."""
-    caches = _caches((".triton", ".nv", ".cache/torch_extensions"), _NOT_FOR_TASKS)
+    its solution's build folder and compilers' caches), ``/dev``, this process's ``/proc``
+    entry, and CUDA's JIT cache (``~/.nv``, ``CUDA_CACHE_PATH``), made first where missing.
+    Not Triton's, torch's extensions' or Inductor's shared caches (:data:`_NOT_FOR_TASKS`)."""
+    caches = _caches((".nv",), _NOT_FOR_TASKS)
     return _existing([folder, *extra, "/dev", f"/proc/{os.getpid()}", *caches])
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 
 import pytest
@@ -236,18 +237,27 @@ def test_triton_imported_in_the_wrong_mode_is_reported_clearly(kit, vadd, vadd_w
     assert "before TRITON_INTERPRET=1 was set" in first and "prepare_process('cpu')" in first
 
 
-def test_a_task_writes_only_its_compiled_solutions_build_folder_besides_its_own(kit, vadd, vadd_wl) -> None:
-    # What the sandbox allows a task to write once it has arrived (``task_folders``): the build
-    # folder of a C++/CUDA solution, its sources written there first from the record; nothing
-    # for a Python entry point, whose sources go to the task's own folder.
+def test_a_task_writes_only_its_own_solutions_folders_besides_its_own(
+    kit, vadd, vadd_wl, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # What the sandbox allows a task to write once it has arrived (``task_folders``): the
+    # compilers' caches of its solution alone, which the process's environment then names, and
+    # the build folder of a C++/CUDA solution, its sources written there first from the record.
+    # A Python entry point's sources go to the task's own folder.
     from sweep.engine import task_folders
+    from sweep.engine.builds._built import COMPILER_CACHE_VARIABLES, compiler_caches
 
+    for var in COMPILER_CACHE_VARIABLES:  # task_folders sets them: put back after the test
+        monkeypatch.setenv(var, "/shared/cache/of/every/solution")
     cuda = Task.make(vadd, kit.cuda_vadd(), vadd_wl, kit.fast, "CPU", sweep="tests")
-    (folder,) = task_folders(cuda)
+    *caches, folder = task_folders(cuda)
     assert folder == str(solution_folder(cuda.solution.content_hash))
     assert (solution_folder(cuda.solution.content_hash) / "kernel.cu").read_text() == kit.cuda_vadd_sources[
         "kernel.cu"
     ]
+    own = compiler_caches(cuda.solution.content_hash)
+    assert caches == [str(own[var]) for var in COMPILER_CACHE_VARIABLES]
+    assert all(os.environ[var] == str(path) and path.is_dir() for var, path in own.items())
     python = Task.make(
         vadd,
         kit.solution("vadd_f32", "def run(x, y):\n    return y + x  # its own content hash\n", name="plain"),
@@ -255,5 +265,8 @@ def test_a_task_writes_only_its_compiled_solutions_build_folder_besides_its_own(
         kit.fast,
         "CPU",
     )
-    assert task_folders(python) == []
+    theirs = task_folders(python)
+    assert theirs == [str(p) for p in compiler_caches(python.solution.content_hash).values()]
+    assert not set(theirs) & set(caches)  # another solution, other folders
+    assert os.environ["TRITON_CACHE_DIR"] == theirs[0]
     assert not solution_folder(python.solution.content_hash).exists()

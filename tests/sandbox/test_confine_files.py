@@ -162,16 +162,25 @@ def test_a_task_may_write_its_folder_and_its_build_but_not_the_temporary_folders
     task.mkdir()
     monkeypatch.setenv("SWEEP_CACHE_DIR", str(cache))
     monkeypatch.setenv("PYTHONPYCACHEPREFIX", str(tmp_path / "pycache"))
+    shared = {v: tmp_path / "shared" / v.lower() for v in ("TRITON_CACHE_DIR", "TRITON_HOME")}
+    shared["TORCH_EXTENSIONS_DIR"] = tmp_path / "shared" / "ext"
+    shared["TORCHINDUCTOR_CACHE_DIR"] = tmp_path / "shared" / "inductor"
+    for var, folder in shared.items():
+        monkeypatch.setenv(var, str(folder))
+    monkeypatch.setenv("CUDA_CACHE_PATH", str(tmp_path / "nv"))
     roots = task_roots(str(task), [str(build)])
     assert roots[:2] == [str(task), str(build)]
     assert "/dev" in roots and f"/proc/{os.getpid()}" in roots
-    assert _beneath(Path.home() / ".triton", roots)
+    assert _beneath(tmp_path / "nv", roots)  # CUDA's JIT cache: the driver's, not a solution's
     for shut in (
         "/tmp",
         "/var/tmp",
         str(cache),
         str(cache / "solutions" / "other"),
         str(tmp_path / "pycache"),
+        str(Path.home() / ".triton"),  # compiled kernels every solution would load
+        str(Path.home() / ".cache" / "torch_extensions"),
+        *map(str, shared.values()),
     ):
         assert not _beneath(Path(shut), roots), (shut, roots)
     assert not _beneath(Path.home() / ".cache" / "kernel-sweep", roots)

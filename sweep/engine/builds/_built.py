@@ -1,6 +1,7 @@
 """What a build gives (:class:`Built`) or why it failed (:class:`BuildError`), and where
 compiled builds live (``$SWEEP_CACHE_DIR/solutions/<content hash>/``; Python sources are
-imported from a folder of the process's own instead, ``_build.private_sources``).
+imported from a folder of the process's own instead, ``_build.private_sources``), and the
+compilers' caches of each solution (``$SWEEP_CACHE_DIR/compilers/<content hash>/``).
 
 Shared by ``_build`` (Python, Triton, TileLang and torch-extension builds) and
 ``_build_tvm_ffi`` (TVM-FFI builds), which must not import each other both ways.
@@ -16,10 +17,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 __all__ = [
+    "COMPILER_CACHE_VARIABLES",
     "CPP_SUFFIXES",
     "BuildError",
     "Built",
     "cache_root",
+    "compiler_caches",
     "params_problem",
     "solution_folder",
     "with_params",
@@ -57,6 +60,23 @@ def cache_root() -> Path:
 def solution_folder(content_hash: str) -> Path:
     """The folder holding a solution's sources and build."""
     return cache_root() / "solutions" / content_hash
+
+
+#: The compilers' cache variables each solution gets folders of its own for: Triton's compiled
+#: kernels and launchers, torch's extensions built by the solution itself (``load_inline``),
+#: Inductor's (``torch.compile``). Each is read when the compiler looks, not at import.
+COMPILER_CACHE_VARIABLES = {
+    "TRITON_CACHE_DIR": "triton",
+    "TORCH_EXTENSIONS_DIR": "torch_extensions",
+    "TORCHINDUCTOR_CACHE_DIR": "inductor",
+}
+
+
+def compiler_caches(content_hash: str) -> dict[str, Path]:
+    """The folder of each of :data:`COMPILER_CACHE_VARIABLES` for the solution of
+    ``content_hash``: ``$SWEEP_CACHE_DIR/compilers/<content hash>/<name>``."""
+    root = cache_root() / "compilers" / content_hash
+    return {var: root / name for var, name in COMPILER_CACHE_VARIABLES.items()}
 
 
 def params_problem(fn: Callable[..., object], params: Mapping[str, object]) -> str | None:

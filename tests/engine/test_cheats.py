@@ -127,6 +127,47 @@ def test_coarse_content_cache_that_hits_on_other_values_fails(kit, vadd, vadd_wl
     assert "timed call" in kit.log(trace) and "by input content" in kit.log(trace)
 
 
+_FILE_CACHE = """
+import hashlib, os
+import torch
+
+FOLDER = {folder!r}
+STATS = {{"hits": 0, "calls": 0}}
+
+
+def run(x, y):
+    STATS["calls"] += 1
+    key = hashlib.sha256(x.numpy().tobytes() + y.numpy().tobytes()).hexdigest()
+    path = os.path.join(FOLDER, key + ".pt")
+    if os.path.exists(path):
+        STATS["hits"] += 1
+        return torch.load(path)
+    out = x + y
+    torch.save(out, path)
+    return out
+"""
+
+
+def test_a_content_cache_kept_in_a_file_never_hits_a_later_tasks_timed_calls(
+    kit, vadd, vadd_wl, tmp_path
+) -> None:
+    # Outputs kept on disk by the inputs' content, as a solution could keep them in a folder
+    # it may write from task to task (its compilers' cache): a later evaluation of the same
+    # workload sees the same input sets (its trials may hit) but timed values of its own.
+    src = _FILE_CACHE.format(folder=str(tmp_path))
+    settings = _many(kit)
+    first, later = EngineCache(), EngineCache()
+    assert (
+        kit.status(kit.run(vadd, kit.solution("vadd_f32", src), vadd_wl, settings, cache=first)) == "PASSED"
+    )
+    assert _globals(first)["STATS"]["hits"] == 0  # type: ignore[index]
+    trace = kit.run(vadd, kit.solution("vadd_f32", src), vadd_wl, settings, cache=later)
+    assert kit.status(trace) == "PASSED", kit.log(trace)
+    stats = _globals(later)["STATS"]
+    assert stats["calls"] > 64  # type: ignore[index]
+    assert stats["hits"] <= settings.trials * settings.input_sets, stats  # the trials' own inputs at most
+
+
 @pytest.mark.parametrize("honest_every", [2, 7, 1000])
 def test_call_count_cache_fails(kit, vadd, vadd_wl, honest_every: int) -> None:
     # Honest on the trials and on every n-th call after, stale in between.

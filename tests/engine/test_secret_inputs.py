@@ -1,6 +1,7 @@
 """Hidden workloads through the real engine on the CPU: a solution that memorises the outputs
-of the public inputs passes the public run and fails the secret one; a secret run's trace keeps
-the commitment, not the secret nor its seed."""
+of the public inputs passes the public run's trials (their inputs are the seed's) but not its
+timed calls (their fresh values are each evaluation's own), and fails the secret run's trials; a
+secret run's trace keeps the commitment, not the secret nor its seed."""
 
 from __future__ import annotations
 
@@ -43,7 +44,7 @@ def _task(kit: object, vadd: Definition, wl: Workload, source: str, name: str, *
     return Task.make(vadd, sol, wl, base, "CPU", sweep="tests")
 
 
-def test_memorised_public_outputs_pass_public_and_fail_secret(
+def test_memorised_public_outputs_pass_the_public_trials_only_and_fail_secret(
     kit: object, vadd: Definition, tmp_path: Path
 ) -> None:
     wl = Workload.model_validate(
@@ -67,13 +68,15 @@ def test_memorised_public_outputs_pass_public_and_fail_secret(
     memoriser = _task(kit, vadd, wl, _MEMORISER.format(table=table), "memoriser")
     public = evaluate(memoriser, device="cpu", cache=EngineCache())
     assert public.evaluation is not None
-    assert public.evaluation.status.value == "PASSED", public.evaluation.log
+    assert public.evaluation.status.value.startswith("INCORRECT"), public.evaluation.log
+    assert "(timed call" in public.evaluation.log and "(trial" not in public.evaluation.log
 
     secret_task = memoriser.with_secret(SECRET)
     assert secret_task.task_id != memoriser.task_id
     secret = evaluate(secret_task, device="cpu", cache=EngineCache())
     assert secret.evaluation is not None
     assert secret.evaluation.status.value.startswith("INCORRECT"), secret.evaluation.status
+    assert "(trial 0)" in secret.evaluation.log, secret.evaluation.log  # its first input set is new
     # The trace carries the commitment, never the secret, the salt or the seed of the inputs.
     assert secret.provenance is not None
     stored = secret.provenance.secret_commitment

@@ -9,6 +9,7 @@ uses to call them. The phases (``_phases.EvalRun``) extend it; a call path
 from __future__ import annotations
 
 import hashlib
+import secrets
 from collections.abc import Callable
 from typing import TypeVar
 
@@ -21,6 +22,7 @@ from sweep.engine.io import (
     Stop,
     base_seed,
     compile_failure,
+    hash_int,
     reference_stop,
     source_line,
     traceback_text,
@@ -71,6 +73,11 @@ class RunState:
         self.cache = cache
         self.flags = flags
         self.seed = base_seed(self.settings.seed, self.wl.uuid, task.secret_salt)
+        # The timed calls' fresh values and which of them are checked: drawn anew in each
+        # evaluation, unlike the input sets. A later task of the same workload (another
+        # parameter point of the solution, another launch) never sees them again, so a cache
+        # of outputs kept outside the process, in a file, never hits on a timed call.
+        self.fresh_seed = hash_int("kernel-sweep-fresh", self.seed, secrets.token_hex(16))
         self.dps = self.sol.spec.destination_passing_style
         self.tol = self.settings.tolerance_for(self.defn.name, self.defn.op_type)
         self.def_key = _key(self.defn.to_json())

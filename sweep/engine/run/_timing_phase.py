@@ -190,10 +190,10 @@ class TimingPhase:
             )
         # One generator per side: how many calls the reference's warm-up makes depends on
         # time, and must not shift the values the solution's k-th call sees.
-        self.fresh = {side: Freshener(run.device, run.seed, side) for side in ("reference", "solution")}
+        self.fresh = {side: Freshener(run.device, run.fresh_seed, side) for side in ("reference", "solution")}
         prep = self._prep("reference")
         # The reference takes the same copies at the same calls as the solution's checks, unchecked.
-        self.shadow = Rechecks(CheckSchedule(run.seed), path.snapshot, None, self.first)
+        self.shadow = Rechecks(CheckSchedule(run.fresh_seed), path.snapshot, None, self.first)
         self._reset_l2()
         mark("reference timing sets")
         self.ref_warm = self._reference(
@@ -226,7 +226,7 @@ class TimingPhase:
         assert self.ref_stats is not None and self.ref_warm is not None
         path.prepare_timing(self.first, sets)  # the trials used the slots since
         prep_sol = self._prep("solution")
-        self.rechecks = Rechecks(CheckSchedule(run.seed), path.snapshot, self._check, self.first)
+        self.rechecks = Rechecks(CheckSchedule(run.fresh_seed), path.snapshot, self._check, self.first)
         self._restore_all(prep_sol)
         mark("solution timing sets")
         sol_warm = self._solution(

@@ -9,7 +9,10 @@ are right. So:
 - before every timed call (outside the timed window, before the L2 flush), the inputs
   drawn at random get new values, drawn on the device from the same distribution as the
   input set's own (:class:`Freshener`; each path decides which of its inputs qualify):
-  no timed call sees values an earlier call saw, and a content cache never hits;
+  no timed call sees values an earlier call saw, and a content cache never hits. The seed of
+  these draws (and of :class:`CheckSchedule`) is new in each evaluation, while the input
+  sets' is the workload's: a cache kept in a file, from an earlier task of the same workload
+  (another launch, another parameter point), does not hit either;
 - the outputs of a random sample of timed calls (:class:`CheckSchedule`: one call at a
   random place in each doubling window, calls 1, 2-3, 4-7, 8-15, ...) are compared with
   the reference's result on that call's own inputs, as is the last timed call on each

@@ -119,25 +119,13 @@ def _existing(roots: Iterable[str | None]) -> list[str]:
     return out
 
 
-#: Of :data:`CACHE_VARIABLES`, those a task's second ruleset leaves out: kernel-sweep's own
-#: cache (each task gets its solution's folder in it), folders of many caches at once, Python's
-#: bytecode (a shared prefix would let a task plant what the next process imports), and the
-#: compilers' caches a backend gives each solution folders of its own for (the engine's
-#: ``task_folders``): shared, they would let a task plant a compiled kernel, or a launcher's
-#: shared library, that another solution's task loads.
-_NOT_FOR_TASKS = frozenset(
-    {
-        "SWEEP_CACHE_DIR",
-        "XDG_CACHE_HOME",
-        "PYTHONPYCACHEPREFIX",
-        "TRITON_CACHE_DIR",
-        "TRITON_HOME",
-        "TRITON_DUMP_DIR",
-        "TRITON_OVERRIDE_DIR",
-        "TORCH_EXTENSIONS_DIR",
-        "TORCHINDUCTOR_CACHE_DIR",
-    }
-)
+#: Of :data:`CACHE_VARIABLES`, those a task's second ruleset leaves out: all but CUDA's JIT
+#: cache (the driver's own). Kernel-sweep's cache (each task gets its solution's folder in it),
+#: folders of many caches at once, Python's bytecode (a shared prefix would let a task plant
+#: what the next process imports), and the compilers' caches a backend gives each solution
+#: folders of its own for (the engine's ``task_folders``): shared, they would let a task plant
+#: a compiled kernel, or a launcher's shared library, that another solution's task loads.
+_NOT_FOR_TASKS = frozenset(CACHE_VARIABLES) - {"CUDA_CACHE_PATH"}
 
 
 def task_roots(folder: str, extra: Iterable[str] = ()) -> list[str]:

@@ -179,8 +179,12 @@ class Backend:
 
 def _narrow_writes(task: Any, backend: Backend, folder: str | None) -> None:
     """Before the task's code runs: writes allowed only where this task needs them
-    (``_confine_files.task_roots``); said in the log when that cannot be done."""
+    (``_confine_files.task_roots``), and for one rank of a gang the folder its process group
+    meets in; said in the log when that cannot be done."""
     extra = backend.folders(task) if backend.folders is not None else []
+    rank = getattr(task, "rank", None)
+    if rank is not None:  # the FileStore's file, made and written by the ranks
+        extra.append(os.path.dirname(rank.store_file))
     # Threads that ran before (CUDA's own) keep the sandbox's first ruleset: not worth a line.
     why = restrict_writes(task_roots(folder or os.getcwd(), extra), lone=False)
     if why is not None:
@@ -378,7 +382,7 @@ def child_main(conn_fd: int, log_path: str, params: ChildParams) -> int:
 
     try:
         task = load_task(msg.blob, pickle.loads(msg.records))
-        if params.confine and task.rank is None:  # a gang's ranks meet on files outside
+        if params.confine:
             _narrow_writes(task, backend, params.folder)
         marks.append(("task unpickled, process state captured", time.monotonic()))
         started = time.time()

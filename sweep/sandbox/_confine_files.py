@@ -8,18 +8,18 @@ runs (inherited by whatever it starts) so that creating, writing, truncating, re
 removing a file is allowed only beneath :func:`writable_roots`:
 
 - the task's own folder (its working and temporary folder), and the temporary folders of the
-  machine (``/tmp``, ``/var/tmp``, ``/dev/shm`` and the ``TMPDIR`` the sandbox was started with:
-  a gang's ranks meet on a file there);
+  machine (``/tmp``, ``/var/tmp``, ``/dev/shm`` and the ``TMPDIR`` the sandbox was started with);
 - ``/dev`` (a GPU is opened for writing: ``/dev/nvidia*``) and this process's ``/proc`` entry;
 - the caches compilers keep: kernel-sweep's build cache (``SWEEP_CACHE_DIR``), Triton's, torch's
   extensions and Inductor's, CUDA's JIT cache, and ``~/.cache``, ``~/.triton``, ``~/.nv``.
 
 Once its task has arrived, and before any of the task's code runs, a sandbox narrows this with
-a second ruleset (Landlock rulesets stack: each can only take rights away), unless the task is
-one rank of a gang: :func:`task_roots` keeps the task's own folder, ``/dev``, its ``/proc``
-entry, CUDA's JIT cache, and the folders its backend names for the task (its solution's own
-build folder in kernel-sweep's cache, and its own folders for Triton's, torch's extensions' and
-Inductor's caches, which the backend points the compilers at). So a task can no longer write
+a second ruleset (Landlock rulesets stack: each can only take rights away): :func:`task_roots`
+keeps the task's own folder, ``/dev``, its ``/proc`` entry, CUDA's JIT cache, and the folders
+its backend names for the task (its solution's own build folder in kernel-sweep's cache, and
+its own folders for Triton's, torch's extensions' and Inductor's caches, which the backend
+points the compilers at); for one rank of a gang, also the folder its ranks meet in (their
+process group's file, under the worker's temporary folder). So a task can no longer write
 the machine's temporary folders (other sandboxes' folders, a project kept there, a shared
 ``PYTHONPYCACHEPREFIX``), ``~/.cache``, ``~/.triton``, or kernel-sweep's cache beyond its own
 solution's folders.

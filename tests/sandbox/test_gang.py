@@ -88,6 +88,20 @@ def test_one_failing_rank_is_named(
     assert d.ranks[1].log and Path(d.ranks[1].log).is_file()  # the failing rank's log, kept and named
 
 
+def test_a_rank_writes_only_where_its_task_and_its_gang_need(tmp_path: Path, zygote: GangZygote) -> None:
+    # Each rank narrows its writes as a single task does once it has arrived, the folder its
+    # gang meets in kept: rank 1's file in /tmp is refused, and the ranks still met there.
+    from sweep.sandbox import _confine_files
+
+    if why := _confine_files.unavailable():
+        pytest.skip(f"needs Landlock: {why}")
+    trace = _gang("write_tmp_on_1", tmp_path, zygote)
+    ev = trace.evaluation
+    assert ev is not None and ev.status is Status.RUNTIME_ERROR, ev.log if ev else None
+    assert ev.log.startswith("RUNTIME_ERROR: rank 1 of 2 failed") and "PermissionError" in ev.log, ev.log
+    assert not list(Path("/tmp").glob("sweep-rank-plant-*"))
+
+
 def test_a_hung_rank_takes_the_task_down_in_its_timeout(tmp_path: Path, zygote: GangZygote) -> None:
     trace = _gang("hang_on_1", tmp_path, zygote, run_s=4)
     ev = trace.evaluation

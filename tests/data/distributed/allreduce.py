@@ -41,6 +41,10 @@ BODIES = {
     "crash_on_1": "    if dist.get_rank() == 1:\n        os._exit(3)\n    y.copy_(x)\n    dist.all_reduce(y)\n",
     "hang_on_1": "    if dist.get_rank() == 1:\n        time.sleep(3600)\n    y.copy_(x)\n    dist.all_reduce(y)\n",
     "raise_on_1": "    if dist.get_rank() == 1:\n        raise ValueError('rank one is broken')\n    y.copy_(x)\n    dist.all_reduce(y)\n",
+    # Writes beside the gang's folders (the machine's temporary folder): refused to a rank too.
+    "write_tmp_on_1": "    if dist.get_rank() == 1:\n"
+    "        open('/tmp/sweep-rank-plant-%d' % os.getpid(), 'w').close()\n"
+    "    y.copy_(x)\n    dist.all_reduce(y)\n",
 }
 
 

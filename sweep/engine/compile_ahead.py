@@ -6,20 +6,24 @@ given deadlines exactly as an evaluating one is, while its ``evaluate`` is
 :func:`sweep.engine._precompile.precompile`: build the task's solution and compile its Triton
 kernels for this GPU, and return a COMPILE_ERROR trace when that fails, else a trace without an
 evaluation.
+
+It makes ready the same folders for a task as ``sweep.engine`` does (``task_folders``: its
+solution's build and compilers' caches, which its sandbox then lets it write alone): what it
+compiles lands where the task's evaluating process looks.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from sweep.engine._process import cuda_problem, prepare_process
+from sweep.engine._process import cuda_problem, prepare_process, task_folders
 from sweep.engine.run._cache import EngineCache
 
 if TYPE_CHECKING:
     from sweep.schema import Trace
     from sweep.schema.task import Task
 
-__all__ = ["EngineCache", "cuda_problem", "evaluate", "prepare_process"]
+__all__ = ["EngineCache", "cuda_problem", "evaluate", "prepare_process", "task_folders"]
 
 
 def evaluate(task: Task, *, device: str | None = None, cache: EngineCache | None = None) -> Trace:

@@ -69,6 +69,27 @@ def _until(condition: Callable[[], bool]) -> None:
     assert wait_until(condition, 300, every_s=0.05), "the pool did not get there in time"
 
 
+def test_a_compile_process_writes_where_the_tasks_evaluation_will_look(tmp_path: Path) -> None:
+    # The pool's backend makes ready the task's own folders as the engine's does: its
+    # solution's compilers' caches, named in its environment, which its sandbox lets it write
+    # (a compile ahead that wrote Triton's shared cache would be refused, and for nothing).
+    from sweep.sandbox import Sandbox
+    from sweep.sandbox.compile_pool import COMPILE_BACKEND
+
+    source = (
+        "import os\n"
+        "with open(os.path.join(os.environ['TRITON_CACHE_DIR'], 'compiled-here'), 'w') as f:\n"
+        "    f.write(str(os.getpid()))\n" + _GOOD
+    )
+    task = _task("writes_its_cache", source)
+    spec = SandboxSpec(backend=COMPILE_BACKEND, device_kind="cpu", env=(("SWEEP_CACHE_DIR", str(tmp_path)),))
+    with Sandbox(spec) as sb:
+        trace = sb.run(task)
+    assert trace.evaluation is None, trace.evaluation  # compiled, nothing definite against it
+    mark = tmp_path / "compilers" / task.solution.content_hash / "triton" / "compiled-here"
+    assert mark.is_file(), sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*"))
+
+
 @pytest.fixture
 def pool() -> Iterator[CompilePool]:
     """A pool of one compile process, preloading torch (so that it starts slowly), closed after."""

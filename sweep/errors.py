@@ -191,7 +191,20 @@ def reason(err: BaseException) -> str:
     name may be huge), anything else as its text, clipped."""
     if isinstance(err, OSError) and err.strerror:
         return err.strerror
+    if isinstance(err, UnicodeDecodeError) and isinstance(err.object, bytes) and err.start < len(err.object):
+        return _not_utf8(err.object, err.start)
     return clip(str(err), 300)
+
+
+def _not_utf8(data: bytes, start: int) -> str:
+    """Where bytes stop being UTF-8, by line and column (a byte offset says little to a person
+    with an editor), and the fix."""
+    line = data.count(b"\n", 0, start) + 1
+    column = start - (data.rfind(b"\n", 0, start) + 1) + 1
+    return (
+        f"not UTF-8 text: line {line}, column {column} holds the byte 0x{data[start]:02x}; "
+        "save the file as UTF-8"
+    )
 
 
 def exception_chain(err: BaseException, *, most: int = 16) -> list[BaseException]:

@@ -46,6 +46,7 @@ __all__ = [
     "RANK_BYTES_LIMIT",
     "Unplaceable",
     "gang_order",
+    "group_name",
     "node_slots",
     "placement_problem",
     "run_gang_tasks",
@@ -151,6 +152,12 @@ def _fits(task: Task) -> bool:
     return all(free.get(k, 0.0) >= v for bundle in _bundles(task) for k, v in bundle.items())
 
 
+def group_name(run_id: str, number: int) -> str:
+    """The name of the ``number``-th placement group a run asks for (``ray list
+    placement-groups`` and Ray's dashboard show it): whose it is, at a glance."""
+    return f"sweep-gang:{run_id}:{number}"
+
+
 def _gpu_capacity() -> dict[str, float]:
     """The GPUs of the cluster's live nodes, by the target that asks for them: each
     accelerator type's nodes' (a task's ``hardware`` is its type's short name, the resource's
@@ -223,6 +230,7 @@ def run_gang_tasks(
     waiting: tuple[Task, Any, float] | None = None  # the head, its group being reserved
     running: dict[Any, tuple[Task, Any, float]] = {}
     done = 0
+    groups = 0  # asked for so far: each group's name is its run's and its number
     capacity = _gpu_capacity()
 
     def start(task: Task, pg: Any) -> None:
@@ -251,7 +259,8 @@ def run_gang_tasks(
             )
         ):
             task = queue.pop(0)
-            pg = placement_group(_bundles(task), strategy="STRICT_PACK")
+            pg = placement_group(_bundles(task), strategy="STRICT_PACK", name=group_name(run_id, groups))
+            groups += 1
             waiting = (task, pg, time.monotonic())
         if waiting is not None:
             task, pg, _ = waiting

@@ -88,14 +88,14 @@ def writable_roots(folder: str | None, start_tmp: str | None = None) -> list[str
             "/dev",
             "/dev/shm",
             f"/proc/{os.getpid()}",
-            *_caches((".cache", ".triton", ".nv")),
+            *_caches((".cache", ".triton", ".nv"), CACHE_VARIABLES),
         ]
     )
 
 
-def _caches(in_home: Sequence[str], leave_out: frozenset[str] = frozenset()) -> list[str]:
-    """The compilers' caches: the folders ``in_home`` of the home folder and those that
-    :data:`CACHE_VARIABLES` but ``leave_out`` name. Made first where missing: a compiler makes
+def _caches(in_home: Sequence[str], variables: Sequence[str]) -> list[str]:
+    """The compilers' caches: the folders ``in_home`` of the home folder and those that the
+    environment ``variables`` name. Made first where missing: a compiler makes
     its cache folder on first use, which the ruleset would refuse in a home folder (Triton's
     ``~/.triton`` on a new machine)."""
     try:
@@ -103,7 +103,7 @@ def _caches(in_home: Sequence[str], leave_out: frozenset[str] = frozenset()) -> 
     except (RuntimeError, KeyError):  # no HOME and no entry in the user database
         home = None
     caches = [str(home / sub) for sub in in_home] if home is not None else []
-    caches += [v for name in CACHE_VARIABLES if name not in leave_out and (v := os.environ.get(name))]
+    caches += [v for name in variables if (v := os.environ.get(name))]
     for path in caches:
         with contextlib.suppress(OSError):
             os.makedirs(path, exist_ok=True)
@@ -119,13 +119,13 @@ def _existing(roots: Iterable[str | None]) -> list[str]:
     return out
 
 
-#: Of :data:`CACHE_VARIABLES`, those a task's second ruleset leaves out: all but CUDA's JIT
-#: cache (the driver's own). Kernel-sweep's cache (each task gets its solution's folder in it),
-#: folders of many caches at once, Python's bytecode (a shared prefix would let a task plant
-#: what the next process imports), and the compilers' caches a backend gives each solution
+#: Of :data:`CACHE_VARIABLES`, the one a task's second ruleset keeps: CUDA's JIT cache (the
+#: driver's own). Not kernel-sweep's cache (each task gets its solution's folder in it), nor
+#: folders of many caches at once, nor Python's bytecode (a shared prefix would let a task plant
+#: what the next process imports), nor the compilers' caches a backend gives each solution
 #: folders of its own for (the engine's ``task_folders``): shared, they would let a task plant
 #: a compiled kernel, or a launcher's shared library, that another solution's task loads.
-_NOT_FOR_TASKS = frozenset(CACHE_VARIABLES) - {"CUDA_CACHE_PATH"}
+_TASK_CACHE_VARIABLES = ("CUDA_CACHE_PATH",)
 
 
 def task_roots(folder: str, extra: Iterable[str] = ()) -> list[str]:
@@ -133,8 +133,8 @@ def task_roots(folder: str, extra: Iterable[str] = ()) -> list[str]:
     docstring), those that exist: ``folder`` (the task's), ``extra`` (what its backend names:
     its solution's build folder and compilers' caches), ``/dev``, this process's ``/proc``
     entry, and CUDA's JIT cache (``~/.nv``, ``CUDA_CACHE_PATH``), made first where missing.
-    Not Triton's, torch's extensions' or Inductor's shared caches (:data:`_NOT_FOR_TASKS`)."""
-    caches = _caches((".nv",), _NOT_FOR_TASKS)
+    Not Triton's, torch's extensions' or Inductor's shared caches (:data:`_TASK_CACHE_VARIABLES`)."""
+    caches = _caches((".nv",), _TASK_CACHE_VARIABLES)
     return _existing([folder, *extra, "/dev", f"/proc/{os.getpid()}", *caches])
 
 

@@ -40,6 +40,7 @@ __all__ = [
     "connect",
     "gpu_targets",
     "in_ray_job",
+    "live_nodes",
     "pools_for",
     "pools_for_targets",
 ]
@@ -115,7 +116,7 @@ class RayConnection:
 
     def refresh(self) -> ClusterInfo:
         """Re-read the alive nodes."""
-        self.info = ClusterInfo(self.info.address, self.info.embedded, _nodes())
+        self.info = ClusterInfo(self.info.address, self.info.embedded, live_nodes())
         return self.info
 
     def close(self) -> None:
@@ -146,7 +147,8 @@ def _runtime_env(config: SweepConfig) -> dict[str, Any]:
     return env
 
 
-def _nodes() -> tuple[NodeInfo, ...]:
+def live_nodes() -> tuple[NodeInfo, ...]:
+    """The cluster's alive nodes, as ``ray.nodes()`` gives them (Ray connected)."""
     import ray
 
     out = []
@@ -177,7 +179,7 @@ def connect(config: SweepConfig, address: str | None) -> RayConnection:
     import ray
 
     if ray.is_initialized():
-        return RayConnection(ClusterInfo(None, False, _nodes()), started_here=False, portable_paths=False)
+        return RayConnection(ClusterInfo(None, False, live_nodes()), started_here=False, portable_paths=False)
     target = address or None
     if target is not None and target != "local":
         problem = address_problem(target)
@@ -210,7 +212,7 @@ def connect(config: SweepConfig, address: str | None) -> RayConnection:
     except (RuntimeError, ValueError) as e:
         where = f"the Ray cluster at {shown(target)}" if target else "an embedded local Ray"
         raise ClusterError(f"cannot start {where}: {e}") from None
-    info = ClusterInfo(target, target is None or target == "local", _nodes())
+    info = ClusterInfo(target, target is None or target == "local", live_nodes())
     # Paths inside the working dir become relative, so they resolve on every node.
     return RayConnection(info, started_here=True, portable_paths=in_ray_job())
 

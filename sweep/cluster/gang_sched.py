@@ -162,17 +162,12 @@ def _gpu_capacity() -> dict[str, float]:
     """The GPUs of the cluster's live nodes, by the target that asks for them: each
     accelerator type's nodes' (a task's ``hardware`` is its type's short name, the resource's
     suffix) and ``auto``'s, every node's."""
-    import ray
+    from sweep.cluster.connect import live_nodes
 
     out: dict[str, float] = {}
-    for node in ray.nodes():  # type: ignore[no-untyped-call]
-        if not node.get("Alive", False):
-            continue
-        res: dict[str, float] = node.get("Resources", {})
-        gpus = float(res.get("GPU", 0.0))
-        for key in ["accelerator_type:auto", *(k for k in res if k.startswith("accelerator_type:"))]:
-            target = key.split(":", 1)[1]
-            out[target] = out.get(target, 0.0) + gpus
+    for node in live_nodes():
+        for target in ("auto", *node.accelerator_types):
+            out[target] = out.get(target, 0.0) + node.gpus
     return out
 
 

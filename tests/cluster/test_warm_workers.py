@@ -16,7 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from sweep.cli import app
-from sweep.cluster.connect import ClusterInfo, Pool, _nodes, pools_for
+from sweep.cluster.connect import ClusterInfo, Pool, live_nodes, pools_for
 from sweep.cluster.scheduler import SchedulerStats, run_tasks
 from sweep.cluster.warm import NAMESPACE, WarmState, WarmWorkers, survey
 from sweep.cluster.warm_admin import stop_warm_workers
@@ -66,7 +66,7 @@ def _states() -> list[WarmState]:
 
 
 def _pools(target: str, n: int) -> list[Pool]:
-    return pools_for(target, ClusterInfo(None, False, _nodes()), max_workers=n)
+    return pools_for(target, ClusterInfo(None, False, live_nodes()), max_workers=n)
 
 
 def _run(

@@ -43,18 +43,27 @@ def evaluate(
     cache: EngineCache | None = None,
     on_phase: Callable[[str], None] | None = None,
 ) -> Trace:
-    """Evaluate one task in this process and return its Trace (see ``_evaluate.evaluate``).
+    """Evaluate one task in this process and return its Trace.
+
+    Never raises for anything the solution does: build failures, exceptions, wrong
+    outputs and setup problems (memory budget, unsatisfiable constraints) are statuses,
+    with the reason first in ``evaluation.log``. Global state (cwd, ``sys.path``,
+    environment, torch's default dtype, grad mode and precision switches) is restored.
+    What the solution replaced of the harness (``_integrity``) is put back before the trace
+    is built, and the trace says so (flag ``tampered``).
 
     Args:
         task: What to evaluate.
         device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; ``None`` picks CUDA when available.
-        cache: Reused builds and reference results (one per process); ``None`` uses a
+        cache: Builds and reference results to reuse (one per process); ``None`` uses a
             process-wide default.
         on_phase: Told ``"build"`` as the solution's build begins (the reference's side is
             done) and ``"run"`` as its trials begin.
 
     Raises:
-        EngineError: ``device`` is invalid or unavailable (never for a kernel's failure).
+        EngineError: ``device`` is invalid or unavailable, or this process was not started
+            with the environment the task's settings ask for (``EvalSettings.process_env``);
+            never for a kernel's failure.
         DistributedTaskError: The task's definition is called by several ranks and this is
             not one rank of a gang (``task.rank`` unset): ``sweep launch`` runs it.
     """
@@ -65,7 +74,7 @@ def evaluate(
     _one_process(task.definition, [task.workload], "sweep.engine.evaluate")
     from sweep.engine._evaluate import evaluate as evaluate_task
 
-    return evaluate_task(task, device=device, cache=cache, on_phase=on_phase)
+    return evaluate_task(task, device, cache, on_phase)
 
 
 def build(task: Task, *, device: str | None = None, cache: EngineCache | None = None) -> None:

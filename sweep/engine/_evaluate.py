@@ -97,33 +97,10 @@ def _environment(device: torch.device, cache: EngineCache, nvml: Nvml) -> Enviro
 
 
 def evaluate(
-    task: Task,
-    *,
-    device: str | None = None,
-    cache: EngineCache | None = None,
-    on_phase: Callable[[str], None] | None = None,
+    task: Task, device: str | None, cache: EngineCache | None, on_phase: Callable[[str], None] | None
 ) -> Trace:
-    """Evaluate one task in this process and return its Trace.
-
-    Never raises for anything the solution does: build failures, exceptions, wrong
-    outputs and setup problems (memory budget, unsatisfiable constraints) are statuses,
-    with the reason first in ``evaluation.log``. Global state (cwd, ``sys.path``,
-    environment, torch's default dtype, grad mode and precision switches) is restored.
-    What the solution replaced of the harness (``_integrity``) is put back before the trace
-    is built, and the trace says so (flag ``tampered``).
-
-    Args:
-        task: What to evaluate.
-        device: ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; ``None`` picks CUDA when available.
-        cache: Builds and reference results to reuse (one per process); ``None`` uses a
-            process-wide default.
-        on_phase: Told ``"build"`` when the solution's build begins (the reference's side is
-            done) and ``"run"`` when its trials begin.
-
-    Raises:
-        EngineError: ``device`` is invalid or unavailable, or this process was not started
-            with the environment the task's settings ask for (``EvalSettings.process_env``).
-    """
+    """The body of :func:`sweep.engine.evaluate` (its docstring says what it promises), for
+    a task of one process."""
     restart("evaluate")
     started = _now()
     cache = cache if cache is not None else default_cache()

@@ -35,7 +35,6 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Self
 
 from sweep.sandbox._gang_merge import merge_ranks
 from sweep.sandbox._process_guard import kill_group
@@ -142,7 +141,7 @@ class _LockedZygote(ZygoteClient):
             return super()._call(req, kind, fds)
 
 
-class GangZygote:
+class GangZygote(contextlib.AbstractContextManager["GangZygote"]):
     """One zygote that forks every rank of one or more gangs run with ``spec`` (torch imported
     once). Started on first use; :meth:`close` stops it (and any rank still running)."""
 
@@ -170,9 +169,6 @@ class GangZygote:
             if self._client is not None:
                 self._client.close()
                 self._client = None
-
-    def __enter__(self) -> Self:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

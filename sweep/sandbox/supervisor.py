@@ -36,8 +36,6 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from typing_extensions import Self
-
 from sweep.sandbox._child import (
     ChildParams,
     Evaluate,
@@ -109,7 +107,7 @@ class _Child:
     info: SandboxInfo | None = None  # once it said it is ready
 
 
-class Sandbox:
+class Sandbox(contextlib.AbstractContextManager["Sandbox"]):
     """Runs tasks one at a time, each in a fresh sandbox process it supervises.
 
     Args:
@@ -178,9 +176,6 @@ class Sandbox:
         if self._tmp is not None:
             self._tmp.cleanup()
             self._tmp = None
-
-    def __enter__(self) -> Self:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()

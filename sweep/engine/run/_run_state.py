@@ -57,13 +57,7 @@ class RunState:
     """The state of one evaluation that every phase and both call paths share, and the
     helpers the paths call (reference and solution calls that turn failures into statuses)."""
 
-    def __init__(
-        self,
-        task: Task,
-        device: torch.device,
-        cache: EngineCache,
-        flags: TorchFlags,
-    ) -> None:
+    def __init__(self, task: Task, device: torch.device, cache: EngineCache, flags: TorchFlags) -> None:
         self.task = task
         self.defn: Definition = task.definition
         self.sol: Solution = task.solution

@@ -164,7 +164,7 @@ def _child(variant: str, logs: Path, store: Path) -> None:
         print(f"  {t:7.3f} s  {msg}")
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     worker_mb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    out = {"seconds": seconds, "added": report.traces_added, "events": events, "workers": workers}
+    out = {"seconds": seconds, "added": report.added.traces, "events": events, "workers": workers}
     cpus = {"cpu_s": own_cpu, "workers_cpu_s": workers_cpu}
     print(json.dumps(out | cpus | {"peak_mb": peak_mb, "worker_peak_mb": worker_mb}))
 

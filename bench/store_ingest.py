@@ -235,7 +235,7 @@ def _child(mode: str, results: Path, store: Path) -> None:
             ws.close()
         else:
             rep = ingest([results / "traces"], store, workers=workers)
-        added, present = rep.traces_added, rep.traces_present
+        added, present = rep.added.traces, rep.added.present
     seconds = time.perf_counter() - start
     cpu = _cpu() - before
     kb = 1024 if sys.platform != "darwin" else 1
@@ -300,7 +300,7 @@ def _insert_spooled(spool: Path, store: Path, *, small: bool = False) -> tuple[i
                 job.parsed(item)
     job.flush(wait=True)
     spool.unlink()
-    return report.traces_added, report.traces_present, 1
+    return report.added.traces, report.added.present, 1
 
 
 _ROWS_ENV = "STORE_INGEST_SPOOL_ROWS"

@@ -43,17 +43,17 @@ def render_ingest(r: IngestReport) -> str:
     lines = [
         (
             f"ingested {_plural(r.traces_read, 'trace')} from {' and '.join(src)} into {r.store}: "
-            f"{r.traces_added} added, {r.traces_present} already stored"
+            f"{r.added.traces} added, {r.added.present} already stored"
         ),
         (
-            f"workloads: {r.workload_records} workload-only records, {r.workloads_added} new workloads; "
-            f"definitions: {r.definitions_added} new; solutions: {r.solutions_added} new"
+            f"workloads: {r.workload_records} workload-only records, {r.added.workloads} new workloads; "
+            f"definitions: {r.added.definitions} new; solutions: {r.added.solutions} new"
         ),
     ]
     if r.exports:
         lines[0] = (
-            f"ingested {' and '.join(src)} into {r.store}: {r.traces_added} traces added, "
-            f"{r.traces_present} already stored"
+            f"ingested {' and '.join(src)} into {r.store}: {r.added.traces} traces added, "
+            f"{r.added.present} already stored"
         )
     if r.skipped:
         lines.append(

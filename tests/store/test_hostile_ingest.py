@@ -157,13 +157,13 @@ def test_a_line_longer_than_any_trace_ends_its_file_with_a_warning(
     log.write_text(good + "x" * 10_000 + "\n" + make_trace("s2").to_json() + "\n")
     db = tmp_path / "s.duckdb"
     report = ingest([log], db, workers=1)
-    assert report.traces_added == 1 and report.skipped == 1
+    assert report.added.traces == 1 and report.skipped == 1
     assert report.warnings == [
         f"{log}:2: a line longer than 4,096 bytes (no trace is that long); it and the rest of the file were not read, skipped"
     ]
     log.write_text(good + "y" * 10_000)  # and one without its newline, as long
     report = ingest([log], tmp_path / "t.duckdb", workers=1)
-    assert report.traces_added == 1 and report.skipped == 1
+    assert report.added.traces == 1 and report.skipped == 1
 
 
 def test_a_log_of_the_results_folder_that_is_a_device_is_left_out_of_queries(tmp_path: Path) -> None:
@@ -347,11 +347,11 @@ def test_a_trace_dated_in_the_future_never_outranks_newer_genuine_runs(tmp_path:
     Store(db).add(b)
     other = tmp_path / "other_cluster.jsonl"  # dated in the future, faster: would win for good
     other.write_text("".join(_run(future, 0.1, "evil", hw) + "\n" for hw in ("NVIDIA_H100", "NVIDIA_H200")))
-    assert ingest([other], db, workers=1).traces_added == 2
+    assert ingest([other], db, workers=1).added.traces == 2
     time.sleep(0.01)
     later = tmp_path / "later.jsonl"  # genuine runs after the ingest
     later.write_text("".join(_run(_now_iso(), 2.0, "r2", hw) + "\n" for hw in ("NVIDIA_H100", "NVIDIA_H200")))
-    assert ingest([later], db, workers=1).traces_added == 2
+    assert ingest([later], db, workers=1).added.traces == 2
     views = _views(db)
     assert views["latest"] == [("r2", 2.0), ("r2", 2.0)]
     assert views["best"] == [(2.0,), (2.0,)]

@@ -17,8 +17,8 @@ from .conftest import make_definition, make_solution, make_trace
 def test_real_flashinfer_trace_folder(shared_data: Path, tmp_path: Path) -> None:
     db = tmp_path / "s.duckdb"
     r = ingest([shared_data / "flashinfer-trace"], db)
-    assert (r.files, r.traces_read, r.traces_added, r.traces_present) == (5, 14, 14, 0)
-    assert (r.workload_records, r.definitions_added, r.skipped) == (57, 2, 0)
+    assert (r.files, r.traces_read, r.added.traces, r.added.present) == (5, 14, 14, 0)
+    assert (r.workload_records, r.added.definitions, r.skipped) == (57, 2, 0)
     res = query(db, "SELECT DISTINCT op_type, hardware, hardware_raw, status FROM traces")
     assert res.rows == [("rmsnorm", "NVIDIA_A800", "NVIDIA A800-SXM4-80GB", "PASSED")]
     # Workload-only records are workloads, not evaluations.
@@ -33,7 +33,7 @@ def test_ingesting_the_same_files_twice_adds_nothing(shared_data: Path, tmp_path
     db = tmp_path / "s.duckdb"
     ingest([shared_data / "flashinfer-trace/traces"], db)
     again = ingest([shared_data / "flashinfer-trace/traces"], db)
-    assert (again.traces_added, again.traces_present) == (0, 14)
+    assert (again.added.traces, again.added.present) == (0, 14)
     assert query(db, "SELECT count(*) FROM traces").rows == [(14,)]
 
 
@@ -42,7 +42,7 @@ def test_torn_last_line_is_skipped_with_a_warning(tmp_path: Path) -> None:
     whole = make_trace("s1", "wl-1").to_json() + "\n" + make_trace("s1", "wl-2").to_json() + "\n"
     log.write_text(whole + make_trace("s1", "wl-3").to_json()[:70])
     r = ingest([log], tmp_path / "s.duckdb")
-    assert (r.traces_added, r.skipped) == (2, 1)
+    assert (r.added.traces, r.skipped) == (2, 1)
     assert r.warnings == [f"{log}:3: incomplete last line (a write cut short?), skipped"]
 
 
@@ -54,7 +54,7 @@ def test_invalid_lines_are_skipped_with_file_and_line(tmp_path: Path) -> None:
         "\n".join([make_trace("s1", "wl-1").to_json(), "{not json", json.dumps(bad_status), ""]) + "\n"
     )
     r = ingest([log], tmp_path / "s.duckdb")
-    assert (r.traces_added, r.skipped) == (1, 2)
+    assert (r.added.traces, r.skipped) == (1, 2)
     assert r.warnings[0] == f"{log}:2: not valid JSON (key must be a string at column 2), skipped"
     assert r.warnings[1].startswith(
         f"{log}:3: not a valid trace: evaluation.status: Input should be 'PASSED'"
@@ -71,7 +71,7 @@ def test_json_files_of_each_kind(tmp_path: Path) -> None:
     )
     (tmp_path / "other.json").write_text('{"hello": 1}')
     r = ingest([tmp_path], tmp_path / "s.duckdb")
-    assert (r.definitions_added, r.solutions_added, r.traces_added, r.skipped) == (1, 1, 2, 1)
+    assert (r.added.definitions, r.added.solutions, r.added.traces, r.skipped) == (1, 1, 2, 1)
     assert r.warnings == [
         f"{tmp_path / 'other.json'}: not a trace, definition or solution (keys: hello), skipped"
     ]
@@ -95,7 +95,7 @@ def test_nan_infinity_strings_and_missing_optional_fields(tmp_path: Path) -> Non
     }
     (tmp_path / "f.jsonl").write_text(json.dumps(line) + "\n")
     r = ingest([tmp_path / "f.jsonl"], tmp_path / "s.duckdb")
-    assert (r.traces_added, r.skipped) == (1, 0)
+    assert (r.added.traces, r.skipped) == (1, 0)
     got = query(
         tmp_path / "s.duckdb",
         "SELECT isnan(max_relative_error), max_absolute_error, hardware, log, libs FROM traces",
@@ -138,7 +138,7 @@ def test_exports_of_two_clusters_merge_into_one_store(tmp_path: Path) -> None:
     assert (tmp_path / "exp-h100" / "traces" / "hardware=NVIDIA_H100").is_dir()
     merged = tmp_path / "merged.duckdb"
     r = ingest([tmp_path / "exp-h100", tmp_path / "exp-h200"], merged)
-    assert (r.exports, r.traces_added, r.definitions_added, r.solutions_added) == (2, 8, 1, 2)
+    assert (r.exports, r.added.traces, r.added.definitions, r.added.solutions) == (2, 8, 1, 2)
     got = query(
         merged,
         "SELECT solution, workload_uuid, hardware_a, hardware_b, latency_ratio "
@@ -151,7 +151,7 @@ def test_exports_of_two_clusters_merge_into_one_store(tmp_path: Path) -> None:
         ("s2", "wl-2", "NVIDIA_H100", "NVIDIA_H200", 0.5),
     ]
     again = ingest([tmp_path / "exp-h100"], merged)
-    assert (again.traces_added, again.traces_present) == (0, 4)
+    assert (again.added.traces, again.added.present) == (0, 4)
     # Records come back exactly, with the columns the source store filled.
     src = query(h100, "SELECT trace_key, record::VARCHAR, op_type, author FROM traces ORDER BY 1").rows
     dst = query(
@@ -177,6 +177,6 @@ def test_results_folder_rebuilds_the_store(tmp_path: Path, shared_data: Path) ->
     results = tmp_path / "results"
     shutil.copytree(shared_data / "flashinfer-trace", results)
     r = ingest([results], results / "sweep.duckdb")
-    assert r.traces_added == 14
+    assert r.added.traces == 14
     # The store file itself is not read as input.
     assert ingest([results], results / "sweep.duckdb").skipped == 0

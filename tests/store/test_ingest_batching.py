@@ -57,12 +57,12 @@ def test_one_insert_and_one_per_trace_store_the_same_rows(tmp_path: Path) -> Non
     whole, single = WritableStore.memory(), WritableStore.memory()
     a = ingest_into(whole, paths, workers=1)
     b = ingest_into(single, paths, workers=1, batch_rows=1)
-    assert a.traces_added == b.traces_added == 24
+    assert a.added.traces == b.added.traces == 24
     rows = _rows(whole)
     assert rows == _rows(single)
     assert len(rows["log_progress"]) == 3 and len(rows["cross_hardware"]) > 0
     again = ingest_into(whole, paths, workers=1)
-    assert again.traces_added == 0 and again.traces_present == 24
+    assert again.added.traces == 0 and again.added.present == 24
     assert _rows(whole) == rows
 
 
@@ -102,7 +102,7 @@ def test_plain_append_stores_what_the_join_stores(tmp_path: Path, context: bool,
         a = ingest_into(new, [*paths, *paths], workers=1, batch_rows=batch_rows)
     with mock.patch.object(insert_module, "_plain_append", lambda con, batch: False):
         b = ingest_into(old, [*paths, *paths], workers=1, batch_rows=batch_rows)
-    assert (a.traces_added, a.traces_present) == (b.traces_added, b.traces_present) == (24, 24)
+    assert (a.added.traces, a.added.present) == (b.added.traces, b.added.present) == (24, 24)
     rows = _rows(new)
     assert rows == _rows(old)
     # Logs alone: the first batch appended (a later one that holds stored traces goes through

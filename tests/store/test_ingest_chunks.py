@@ -166,8 +166,8 @@ def test_worker_processes_ingest_into_a_file_twice_without_repeats(tmp_path: Pat
     root = _folder(tmp_path)
     first = ingest_into(Store(tmp_path / "s.duckdb"), [root], workers=2, chunk_bytes=4096)
     again = ingest_into(Store(tmp_path / "s.duckdb"), [root], workers=2, chunk_bytes=4096)
-    assert first.traces_added == 64 and again.traces_added == 0
-    assert again.traces_present == first.traces_read == again.traces_read
+    assert first.added.traces == 64 and again.added.traces == 0
+    assert again.added.present == first.traces_read == again.traces_read
 
 
 def test_a_log_that_changes_under_a_worker_is_an_error(tmp_path: Path) -> None:

@@ -85,7 +85,7 @@ def _refused(exp: Path, db: Path, message: str) -> None:
 
 def test_the_valid_export_ingests_whole(exp: Path, tmp_path: Path) -> None:
     r = ingest([exp], tmp_path / "s.duckdb")
-    assert (r.traces_added, r.definitions_added, r.solutions_added, r.workloads_added) == (3, 1, 1, 2)
+    assert (r.added.traces, r.added.definitions, r.added.solutions, r.added.workloads) == (3, 1, 1, 2)
     assert counts(tmp_path / "s.duckdb") == (3, 1, 1, 2)
 
 
@@ -316,7 +316,7 @@ def test_an_export_of_schema_version_2_still_ingests(exp: Path, tmp_path: Path) 
         _rewrite(path, lambda t: t.drop_columns([c for c, _ in V3_TRACE_COLUMNS]))
     data = json.loads((exp / "manifest.json").read_text())
     (exp / "manifest.json").write_text(json.dumps({**data, "schema_version": 2}))
-    assert ingest([exp], tmp_path / "s.duckdb").traces_added == 3
+    assert ingest([exp], tmp_path / "s.duckdb").added.traces == 3
 
 
 def test_real_traces_round_trip_through_an_export_with_nothing_lost(

@@ -138,7 +138,7 @@ def test_any_cut_spooled_stores_what_rows_built_here_store(
         want.pop("log_progress"), got.pop("log_progress")
         assert got == want
         assert list(spool.iterdir()) == []  # every batch's files deleted once stored
-        assert len(want["traces"]) == report.traces_added
+        assert len(want["traces"]) == report.added.traces
 
 
 def test_repeats_across_a_batch_keep_the_first_and_count_the_rest_present(tmp_path: Path) -> None:
@@ -195,7 +195,7 @@ def test_workers_store_every_field_of_every_record(tmp_path: Path) -> None:
     assert _fields(b) == _fields(a) == _fields(c)
     assert _stored(there) == _stored(here) == _stored(arrow)
     # 80 rich traces and one plain (the rest repeat them); refused: bad JSON, a zero axis, a torn tail
-    assert a.traces_added == 81 and a.skipped == 3
+    assert a.added.traces == 81 and a.skipped == 3
     # Round trip: each stored record is the trace of a line, field for field, and every
     # evaluated trace of the logs is stored.
     assert there._mem is not None
@@ -213,13 +213,13 @@ def test_workers_into_a_file_twice_add_nothing_and_leave_no_spool(tmp_path: Path
     db = tmp_path / "store" / "s.duckdb"
     first = ingest_into(WritableStore(db), [root], workers=2, chunk_bytes=2048, batch_rows=30)
     again = ingest_into(WritableStore(db), [root], workers=2, chunk_bytes=2048, batch_rows=30)
-    assert first.traces_added == 81 and again.traces_added == 0
-    assert again.traces_present == first.traces_read == again.traces_read
+    assert first.added.traces == 81 and again.added.traces == 0
+    assert again.added.present == first.traces_read == again.traces_read
     # A second copy of a log under another name: every trace in it is present, none added.
     copy = tmp_path / "copy.jsonl"
     copy.write_bytes((root / "a.jsonl").read_bytes())
     third = ingest_into(WritableStore(db), [copy], workers=2, chunk_bytes=2048, batch_rows=30)
-    assert third.traces_added == 0 and third.traces_present == third.traces_read > 0
+    assert third.added.traces == 0 and third.added.present == third.traces_read > 0
     assert [p.name for p in db.parent.iterdir() if p.name.startswith(".sweep-ingest-")] == []
 
 
@@ -256,13 +256,13 @@ def test_default_batches_store_what_rows_built_here_store_and_no_repeat(tmp_path
     here, there = WritableStore.memory(), WritableStore.memory()
     a = ingest_into(here, [root], workers=1)
     b = ingest_into(there, [root], workers=2, chunk_bytes=2048)
-    assert _fields(b) == _fields(a) and a.traces_added == 81
+    assert _fields(b) == _fields(a) and a.added.traces == 81
     assert _stored(there) == _stored(here)
     db = tmp_path / "store" / "s.duckdb"
     first = ingest_into(WritableStore(db), [root], workers=2, chunk_bytes=2048)
     again = ingest_into(WritableStore(db), [root], workers=2, chunk_bytes=2048)
-    assert (first.traces_added, again.traces_added) == (81, 0)
-    assert again.traces_present == again.traces_read == first.traces_read
+    assert (first.added.traces, again.added.traces) == (81, 0)
+    assert again.added.present == again.traces_read == first.traces_read
     with WritableStore(db).writing() as con:
         assert con.execute("SELECT count(*), count(DISTINCT trace_key) FROM traces").fetchall() == [(81, 81)]
 

@@ -209,11 +209,11 @@ def test_a_last_line_without_newline_is_read_when_it_parses(tmp_path: Path) -> N
     log = tmp_path / "hand.jsonl"
     log.write_text(make_trace("s1", "wl-1").to_json() + "\n" + make_trace("s1", "wl-2").to_json())
     r = ingest([log], tmp_path / "s.duckdb")
-    assert (r.traces_added, r.skipped, r.warnings) == (2, 0, [])
+    assert (r.added.traces, r.skipped, r.warnings) == (2, 0, [])
     # A one-line file without any newline too.
     only = tmp_path / "one.jsonl"
     only.write_text(make_trace("s1", "wl-3").to_json())
-    assert ingest([only], tmp_path / "s.duckdb").traces_added == 1
+    assert ingest([only], tmp_path / "s.duckdb").added.traces == 1
     # A last line that parses but is not a valid trace says why, not "incomplete".
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps(_line(workload__axes={"batch": 0})))
@@ -239,7 +239,7 @@ def test_json_files_are_held_to_the_same_rules(tmp_path: Path) -> None:
     (tmp_path / "surrogate.json").write_text(json.dumps(_line()).replace('"log": ""', '"log": "\\ud800"'))
     (tmp_path / "list.json").write_text(json.dumps([_line(), _line(evaluation__seed=2**64)]))
     r = ingest([tmp_path], tmp_path / "s.duckdb")
-    assert (r.traces_added, r.skipped) == (1, 3)
+    assert (r.added.traces, r.skipped) == (1, 3)
     assert r.warnings[0].startswith(f"{tmp_path / 'axes.json'}: not a valid trace: workload.axes.batch:")
     assert r.warnings[1].startswith(f"{tmp_path / 'list.json'}[1]: not a valid trace: evaluation.seed:")
     assert r.warnings[2].startswith(f"{tmp_path / 'surrogate.json'}: not valid JSON (")

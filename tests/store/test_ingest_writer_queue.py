@@ -95,7 +95,7 @@ def test_spooled_batches_wait_in_the_queue_and_share_one_connection(tmp_path: Pa
     assert [rows for rows, _ in writer.calls] == list(range(1, 2 + _inserter._QUEUED_SPOOLED))
     # One connection: the queue never ran dry, so the store closed (checkpointed) once.
     assert len(opened) == 1 and {con for _, con in writer.calls} == set(opened)
-    assert report.traces_added == sum(range(1, 2 + _inserter._QUEUED_SPOOLED))
+    assert report.added.traces == sum(range(1, 2 + _inserter._QUEUED_SPOOLED))
 
 
 def test_a_full_queue_makes_the_reading_wait(tmp_path: Path) -> None:
@@ -147,7 +147,7 @@ def test_an_error_stops_the_batches_after_it_and_is_raised(tmp_path: Path) -> No
         with pytest.raises(RuntimeError, match="insert 1 failed"):
             inserter.wait()
     assert [rows for rows, _ in writer.calls] == [1, -1]  # 3 and 4 never inserted
-    assert report.traces_added == 1
+    assert report.added.traces == 1
     assert inserter._thread is None and not inserter._queue
 
 
@@ -158,7 +158,7 @@ def test_an_empty_batch_opens_nothing(tmp_path: Path) -> None:
     with mock.patch.object(_inserter, "_insert_on", writer), _opens(inserter.store) as opened:
         inserter.submit(SpoolBatch(duplicates=3), [])
         inserter.wait()
-    assert opened == [] and writer.calls == [] and report.traces_present == 3
+    assert opened == [] and writer.calls == [] and report.added.present == 3
 
 
 def test_a_queued_ingest_stores_what_one_batch_at_a_time_stores(tmp_path: Path) -> None:
@@ -176,7 +176,7 @@ def test_a_queued_ingest_stores_what_one_batch_at_a_time_stores(tmp_path: Path) 
 
     with mock.patch.object(_inserter, "_insert_on", slowed):
         b = ingest_into(there, [root], workers=2, chunk_bytes=2048, batch_rows=10)
-    assert _fields(b) == _fields(a) and a.traces_added == 81
+    assert _fields(b) == _fields(a) and a.added.traces == 81
     assert _stored(there) == _stored(here)
 
 
@@ -221,7 +221,7 @@ def test_a_file_store_ingest_checkpoints_less_than_once_a_batch(tmp_path: Path) 
         _opens(store) as opened,
     ):
         report = ingest_into(store, [root], workers=2, chunk_bytes=2048, batch_rows=10)
-    assert report.traces_added == 81
+    assert report.added.traces == 81
     assert len(batches) >= 8 and 1 <= len(opened) < len(batches), (opened, batches)
 
 

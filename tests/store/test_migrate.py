@@ -79,7 +79,7 @@ def test_opening_a_v1_store_migrates_it(v1_store: Path) -> None:
 
 def test_migrated_keys_match_fresh_ingest(v1_store: Path) -> None:
     r = ingest([DATA / "v1_traces.jsonl"], v1_store)
-    assert (r.traces_added, r.traces_present) == (0, 4)
+    assert (r.added.traces, r.added.present) == (0, 4)
 
 
 def test_reading_a_v1_store_migrates_it_first(v1_store: Path) -> None:

@@ -184,7 +184,7 @@ def test_a_v2_store_migrates_with_its_columns_filled_from_the_records(v2_store: 
     with Store(fresh).writing() as con:
         assert old_order == [r[0] for r in con.execute(order).fetchall()]
     r = ingest([DATA / "v2_traces.jsonl"], v2_store)
-    assert (r.traces_added, r.traces_present) == (0, 4)
+    assert (r.added.traces, r.added.present) == (0, 4)
 
 
 def test_a_migrated_store_ranks_without_its_impossible_trace(v2_store: Path) -> None:

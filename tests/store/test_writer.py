@@ -163,7 +163,7 @@ def test_torn_line_from_a_killed_run_is_closed_off(tmp_path: Path) -> None:
         (["wl-1", "wl-2"],)
     ]
     report = ingest([results], db)
-    assert (report.traces_added, report.traces_present) == (0, 2)
+    assert (report.added.traces, report.added.present) == (0, 2)
     assert report.warnings == [f"{log}:2: not valid JSON (EOF while parsing a value), skipped"]
 
 

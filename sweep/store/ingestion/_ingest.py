@@ -78,9 +78,7 @@ class IngestReport:
         traces_read: Evaluated traces found and accepted (a refused one counts in ``skipped``).
         workload_records: Workload-only records found (stored as workloads, not evaluations).
         added: What the inserts added, summed (``present``: traces the store held already,
-            same key, including repeats in the input; definitions and solutions new or changed),
-            also read as ``traces_added``, ``traces_present``, ``workloads_added``,
-            ``definitions_added`` and ``solutions_added``.
+            same key, including repeats in the input; definitions and solutions new or changed).
         skipped: Lines or files that were not valid records, or records the store cannot hold.
         warnings: One line per skipped record: file, line, field, value and what is wrong.
     """
@@ -93,26 +91,6 @@ class IngestReport:
     added: AddCounts = field(default_factory=AddCounts)
     skipped: int = 0
     warnings: list[str] = field(default_factory=list)
-
-    @property
-    def traces_added(self) -> int:
-        return self.added.traces
-
-    @property
-    def traces_present(self) -> int:
-        return self.added.present
-
-    @property
-    def workloads_added(self) -> int:
-        return self.added.workloads
-
-    @property
-    def definitions_added(self) -> int:
-        return self.added.definitions
-
-    @property
-    def solutions_added(self) -> int:
-        return self.added.solutions
 
 
 class IngestJob:

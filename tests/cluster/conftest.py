@@ -25,12 +25,27 @@ DATA = REPO / "tests" / "data" / "cluster"
 FAKE_BACKEND = "tests.cluster.fake_backend"
 
 
-def run_fresh(args: list[str], timeout_s: float = 600) -> subprocess.CompletedProcess[str]:
+def run_fresh(
+    args: list[str], timeout_s: float = 600, *, cwd: Path | None = None, home: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """``args`` in a new process with this checkout on its path, outside the session's Ray
-    cluster and Triton interpreter setting (a command as a user runs it: its own embedded Ray)."""
+    cluster and Triton interpreter setting (a command as a user runs it: its own embedded Ray),
+    in a session of its own; ``home``: a HOME of its own too (Ray's files, a stale token)."""
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "TRITON_INTERPRET")}
     env["PYTHONPATH"] = str(REPO)
-    return subprocess.run(args, capture_output=True, text=True, env=env, timeout=timeout_s, check=False)
+    env["RAY_USAGE_STATS_ENABLED"] = "0"
+    if home is not None:
+        env["HOME"] = str(home)
+    return subprocess.run(
+        args,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout_s,
+        check=False,
+        start_new_session=True,
+    )
 
 
 @pytest.fixture

@@ -4,15 +4,13 @@ one trace, the offenders RUNTIME_ERROR, every innocent one PASSED, and the sweep
 
 from __future__ import annotations
 
-import os
-import subprocess
 import sys
 from collections import defaultdict
 from pathlib import Path
 
 import pytest
 
-from .conftest import read_traces, write_config, write_dataset
+from .conftest import read_traces, run_fresh, write_config, write_dataset
 
 pytestmark = pytest.mark.hostile
 
@@ -70,17 +68,8 @@ def _sweep(tmp_path: Path, *, hardware: str, extra: str) -> None:
     )
     home = tmp_path / "home"
     home.mkdir()
-    env = {**os.environ, "HOME": str(home), "RAY_USAGE_STATS_ENABLED": "0"}
-    env.pop("RAY_ADDRESS", None)
-    proc = subprocess.run(
-        [sys.executable, "-m", "sweep.cli", "launch", str(cfg), "--quiet"],
-        cwd=tmp_path,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-        start_new_session=True,
+    proc = run_fresh(
+        [sys.executable, "-m", "sweep.cli", "launch", str(cfg), "--quiet"], cwd=tmp_path, home=home
     )
     out = proc.stdout + proc.stderr
     assert proc.returncode == 0, out

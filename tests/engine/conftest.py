@@ -19,7 +19,7 @@ import pytest
 
 from sweep.config import EvalSettings
 from sweep.engine import EngineCache, evaluate
-from sweep.schema import Definition, Solution, Trace, Workload
+from sweep.schema import Definition, Evaluation, Solution, Trace, Workload
 from sweep.schema.task import Task
 
 from ..conftest import quick_settings
@@ -156,6 +156,13 @@ class Kit:
             definition, solution, workload, settings or self.fast, "CPU", dataset_root=root, sweep="tests"
         )
         return evaluate(task, device=device, cache=cache if cache is not None else EngineCache())
+
+    @staticmethod
+    def passed(trace: Trace) -> Evaluation:
+        """The trace's evaluation, which must have PASSED (the assertion shows its log)."""
+        ev = trace.evaluation
+        assert ev.status.value == "PASSED", ev.log
+        return ev
 
     #: The sources of :meth:`cuda_vadd`: ``kernel.cu`` and ``binding.cpp``.
     cuda_vadd_sources: ClassVar[dict[str, str]] = {"kernel.cu": _VADD_CU, "binding.cpp": _VADD_BINDING}

@@ -64,8 +64,7 @@ def test_choose_timer_keeps_cupti_on_a_gpu_only() -> None:
 
 def test_on_cpu_cupti_runs_the_host_clock_and_says_so(kit, vadd, vadd_wl) -> None:
     settings = kit.fast.model_copy(update={"timer": "cupti"})
-    ev = kit.run(vadd, kit.solution("vadd_f32", GOOD), vadd_wl, settings).evaluation
-    assert ev.status.value == "PASSED", ev.log
+    ev = kit.passed(kit.run(vadd, kit.solution("vadd_f32", GOOD), vadd_wl, settings))
     assert ev.timing.timer == ev.reference_timing.timer == "host"
     assert ev.timing.clock == "host"
     assert (
@@ -106,8 +105,7 @@ def test_without_the_cupti_module_both_are_timed_with_events_and_the_log_says_wh
     assert problem is not None and problem.startswith("the module cupti cannot be imported (")
     assert "kernel-sweep[cupti]" in problem
     runs = _record_runs(monkeypatch)
-    ev = kit.run(vadd, kit.solution("vadd_f32", GOOD), vadd_wl, _cupti_settings(kit)).evaluation
-    assert ev.status.value == "PASSED", ev.log
+    ev = kit.passed(kit.run(vadd, kit.solution("vadd_f32", GOOD), vadd_wl, _cupti_settings(kit)))
     note = f"note: timer cupti: {problem}; the reference and the solution are timed with CUDA events instead"
     assert note in ev.log
     assert runs == [("reference", "events"), ("solution", "events")]  # never with cupti
@@ -126,8 +124,7 @@ def test_cupti_failing_while_timing_times_both_again_with_events(
             raise CuptiUnavailable("CUPTI cannot be initialised (cuptiError: CUPTI_ERROR_NOT_INITIALIZED)")
 
     runs = _record_runs(monkeypatch, fake)
-    ev = kit.run(vadd, kit.solution("vadd_f32", GOOD), vadd_wl, _cupti_settings(kit)).evaluation
-    assert ev.status.value == "PASSED", ev.log
+    ev = kit.passed(kit.run(vadd, kit.solution("vadd_f32", GOOD), vadd_wl, _cupti_settings(kit)))
     assert (
         f"note: timer cupti: CUPTI cannot be initialised (cuptiError: CUPTI_ERROR_NOT_INITIALIZED), timing "
         f"the {who}; the reference and the solution are timed with CUDA events instead"
@@ -143,8 +140,7 @@ def test_a_call_cupti_reads_as_zero_is_timed_with_events(kit, vadd, vadd_wl, mon
         return {"p50_ms": 0.0} if timer == "cupti" and callee == "solution" else None
 
     runs = _record_runs(monkeypatch, fake)
-    ev = kit.run(vadd, kit.solution("vadd_f32", GOOD), vadd_wl, _cupti_settings(kit)).evaluation
-    assert ev.status.value == "PASSED", ev.log
+    ev = kit.passed(kit.run(vadd, kit.solution("vadd_f32", GOOD), vadd_wl, _cupti_settings(kit)))
     assert (
         "timer cupti: the solution launched no kernel, copy or set on the GPU while timed (median 0)"
         in ev.log

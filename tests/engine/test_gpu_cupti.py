@@ -50,9 +50,7 @@ def _big_vadd() -> Workload:
 
 
 def _passed(kit, vadd, wl, src: str, timer: str, **kw):  # type: ignore[no-untyped-def]
-    trace = kit.run(vadd, kit.solution("vadd_f32", src, **kw), wl, kit.timed(timer), device="cuda")
-    ev = trace.evaluation
-    assert ev.status.value == "PASSED", ev.log
+    ev = kit.passed(kit.run(vadd, kit.solution("vadd_f32", src, **kw), wl, kit.timed(timer), device="cuda"))
     assert ev.timing.timer == ev.reference_timing.timer, ev.log  # one timer for both
     if timer == "cupti":
         assert ev.timing.timer == "cupti", ev.log
@@ -127,9 +125,7 @@ def test_without_cupti_a_gpu_evaluation_is_timed_with_events_and_says_why(
     kit, vadd, vadd_wl, monkeypatch
 ) -> None:
     monkeypatch.setitem(sys.modules, "cupti", None)  # as where cupti-python is not installed
-    trace = kit.run(vadd, kit.solution("vadd_f32", GOOD), vadd_wl, kit.timed("cupti"), device="cuda")
-    ev = trace.evaluation
-    assert ev.status.value == "PASSED", ev.log
+    ev = kit.passed(kit.run(vadd, kit.solution("vadd_f32", GOOD), vadd_wl, kit.timed("cupti"), device="cuda"))
     assert ev.timing.timer == ev.reference_timing.timer == "events"
     assert "note: timer cupti: the module cupti cannot be imported (" in ev.log
     assert "; the reference and the solution are timed with CUDA events instead" in ev.log

@@ -9,7 +9,7 @@ separated, each run ``--rounds`` times, alternating):
 
 - ``default``: the product as it is (parsing processes as ``auto_workers`` picks them);
 - ``workers=N``: N parsing processes;
-- ``rows=N``: N spooled traces per insert (the product's ``SPOOL_BATCH_ROWS`` otherwise);
+- ``rows=N``: N traces per insert, spooled or built here (the product's batches otherwise);
 - ``baseline``: the product of ``--baseline-dir DIR`` (a folder holding another checkout's
   ``sweep``: ``git archive REV sweep | tar -x -C DIR``), measured in the same run (a checkout
   older than this bench logs no timeline: its seconds only);
@@ -116,7 +116,7 @@ def _child(variant: str, logs: Path, store: Path) -> None:
     """One ingest here; prints each DEBUG line as (seconds since start, message), then a JSON summary."""
     import logging
 
-    from sweep.store.ingestion import CHUNK_BYTES, INGEST_LOGGER, SPOOL_BATCH_ROWS, auto_workers, ingest_into
+    from sweep.store.ingestion import CHUNK_BYTES, INGEST_LOGGER, auto_workers, ingest_into
     from sweep.store.rows import WritableStore
 
     start = time.perf_counter()
@@ -132,7 +132,7 @@ def _child(variant: str, logs: Path, store: Path) -> None:
     log.addHandler(_Keep())
     size = sum(p.stat().st_size for p in logs.rglob("*.jsonl"))
     workers = auto_workers(size, CHUNK_BYTES)
-    rows = SPOOL_BATCH_ROWS
+    rows: int | None = None  # the product's batches (for rows built here and spooled)
     for part in variant.split("+"):  # e.g. held+rows=245760
         name, _, value = part.partition("=")
         if name == "workers":

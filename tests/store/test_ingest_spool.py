@@ -287,34 +287,22 @@ def test_inserts_leave_the_connections_insertion_order_as_it_was(before: str) ->
 
 
 def test_spooled_rows_are_batched_by_their_own_size() -> None:
-    """Spooled rows fill a batch at ``spool_rows`` while the writer is busy, and at
-    ``batch_rows`` when it is idle; rows built here at ``batch_rows``."""
+    """Spooled rows fill a batch at ``spool_rows``, rows built here at ``batch_rows``."""
     from sweep.store.ingestion._ingest import IngestJob
     from sweep.store.ingestion._spool import SpooledChunk
 
-    job = IngestJob(WritableStore.memory(), IngestReport(store="m"), 3, 6)
+    job = IngestJob(WritableStore.memory(), IngestReport(store="m"), 2, 5)
     chunk = SpooledChunk("f.traces.arrow", "", 2, 0, 2, 0, [])
-    busy = True
-    with mock.patch.object(job.inserter, "idle", lambda: not busy):
-        job.spooled.add(chunk)
-        assert not job.full()
-        job.spooled.add(chunk)
-        assert not job.full()  # 4 rows: a writer at work takes a whole batch
-        busy = False
-        assert job.full()  # an idle one takes what there is, from batch_rows on
-        job.spooled = SpoolBatch()
-        job.spooled.add(chunk)
-        assert not job.full()  # 2 rows: under batch_rows, even for an idle writer
-        busy = True
-        job.spooled.add(chunk)
-        job.spooled.add(chunk)
-        assert job.full()
-        job.spooled = SpoolBatch()
-        job.batch.add_trace(_rich(1), source="x")
-        job.batch.add_trace(_rich(2), source="x")
-        assert not job.full()
-        job.batch.add_trace(_rich(3), source="x")
-        assert job.full()
+    job.spooled.add(chunk)
+    job.spooled.add(chunk)
+    assert not job.full()
+    job.spooled.add(chunk)
+    assert job.full()
+    job.spooled = SpoolBatch()
+    job.batch.add_trace(_rich(1), source="x")
+    assert not job.full()
+    job.batch.add_trace(_rich(2), source="x")
+    assert job.full()
 
 
 def test_a_batch_is_read_as_one_chunk_in_the_order_of_its_files(tmp_path: Path) -> None:

@@ -98,21 +98,6 @@ def test_spooled_batches_wait_in_the_queue_and_share_one_connection(tmp_path: Pa
     assert report.added.traces == sum(range(1, 2 + _inserter._QUEUED_SPOOLED))
 
 
-def test_the_writer_is_idle_only_with_nothing_inserting_or_waiting(tmp_path: Path) -> None:
-    writer = _Writer()
-    inserter, _ = _make(tmp_path)
-    assert inserter.idle()
-    with mock.patch.object(_inserter, "_insert_on", writer):
-        inserter.submit(_spooled(1), [])
-        assert writer.started.wait(_WAIT_S)
-        assert not inserter.idle()  # a batch inserting
-        inserter.submit(_spooled(2), [])
-        assert not inserter.idle()
-        writer.release()
-        inserter.wait()
-    assert inserter.idle()
-
-
 def test_a_full_queue_makes_the_reading_wait(tmp_path: Path) -> None:
     writer = _Writer()
     inserter, _ = _make(tmp_path)

@@ -118,16 +118,10 @@ class IngestJob:
         self.report.warnings.append(f"{where}: {why}, skipped")
 
     def full(self) -> bool:
-        """Whether the batch holds a whole insert of traces or of workloads. Spooled rows make
-        one at ``spool_rows``, or at ``batch_rows`` while the writer is idle: it would wait for
-        the reading otherwise (5 of a first ingest's 15 s on a 16-core host, before its first
-        insert), and its inserts back to back share one connection, so a smaller batch costs
-        no extra checkpoint."""
-        spooled = self.spooled.trace_rows
+        """Whether the batch holds a whole insert of traces or of workloads."""
         return (
             max(self.batch.count("traces"), self.batch.count("workloads")) >= self.batch_rows
-            or spooled >= self.spool_rows
-            or (spooled >= self.batch_rows and self.inserter.idle())
+            or self.spooled.trace_rows >= self.spool_rows
         )
 
     def flush(self, *, wait: bool = False) -> None:

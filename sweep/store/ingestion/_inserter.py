@@ -88,11 +88,6 @@ class Inserter:
                 self._thread.start()
             self._cond.notify_all()
 
-    def idle(self) -> bool:
-        """Whether the writer has nothing to do: no batch being inserted, none waiting."""
-        with self._cond:
-            return not self._queue and not self._busy
-
     def _no_room_for(self, batch: RowBatch | SpoolBatch) -> bool:
         if isinstance(batch, SpoolBatch):
             return len(self._queue) >= _QUEUED_SPOOLED

@@ -32,7 +32,8 @@ def run_fresh(
     cluster and Triton interpreter setting (a command as a user runs it: its own embedded Ray),
     in a session of its own; ``home``: a HOME of its own too (Ray's files, a stale token)."""
     env = {k: v for k, v in os.environ.items() if k not in ("RAY_ADDRESS", "TRITON_INTERPRET")}
-    env["PYTHONPATH"] = str(REPO)
+    # This checkout first, then what the caller had (a GPU host brings its packages that way).
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO), os.environ.get("PYTHONPATH", "")) if p)
     env["RAY_USAGE_STATS_ENABLED"] = "0"
     if home is not None:
         env["HOME"] = str(home)

@@ -133,7 +133,8 @@ def task_roots(folder: str, extra: Iterable[str] = ()) -> list[str]:
     docstring), those that exist: ``folder`` (the task's), ``extra`` (what its backend names:
     its solution's build folder and compilers' caches), ``/dev``, this process's ``/proc``
     entry, and CUDA's JIT cache (``~/.nv``, ``CUDA_CACHE_PATH``), made first where missing.
-    Not Triton's, torch's extensions' or Inductor's shared caches (:data:`_TASK_CACHE_VARIABLES`)."""
+    Not Triton's, torch's extensions' or Inductor's shared caches: of the cache variables, only
+    :data:`_TASK_CACHE_VARIABLES` is read."""
     caches = _caches((".nv",), _TASK_CACHE_VARIABLES)
     return _existing([folder, *extra, "/dev", f"/proc/{os.getpid()}", *caches])
 
